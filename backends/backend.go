@@ -1,0 +1,176 @@
+// Package backends holds the lock algorithms lockbench compares, one file
+// per algorithm, each registered by name.
+//
+// A backend has two sides. On the coordinator side, a Backend says which
+// servers its cluster needs and whether it issues fencing tokens. Inside a
+// worker process, Open connects one application instance to the running
+// cluster and returns a Locker that the instance's clients share.
+//
+// Locker is deliberately small (context first; acquire, release, close).
+// Abilities that only some algorithms have are separate interfaces found by
+// type assertion: Extender for leases that can be extended. A lease's
+// fencing token and its "lost" signal are part of Lease, with zero values
+// (token 0, nil channel) meaning the algorithm has none.
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrNotAcquired means the lock is held by someone else: the attempt
+// certainly did not take effect. Any other error from Acquire leaves the
+// outcome unknown.
+var ErrNotAcquired = errors.New("lock is held by another client")
+
+// ErrNotHeld means a release or extension was refused because the lease is
+// no longer the caller's (it expired and maybe someone else holds it now).
+var ErrNotHeld = errors.New("lock is no longer held by this client")
+
+// Lease is one successful acquisition.
+type Lease interface {
+	Key() string
+	// Token is the fencing token of this acquisition, strictly greater than
+	// every earlier holder's when the algorithm provides one; 0 if it has
+	// none.
+	Token() uint64
+	// Lost is closed when the client library knows the lease is lost (its
+	// validity ran out, an extension failed, the session expired). Nil if
+	// the algorithm never signals it.
+	Lost() <-chan struct{}
+}
+
+// Locker acquires and releases locks on one backend. One Locker is shared by
+// all clients of a worker instance, so it must be safe for concurrent use.
+type Locker interface {
+	// Acquire tries to take the lock on key, waiting at most until ctx is
+	// done. It returns ErrNotAcquired when the lock is certainly held by
+	// someone else; the caller retries with backoff.
+	Acquire(ctx context.Context, key string) (Lease, error)
+	// Release gives the lease back. It returns ErrNotHeld when the lock was
+	// no longer this lease's, which a safe algorithm detects instead of
+	// removing somebody else's lock.
+	Release(ctx context.Context, l Lease) error
+	// Close releases the Locker's connections.
+	Close() error
+}
+
+// Extender is implemented by Lockers whose leases can be extended.
+type Extender interface {
+	// Extend pushes the lease's expiry out by its TTL. ErrNotHeld means the
+	// lease is already lost.
+	Extend(ctx context.Context, l Lease) error
+}
+
+// ServerSpec is one server a backend's cluster needs.
+type ServerSpec struct {
+	Kind string // "redis"
+	Name string // unique in the cluster: "redis-1"
+	// Persistence of a Redis server: "none", "everysec" or "always".
+	Persistence string
+}
+
+// Env is what a worker needs to reach the cluster.
+type Env struct {
+	// Endpoints maps a server name to the address clients dial: the
+	// toxiproxy proxy in front of it, so that link faults apply.
+	Endpoints map[string]string
+	// TTL is the lease time of the scenario's workload.
+	TTL time.Duration
+	// Instance is the worker instance number (1-based).
+	Instance int
+}
+
+// Backend is a configured algorithm.
+type Backend interface {
+	// Servers lists the servers its cluster needs (none for in-process
+	// controls such as "local").
+	Servers() []ServerSpec
+	// Fenced reports whether leases carry fencing tokens.
+	Fenced() bool
+	// Open connects one worker instance to the cluster.
+	Open(ctx context.Context, env Env) (Locker, error)
+}
+
+// Decoder decodes a backend's options into v, rejecting unknown fields.
+type Decoder func(v any) error
+
+// Constructor builds a Backend from its options.
+type Constructor func(decode Decoder) (Backend, error)
+
+// Info describes a registered backend.
+type Info struct {
+	Name    string
+	Summary string
+	// Unsafe marks a known-unsafe control that exists to prove the checker
+	// catches what it should.
+	Unsafe bool
+	New    Constructor
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Info{}
+)
+
+// Register adds a backend. It panics on an empty name, a nil constructor or
+// a duplicate, which are programming errors caught at start-up.
+func Register(info Info) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if info.Name == "" || info.New == nil {
+		panic("backends: Register with empty name or nil constructor")
+	}
+	if _, dup := registry[info.Name]; dup {
+		panic("backends: duplicate backend " + info.Name)
+	}
+	registry[info.Name] = info
+}
+
+// Lookup returns the backend registered under name.
+func Lookup(name string) (Info, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	info, ok := registry[name]
+	if !ok {
+		return Info{}, fmt.Errorf("unknown backend %q (known: %v)", name, namesLocked())
+	}
+	return info, nil
+}
+
+// New builds the backend registered under name from its options.
+func New(name string, decode Decoder) (Backend, error) {
+	info, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := info.New(decode)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s options: %w", name, err)
+	}
+	return b, nil
+}
+
+// All returns every registered backend, sorted by name.
+func All() []Info {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]Info, 0, len(registry))
+	for _, n := range namesLocked() {
+		out = append(out, registry[n])
+	}
+	return out
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,303 @@
+package backends
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/config"
+	"github.com/redis/go-redis/v9"
+)
+
+// The redis family: the single-instance algorithm from the Redis
+// documentation and the seeds (SET key random NX PX ttl; release and extend
+// by compare-and-delete / compare-and-pexpire in Lua), and two anti-pattern
+// controls from the seeds' list of common errors, which share its code and
+// differ in exactly one step:
+//
+//   - redis-nottl: SET NX without a TTL. A holder that dies without
+//     releasing blocks the key forever (a liveness failure, not a safety
+//     one).
+//   - redis-del: release with a plain DEL. A holder whose lease expired
+//     deletes the lock of whoever holds it now, letting a third client in.
+//
+// The fencing token is an INCR of a per-key counter in the same Lua script
+// as the SET, so it is issued only on a genuine acquisition. It lives on the
+// same single server, so a restart without persistence resets it (the
+// token can go backwards; a scenario can measure that).
+func init() {
+	Register(Info{Name: "redis", Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", New: newRedisMode(redisSafe)})
+	Register(Info{Name: "redis-del", Summary: "control: as redis but releases with plain DEL (removes another holder's lock)", Unsafe: true, New: newRedisMode(redisDel)})
+	Register(Info{Name: "redis-nottl", Summary: "control: SETNX without TTL (a dead holder blocks the key forever)", Unsafe: true, New: newRedisMode(redisNoTTL)})
+}
+
+type redisMode int
+
+const (
+	redisSafe redisMode = iota
+	redisDel
+	redisNoTTL
+)
+
+// Lua scripts, as in the Redis documentation's distributed-lock pattern.
+var (
+	acquireScript = redis.NewScript(`
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if ARGV[3] == '1' then return redis.call('incr', KEYS[2]) end
+  return -1
+end
+return 0`)
+	acquireNoTTLScript = redis.NewScript(`
+if redis.call('set', KEYS[1], ARGV[1], 'NX') then
+  if ARGV[2] == '1' then return redis.call('incr', KEYS[2]) end
+  return -1
+end
+return 0`)
+	releaseScript = redis.NewScript(`
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0`)
+	extendScript = redis.NewScript(`
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0`)
+)
+
+// RedisOptions are the scenario options of the redis family. Zero values
+// mean the go-redis default.
+type RedisOptions struct {
+	// Persistence of the server: none (default), everysec or always.
+	Persistence string `yaml:"persistence"`
+	// Fencing issues an INCR token with each acquisition (default true).
+	Fencing *bool `yaml:"fencing"`
+	// DriftFactor shortens the client's idea of its lease's validity by
+	// ttl*factor, as Redlock does (default 0.01).
+	DriftFactor *float64 `yaml:"drift_factor"`
+	// Connection settings of go-redis (defaults: dial 5s, read 3s, write =
+	// read, 3 retries, pool 10 per CPU).
+	DialTimeout  config.Duration `yaml:"dial_timeout"`
+	ReadTimeout  config.Duration `yaml:"read_timeout"`
+	WriteTimeout config.Duration `yaml:"write_timeout"`
+	MaxRetries   *int            `yaml:"max_retries"`
+	PoolSize     int             `yaml:"pool_size"`
+}
+
+type redisBackend struct {
+	mode redisMode
+	opt  RedisOptions
+}
+
+func newRedisMode(mode redisMode) Constructor {
+	return func(decode Decoder) (Backend, error) {
+		var o RedisOptions
+		if err := decode(&o); err != nil {
+			return nil, err
+		}
+		if err := o.validate(); err != nil {
+			return nil, err
+		}
+		return &redisBackend{mode: mode, opt: o}, nil
+	}
+}
+
+func (o *RedisOptions) validate() error {
+	switch o.Persistence {
+	case "":
+		o.Persistence = "none"
+	case "none", "everysec", "always":
+	default:
+		return fmt.Errorf("persistence: %q is not one of none, everysec, always", o.Persistence)
+	}
+	if o.Fencing == nil {
+		t := true
+		o.Fencing = &t
+	}
+	if o.DriftFactor == nil {
+		d := 0.01
+		o.DriftFactor = &d
+	}
+	if *o.DriftFactor < 0 || *o.DriftFactor >= 0.5 {
+		return fmt.Errorf("drift_factor: %v is outside [0, 0.5)", *o.DriftFactor)
+	}
+	for name, d := range map[string]config.Duration{"dial_timeout": o.DialTimeout, "read_timeout": o.ReadTimeout, "write_timeout": o.WriteTimeout} {
+		if d < 0 {
+			return fmt.Errorf("%s: must not be negative", name)
+		}
+	}
+	if o.MaxRetries != nil && *o.MaxRetries < -1 {
+		return fmt.Errorf("max_retries: %d (use -1 to disable retries)", *o.MaxRetries)
+	}
+	if o.PoolSize < 0 {
+		return fmt.Errorf("pool_size: must not be negative")
+	}
+	return nil
+}
+
+func (b *redisBackend) Servers() []ServerSpec {
+	return []ServerSpec{{Kind: "redis", Name: "redis-1", Persistence: b.opt.Persistence}}
+}
+
+func (b *redisBackend) Fenced() bool { return *b.opt.Fencing }
+
+func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
+	addr, ok := env.Endpoints["redis-1"]
+	if !ok {
+		return nil, errors.New("no endpoint for redis-1")
+	}
+	ro := &redis.Options{
+		Addr:                  addr,
+		DialTimeout:           b.opt.DialTimeout.D(),
+		ReadTimeout:           b.opt.ReadTimeout.D(),
+		WriteTimeout:          b.opt.WriteTimeout.D(),
+		PoolSize:              b.opt.PoolSize,
+		ContextTimeoutEnabled: true,
+	}
+	if b.opt.MaxRetries != nil {
+		ro.MaxRetries = *b.opt.MaxRetries
+	}
+	c := redis.NewClient(ro)
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("ping redis-1 at %s: %w", addr, err)
+	}
+	l := &redisLocker{c: c, mode: b.mode, ttl: env.TTL, fencing: *b.opt.Fencing, drift: *b.opt.DriftFactor}
+	if b.mode == redisNoTTL {
+		return l, nil
+	}
+	return &redisExtLocker{l}, nil
+}
+
+type redisLocker struct {
+	c       *redis.Client
+	mode    redisMode
+	ttl     time.Duration
+	fencing bool
+	drift   float64
+}
+
+// redisExtLocker adds Extend for the modes that have a TTL.
+type redisExtLocker struct{ *redisLocker }
+
+type redisLease struct {
+	key, value string
+	token      uint64
+	wd         *Watchdog // nil without TTL
+}
+
+func (l *redisLease) Key() string   { return l.key }
+func (l *redisLease) Token() uint64 { return l.token }
+func (l *redisLease) Lost() <-chan struct{} {
+	if l.wd == nil {
+		return nil
+	}
+	return l.wd.Lost()
+}
+
+func lockKey(key string) string  { return "lockbench:lock:" + key }
+func fenceKey(key string) string { return "lockbench:fence:" + key }
+
+func randomValue() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("random lock value: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// validity is how long the client may believe in a lease sent at start.
+func (r *redisLocker) validity(start time.Time) time.Duration {
+	v := r.ttl - time.Duration(float64(r.ttl)*r.drift) - time.Since(start)
+	if v < 0 {
+		return 0
+	}
+	return v
+}
+
+func (r *redisLocker) Acquire(ctx context.Context, key string) (Lease, error) {
+	value, err := randomValue()
+	if err != nil {
+		return nil, err
+	}
+	fence := "0"
+	if r.fencing {
+		fence = "1"
+	}
+	start := time.Now()
+	var n int64
+	if r.mode == redisNoTTL {
+		n, err = acquireNoTTLScript.Run(ctx, r.c, []string{lockKey(key), fenceKey(key)}, value, fence).Int64()
+	} else {
+		n, err = acquireScript.Run(ctx, r.c, []string{lockKey(key), fenceKey(key)}, value, r.ttl.Milliseconds(), fence).Int64()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("acquire %s: %w", key, err)
+	}
+	if n == 0 {
+		return nil, ErrNotAcquired
+	}
+	l := &redisLease{key: key, value: value}
+	if n > 0 {
+		l.token = uint64(n)
+	}
+	if r.mode != redisNoTTL {
+		l.wd = NewWatchdog(r.validity(start))
+	}
+	return l, nil
+}
+
+func (r *redisLocker) Release(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*redisLease)
+	if !ok {
+		return fmt.Errorf("release: lease of type %T is not a redis lease", lease)
+	}
+	if l.wd != nil {
+		l.wd.Stop()
+	}
+	var n int64
+	var err error
+	if r.mode == redisDel {
+		// The anti-pattern: delete whatever is there, ours or not.
+		n, err = r.c.Del(ctx, lockKey(l.key)).Result()
+	} else {
+		n, err = releaseScript.Run(ctx, r.c, []string{lockKey(l.key)}, l.value).Int64()
+	}
+	if err != nil {
+		return fmt.Errorf("release %s: %w", l.key, err)
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (r *redisExtLocker) Extend(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*redisLease)
+	if !ok || l.wd == nil {
+		return fmt.Errorf("extend: lease of type %T cannot be extended", lease)
+	}
+	start := time.Now()
+	n, err := extendScript.Run(ctx, r.c, []string{lockKey(l.key)}, l.value, r.ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("extend %s: %w", l.key, err)
+	}
+	if n == 0 {
+		l.wd.Fire()
+		return ErrNotHeld
+	}
+	if !l.wd.Reset(r.validity(start)) {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (r *redisLocker) Close() error { return r.c.Close() }
+
+var (
+	_ Locker   = (*redisLocker)(nil)
+	_ Extender = (*redisExtLocker)(nil)
+)

@@ -1,0 +1,254 @@
+// Command bench benchmarks and chaos-tests distributed lock algorithms.
+//
+//	bench run [flags] SCENARIO.yaml   run a scenario, write a results folder
+//	bench check HISTORY.jsonl         re-check a stored history, print verdicts
+//	bench list [DIR]                  list backends, faults and scenario files
+//	bench worker                      (internal) one application instance
+//
+// Exit codes are documented in package exitcode and the README: 0 ok,
+// 1 harness error, 100 unexpected safety violation, 101 invalid run,
+// 102 expected violation not reproduced, 104 bad usage or config,
+// 105 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/runner"
+	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/worker"
+	"github.com/lockbench/lockbench/results"
+)
+
+const usage = `bench: benchmark and chaos-test distributed locks
+
+Usage:
+  bench run [flags] SCENARIO.yaml   run a scenario and write a results folder
+  bench check HISTORY.jsonl         re-check a stored history and print the verdicts
+  bench list [SCENARIO_DIR]         list backends, fault types and scenario files
+
+Run 'bench run -h' for the run flags.
+
+Exit codes:
+  0   every case valid and as expected
+  1   harness error (a server would not start, a missing binary, I/O)
+  100 safety violation where the scenario expected none
+  101 invalid run (no work done, a fault never fired, history cut short)
+  102 an expected violation did not appear (known answer not reproduced)
+  104 bad usage or invalid scenario
+  105 interrupted (SIGINT/SIGTERM); everything was torn down
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+	}
+	os.Exit(int(exitcode.Of(err)))
+}
+
+// run dispatches a subcommand. It is the whole CLI, testable in process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitcode.With(errors.New("no command given"), exitcode.Config)
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "list":
+		return cmdList(args[1:], stdout)
+	case "worker":
+		return worker.Run(ctx, stdin, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return exitcode.With(fmt.Errorf("unknown command %q", args[0]), exitcode.Config)
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", envOr("RESULTS_DIR", "results"), "folder under which the run's results folder is created (env RESULTS_DIR)")
+	dir := fs.String("dir", "", "exact results folder to write (overrides -o)")
+	seed := fs.Int64("seed", 0, "override the scenario's seed (replays a run's workload choices and fault schedule)")
+	var only listFlag
+	fs.Var(&only, "case", "run only this case (repeatable)")
+	quiet := fs.Bool("q", false, "print only the verdicts")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: bench run [flags] SCENARIO.yaml\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitcode.With(err, exitcode.Config)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitcode.With(errors.New("run takes exactly one scenario file"), exitcode.Config)
+	}
+	sc, err := scenario.Load(fs.Arg(0))
+	if err != nil {
+		return exitcode.With(err, exitcode.Config)
+	}
+	opts := runner.Options{ResultsRoot: *out, Dir: *dir, Only: only, Log: stderr}
+	if *quiet {
+		opts.Log = io.Discard
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			opts.Seed = seed
+		}
+	})
+	outcome, err := runner.Run(ctx, sc, opts)
+	if outcome != nil && outcome.Summary != nil {
+		for _, l := range outcome.Summary.Lines() {
+			fmt.Fprintln(stdout, l)
+		}
+		fmt.Fprintf(stdout, "results: %s\n", outcome.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	return verdictError(outcome.Summary)
+}
+
+// verdictError turns case statuses into the run's exit code: a safety
+// violation outranks an invalid run, which outranks a known answer that was
+// not reproduced.
+func verdictError(s *results.Summary) error {
+	st := s.Statuses()
+	switch {
+	case st["violation"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", st["violation"]), exitcode.Violation)
+	case st["invalid"]+st["unknown"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", st["invalid"]+st["unknown"]), exitcode.Invalid)
+	case st["not-reproduced"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) did not show the violations the scenario expects", st["not-reproduced"]), exitcode.NotReproduced)
+	}
+	return nil
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jsonOut := fs.Bool("json", false, "print summary.json instead of the verdict lines")
+	if err := fs.Parse(args); err != nil {
+		return exitcode.With(err, exitcode.Config)
+	}
+	if fs.NArg() != 1 {
+		return exitcode.With(errors.New("usage: bench check [-json] HISTORY.jsonl"), exitcode.Config)
+	}
+	path := fs.Arg(0)
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, results.HistoryFile)
+	}
+	sum, err := results.AnalyzeFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return exitcode.With(err, exitcode.Config)
+		}
+		return exitcode.With(fmt.Errorf("check %s: %w", path, err), exitcode.Invalid)
+	}
+	for _, w := range sum.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if *jsonOut {
+		if err := writeJSON(stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		for _, l := range sum.Lines() {
+			fmt.Fprintln(stdout, l)
+		}
+	}
+	return verdictError(sum)
+}
+
+func cmdList(args []string, stdout io.Writer) error {
+	dir := "scenarios"
+	if len(args) > 0 {
+		dir = args[0]
+	}
+	fmt.Fprintln(stdout, "backends:")
+	for _, b := range backends.All() {
+		mark := ""
+		if b.Unsafe {
+			mark = " [known-unsafe control]"
+		}
+		fmt.Fprintf(stdout, "  %-14s %s%s\n", b.Name, b.Summary, mark)
+	}
+	fmt.Fprintln(stdout, "faults:")
+	for _, f := range faults.All() {
+		var kinds []string
+		for _, k := range f.Targets {
+			kinds = append(kinds, string(k))
+		}
+		fmt.Fprintf(stdout, "  %-14s %s (targets: %s)\n", f.Name, f.Summary, strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(stdout, "scenarios (%s):\n", dir)
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return exitcode.With(fmt.Errorf("list scenarios: %w", err), exitcode.Config)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		desc := ""
+		if sc, err := scenario.Load(f); err == nil {
+			desc = fmt.Sprintf("%d case(s)", len(sc.Cases))
+			if sc.Description != "" {
+				desc += ": " + firstLine(sc.Description)
+			}
+		} else {
+			desc = "INVALID: run `bench run` on it for details"
+		}
+		fmt.Fprintf(stdout, "  %-32s %s\n", f, desc)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

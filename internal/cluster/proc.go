@@ -1,0 +1,108 @@
+// Package cluster starts and stops the real servers of a lock backend on
+// loopback, puts a toxiproxy proxy in front of each, and makes sure that no
+// child process outlives the harness.
+//
+// Every child runs in its own process group (so a server's own children die
+// with it) and with the parent-death signal set to SIGKILL (so that even a
+// harness killed with SIGKILL takes its children along). Teardown kills each
+// group with SIGKILL: there is nothing a lock server must flush for a
+// benchmark, and a graceful stop could hang on a paused process.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvRunID is set in the environment of every child the harness starts,
+// with the run's id as value, so that tests (and people) can find them.
+const EnvRunID = "LOCKBENCH_RUN_ID"
+
+// Process is a child process in its own process group.
+type Process struct {
+	Name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // exit status, valid after done is closed
+
+	mu      sync.Mutex
+	stopped bool // SIGSTOPped
+}
+
+// StartProcess starts cmd in its own process group with parent-death
+// SIGKILL, and tags it with the run id.
+func StartProcess(name, runID string, cmd *exec.Cmd) (*Process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, EnvRunID+"="+runID)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid returns the process id (also its process group id).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitErr returns how the process ended; valid once Done is closed.
+func (p *Process) ExitErr() error { return p.err }
+
+// Alive reports whether the process has not exited yet.
+func (p *Process) Alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Signal sends sig to the whole process group.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if !p.Alive() {
+		return fmt.Errorf("signal %s: %s has exited", sig, p.Name)
+	}
+	if err := syscall.Kill(-p.Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal %s to %s (pgid %d): %w", sig, p.Name, p.Pid(), err)
+	}
+	p.mu.Lock()
+	switch sig {
+	case syscall.SIGSTOP:
+		p.stopped = true
+	case syscall.SIGCONT:
+		p.stopped = false
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// Kill SIGKILLs the process group and waits up to timeout for the exit.
+func (p *Process) Kill(timeout time.Duration) error {
+	if !p.Alive() {
+		return nil
+	}
+	if err := syscall.Kill(-p.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s (pgid %d): %w", p.Name, p.Pid(), err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("kill %s (pgid %d): still running after %s", p.Name, p.Pid(), timeout)
+	}
+}

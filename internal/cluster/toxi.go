@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Toxi is an in-process toxiproxy server on loopback, driven only through
+// toxiproxy's own client API, so that the same code could drive an external
+// toxiproxy instead.
+type Toxi struct {
+	server *toxiproxy.ApiServer
+	Client *toxiclient.Client
+	Addr   string
+	errc   chan error
+}
+
+// StartToxi starts the toxiproxy API server on a free loopback port.
+func StartToxi() (*Toxi, error) {
+	port, err := FreePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	t := &Toxi{server: srv, Addr: addr, errc: make(chan error, 1)}
+	go func() { t.errc <- srv.Listen(addr) }()
+	t.Client = toxiclient.NewClient(addr)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := t.Client.Version(); err == nil {
+			return t, nil
+		}
+		select {
+		case err := <-t.errc:
+			return nil, fmt.Errorf("toxiproxy on %s: %w", addr, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("toxiproxy on %s did not answer within 5s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Proxy creates a proxy named name from a fresh loopback port to upstream and
+// returns it; proxy.Listen is the address clients should dial.
+func (t *Toxi) Proxy(name, upstream string) (*toxiclient.Proxy, error) {
+	p, err := t.Client.CreateProxy(name, "127.0.0.1:0", upstream)
+	if err != nil {
+		return nil, fmt.Errorf("create proxy %s -> %s: %w", name, upstream, err)
+	}
+	return p, nil
+}
+
+// Close deletes every proxy and stops the server.
+func (t *Toxi) Close() error {
+	var errs []error
+	if proxies, err := t.Client.Proxies(); err == nil {
+		for name, p := range proxies {
+			if err := p.Delete(); err != nil {
+				errs = append(errs, fmt.Errorf("delete proxy %s: %w", name, err))
+			}
+		}
+	}
+	if err := t.server.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("stop toxiproxy: %w", err))
+	}
+	// The proxies' listeners belong to the server's collection; Clear
+	// closes any that Delete missed.
+	if err := t.server.Collection.Clear(); err != nil {
+		errs = append(errs, fmt.Errorf("clear proxies: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// FreePort returns a TCP port that was free on host a moment ago.
+func FreePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,130 @@
+// Package history defines lockbench's one record format: history.jsonl, a
+// JSON Lines file of events ordered by time, and its reader and writer.
+//
+// Every subcommand reads or writes this format: workers stream events to the
+// coordinator in it, the coordinator merges them into history.jsonl, and
+// `bench check` re-reads that file to reproduce a run's verdicts.
+//
+// Operations follow Jepsen's model: a client records an invoke event when it
+// calls the lock service and a completion when the call returns: ok (it took
+// effect), fail (it certainly did not) or info (unknown: a timeout or a
+// network error, which may or may not have taken effect). Marks are
+// single events from the coordinator: case boundaries, fault windows,
+// crashes, and the protected resource's view of each read and write.
+//
+// Times are nanoseconds since the run's base instant, read from the
+// system-wide CLOCK_MONOTONIC (see package monoclock), so events from
+// different worker processes are comparable. The coordinator writes events in
+// nondecreasing time order; readers may rely on it.
+package history
+
+import (
+	"encoding/json"
+)
+
+// Type is the kind of an event.
+type Type string
+
+// The event types.
+const (
+	Invoke Type = "invoke" // a client calls an operation
+	OK     Type = "ok"     // the operation took effect
+	Fail   Type = "fail"   // the operation certainly did not take effect
+	Info   Type = "info"   // unknown outcome: it may or may not have taken effect
+	Mark   Type = "mark"   // a coordinator-side event, not an operation
+)
+
+// Operation names (field F of invoke/ok/fail/info events).
+const (
+	OpAcquire = "acquire"
+	OpRelease = "release"
+	OpExtend  = "extend"
+	// OpLost is recorded (type ok) when the client library signals that the
+	// lease is no longer held: the client stops believing it holds the lock.
+	OpLost = "lost"
+)
+
+// Mark names (field F of mark events).
+const (
+	MarkCaseStart  = "case-start"  // Meta holds the CaseMeta
+	MarkCaseEnd    = "case-end"    // the workload stopped
+	MarkFaultStart = "fault-start" // a fault is in effect from now
+	MarkFaultEnd   = "fault-end"   // the fault was healed
+	MarkFaultError = "fault-error" // a scheduled fault could not be applied
+	MarkCrash      = "crash"       // a worker instance died; Proc is "iN"
+	MarkResRead    = "res-read"    // the protected resource served a read
+	MarkResWrite   = "res-write"   // the protected resource received a write
+)
+
+// Fenced-side outcomes of a resource request (field Fenced).
+const (
+	FencedAccepted = "accepted" // token current, value unchanged since the holder's read
+	// FencedRejected: the token was lower than the highest the resource had
+	// seen, so the stale holder was stopped.
+	FencedRejected = "rejected"
+	// FencedStale: the token passed the check but the value had changed
+	// since this holder read it: a stale write that fencing let through.
+	FencedStale = "stale"
+)
+
+// Event is one line of history.jsonl.
+type Event struct {
+	T    int64  `json:"t"`              // ns since the run's base (CLOCK_MONOTONIC)
+	Type Type   `json:"type"`           // invoke, ok, fail, info or mark
+	F    string `json:"f"`              // operation or mark name
+	Proc string `json:"proc,omitempty"` // client "i<instance>c<client>", instance "i<instance>"
+	Key  string `json:"key,omitempty"`  // lock key
+	// Token is the fencing token of an acquisition (0: none).
+	Token uint64 `json:"token,omitempty"`
+	Err   string `json:"err,omitempty"` // error text of fail/info, or of a fault-error
+	// Lost is set on a res-write when the unfenced register had been
+	// written by someone else since this holder read it: a lost update.
+	Lost bool `json:"lost,omitempty"`
+	// Fenced is the fenced register's verdict on a res-read or res-write.
+	Fenced string `json:"fenced,omitempty"`
+	// Reuse is set when a different holder presented the token equal to the
+	// highest the fenced register had seen.
+	Reuse  bool            `json:"reuse,omitempty"`
+	Fault  string          `json:"fault,omitempty"`  // fault marks: the fault's name
+	Target string          `json:"target,omitempty"` // fault marks: what it hit
+	Meta   json.RawMessage `json:"meta,omitempty"`   // case-start: CaseMeta
+}
+
+// CaseMeta describes a case at its start, so that a history alone is enough
+// to re-check a run: which backend ran, what was expected, which faults were
+// scheduled.
+type CaseMeta struct {
+	Name     string        `json:"name"`
+	Backend  string        `json:"backend"`
+	Fenced   bool          `json:"fenced"` // whether the backend issues fencing tokens
+	Duration int64         `json:"duration_ns"`
+	Expect   Expectation   `json:"expect"`
+	Faults   []ScheduledAt `json:"faults,omitempty"`
+	Clients  int           `json:"clients"`
+	Keys     int           `json:"keys"`
+}
+
+// ScheduledAt names a fault the scenario scheduled for a case.
+type ScheduledAt struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Target string `json:"target"`
+	At     int64  `json:"at_ns"`
+	For    int64  `json:"for_ns"`
+}
+
+// Expectation is what the scenario file says a case should show.
+// Nil fields are not checked.
+type Expectation struct {
+	// Violations: true means mutual-exclusion violations are expected
+	// (a known-unsafe control, or a fault the algorithm cannot survive);
+	// false means none may appear.
+	Violations *bool `json:"violations,omitempty"`
+	// StaleAccepted: true means the fenced resource is expected to accept
+	// stale writes (no usable token); false means it must accept none.
+	StaleAccepted *bool `json:"stale_writes_accepted,omitempty"`
+	// LostUpdates: true means lost updates are expected on the unfenced
+	// register; false means none may appear.
+	LostUpdates *bool  `json:"lost_updates,omitempty"`
+	Note        string `json:"note,omitempty"`
+}

@@ -1,0 +1,136 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Writer appends events to a JSON Lines stream. It buffers; call Flush to
+// push what was written so far (the coordinator flushes regularly so that a
+// crash leaves a readable history). It is not safe for concurrent use.
+type Writer struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &Writer{bw: bw, enc: json.NewEncoder(bw)}
+}
+
+// Write appends one event as one line.
+func (w *Writer) Write(e *Event) error {
+	if err := w.enc.Encode(e); err != nil {
+		return fmt.Errorf("write history event: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered events to the underlying writer.
+func (w *Writer) Flush() error { return w.bw.Flush() }
+
+// Reader reads a history stream line by line, modelled on bufio.Scanner:
+//
+//	r := history.NewReader(f)
+//	for r.Next() { use(r.Event()) }
+//	if err := r.Err(); err != nil { ... }
+//
+// A last line without its newline that does not parse (a history cut short
+// by a crash) is skipped and reported by Truncated, not treated as an error.
+// Any other line that does not parse is an error naming the line. The Event
+// returned by Event is reused by the next call to Next: copy what you keep.
+type Reader struct {
+	sc        *bufio.Scanner
+	line      int
+	ev        Event
+	err       error
+	truncated string
+	name      string
+}
+
+// NewReader returns a Reader on r; name is used in error messages.
+func NewReader(r io.Reader, name string) *Reader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Split(scanLinesKeepEnd)
+	return &Reader{sc: sc, name: name}
+}
+
+// scanLinesKeepEnd is bufio.ScanLines but keeps the newline, so the reader
+// can tell a complete line from a truncated last one.
+func scanLinesKeepEnd(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i+1], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// Next advances to the next event. It returns false at the end or on error.
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for r.sc.Scan() {
+		r.line++
+		raw := r.sc.Bytes()
+		complete := len(raw) > 0 && raw[len(raw)-1] == '\n'
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 {
+			continue
+		}
+		r.ev = Event{}
+		if err := json.Unmarshal(trimmed, &r.ev); err != nil {
+			if !complete {
+				r.truncated = fmt.Sprintf("%s:%d: truncated last line skipped (%d bytes)", r.name, r.line, len(raw))
+				return false
+			}
+			r.err = fmt.Errorf("%s:%d: not a history event: %w", r.name, r.line, err)
+			return false
+		}
+		if err := r.ev.validate(); err != nil {
+			r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+			return false
+		}
+		return true
+	}
+	if err := r.sc.Err(); err != nil {
+		r.err = fmt.Errorf("%s: read history: %w", r.name, err)
+	}
+	return false
+}
+
+// Event returns the current event.
+func (r *Reader) Event() *Event { return &r.ev }
+
+// Line returns the line number of the current event.
+func (r *Reader) Line() int { return r.line }
+
+// Err returns the first error met, if any.
+func (r *Reader) Err() error { return r.err }
+
+// Truncated describes a skipped truncated last line, or returns "".
+func (r *Reader) Truncated() string { return r.truncated }
+
+func (e *Event) validate() error {
+	switch e.Type {
+	case Invoke, OK, Fail, Info, Mark:
+	case "":
+		return fmt.Errorf("event has no type")
+	default:
+		return fmt.Errorf("unknown event type %q", e.Type)
+	}
+	if e.F == "" {
+		return fmt.Errorf("event has no f (operation or mark name)")
+	}
+	if e.T < 0 {
+		return fmt.Errorf("negative time %d", e.T)
+	}
+	return nil
+}

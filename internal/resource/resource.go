@@ -1,0 +1,249 @@
+// Package resource is the protected resource: a pair of registers per key
+// that clients read and write inside their critical section, hosted by the
+// coordinator and reached by workers over loopback (through toxiproxy).
+//
+// Every request hits both registers:
+//
+//   - The unfenced register accepts every write. A write based on a value
+//     that someone else overwrote after this client read it is a lost
+//     update: the damage two holders do without fencing.
+//   - The fenced register checks the client's fencing token on every read
+//     and write, like the seeds' StorageSystem and
+//     `UPDATE … WHERE fencing_token < $2`: a token lower than the highest
+//     it has seen is rejected (a stale holder stopped). Checking reads too
+//     means that once the new holder has read with its higher token, the old
+//     holder's late write is refused even if the new holder has not written
+//     yet. A different holder presenting a token equal to the highest seen
+//     is accepted but flagged (the token failed to tell them apart), and an
+//     accepted write whose read value had since changed is a stale write
+//     that fencing let through.
+//
+// The protocol is one line per request and reply:
+//
+//	R <key> <token> <proc>                  -> <unfenced> <fenced|-1>
+//	W <key> <u-read> <f-read> <token> <proc> -> <ok|lost> <accepted|rejected|stale>
+package resource
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lockbench/lockbench/internal/history"
+)
+
+type fencedReg struct {
+	value  int64
+	max    uint64
+	holder string
+}
+
+// Server is the protected resource.
+type Server struct {
+	ln   net.Listener
+	emit func(*history.Event)
+
+	mu       sync.Mutex
+	unfenced map[string]int64
+	fenced   map[string]*fencedReg
+	inCS     map[string]string // proc -> key, between its read and its write
+	conns    map[net.Conn]struct{}
+	wg       sync.WaitGroup
+	closed   bool
+}
+
+// Listen starts the resource on a free loopback port. emit receives a
+// res-read or res-write mark for every request (T is left for emit to set).
+func Listen(emit func(*history.Event)) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("resource listen: %w", err)
+	}
+	s := &Server{ln: ln, emit: emit, unfenced: map[string]int64{}, fenced: map[string]*fencedReg{},
+		inCS: map[string]string{}, conns: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Addr is the address the resource listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// InCriticalSection returns the clients that have read a key and not yet
+// written it, mapped to that key: the current holders doing their work.
+func (s *Server) InCriticalSection() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.inCS))
+	for p, k := range s.inCS {
+		out[p] = k
+	}
+	return out
+}
+
+// Values returns the unfenced and fenced values of key.
+func (s *Server) Values(key string) (int64, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var f int64
+	if r := s.fenced[key]; r != nil {
+		f = r.value
+	}
+	return s.unfenced[key], f
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.serve(c)
+	}
+}
+
+func (s *Server) serve(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	r := bufio.NewReader(c)
+	w := bufio.NewWriter(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		reply, err := s.handle(strings.Fields(line))
+		if err != nil {
+			reply = "ERR " + err.Error()
+		}
+		if _, err := w.WriteString(reply + "\n"); err != nil {
+			return
+		}
+		if err := w.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) handle(f []string) (string, error) {
+	if len(f) == 0 {
+		return "", errors.New("empty request")
+	}
+	switch {
+	case f[0] == "R" && len(f) == 4:
+		tok, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("bad token %q", f[2])
+		}
+		u, fv, verdict, reuse := s.read(f[1], tok, f[3])
+		s.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: f[3], Key: f[1], Token: tok, Fenced: verdict, Reuse: reuse})
+		return fmt.Sprintf("%d %d", u, fv), nil
+	case f[0] == "W" && len(f) == 6:
+		ur, err1 := strconv.ParseInt(f[2], 10, 64)
+		fr, err2 := strconv.ParseInt(f[3], 10, 64)
+		tok, err3 := strconv.ParseUint(f[4], 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return "", fmt.Errorf("bad write: %v", err)
+		}
+		lost, verdict, reuse := s.write(f[1], ur, fr, tok, f[5])
+		s.emit(&history.Event{Type: history.Mark, F: history.MarkResWrite, Proc: f[5], Key: f[1], Token: tok, Lost: lost, Fenced: verdict, Reuse: reuse})
+		u := "ok"
+		if lost {
+			u = "lost"
+		}
+		return u + " " + verdict, nil
+	}
+	return "", fmt.Errorf("bad request %q", strings.Join(f, " "))
+}
+
+// check applies the fencing rule to a request with tok from proc and
+// records the token as seen. It returns whether the request passes and
+// whether it reused the highest token from another holder.
+func (reg *fencedReg) check(tok uint64, proc string) (ok, reuse bool) {
+	if tok < reg.max {
+		return false, false
+	}
+	reuse = tok == reg.max && reg.holder != "" && reg.holder != proc
+	reg.max, reg.holder = tok, proc
+	return true, reuse
+}
+
+func (s *Server) reg(key string) *fencedReg {
+	r := s.fenced[key]
+	if r == nil {
+		r = &fencedReg{}
+		s.fenced[key] = r
+	}
+	return r
+}
+
+func (s *Server) read(key string, tok uint64, proc string) (u, f int64, verdict string, reuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inCS[proc] = key
+	reg := s.reg(key)
+	ok, reuse := reg.check(tok, proc)
+	if !ok {
+		return s.unfenced[key], -1, history.FencedRejected, false
+	}
+	return s.unfenced[key], reg.value, history.FencedAccepted, reuse
+}
+
+func (s *Server) write(key string, uRead, fRead int64, tok uint64, proc string) (lost bool, verdict string, reuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inCS, proc)
+	lost = s.unfenced[key] != uRead
+	s.unfenced[key] = uRead + 1
+	reg := s.reg(key)
+	ok, reuse := reg.check(tok, proc)
+	if !ok || fRead < 0 {
+		return lost, history.FencedRejected, false
+	}
+	verdict = history.FencedAccepted
+	if reg.value != fRead {
+		verdict = history.FencedStale
+	}
+	reg.value = fRead + 1
+	return lost, verdict, reuse
+}
+
+// Forget drops proc from the critical-section table (its client gave up
+// without writing, or its instance died).
+func (s *Server) Forget(proc string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inCS, proc)
+}
+
+// Close stops the resource and closes every connection.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}

@@ -1,0 +1,300 @@
+// Package runner is the coordinator of a run: for each case of a scenario it
+// starts the backend's cluster behind toxiproxy, the protected resource and
+// the worker processes, runs the workload with its fault schedule, merges
+// the workers' events into history.jsonl, tears everything down, and finally
+// writes the results folder.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/results"
+)
+
+// Options configure a run.
+type Options struct {
+	// ResultsRoot is the folder under which the run's folder is created.
+	ResultsRoot string
+	// Dir, if set, is the exact results folder to use instead.
+	Dir string
+	// Seed overrides the scenario's seed when non-nil.
+	Seed *int64
+	// Only runs just the cases with these names (all when empty).
+	Only []string
+	// WorkerCommand returns the command of one worker process; by default
+	// this binary with the argument "worker".
+	WorkerCommand func() (string, []string)
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Dir     string
+	Summary *results.Summary
+}
+
+// RunInfo is run.json.
+type RunInfo struct {
+	Scenario     string            `json:"scenario"`
+	ScenarioFile string            `json:"scenario_file"`
+	ScenarioText string            `json:"scenario_text"`
+	Seed         int64             `json:"seed"`
+	RunID        string            `json:"run_id"`
+	Started      time.Time         `json:"started"`
+	Finished     time.Time         `json:"finished"`
+	BaseMono     int64             `json:"base_monotonic_ns"`
+	Host         HostInfo          `json:"host"`
+	Versions     map[string]string `json:"versions"`
+	Cases        []string          `json:"cases"`
+	Rerun        string            `json:"rerun"`
+	Interrupted  bool              `json:"interrupted,omitempty"`
+}
+
+// HostInfo describes the machine.
+type HostInfo struct {
+	Hostname string `json:"hostname"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	CPUs     int    `json:"cpus"`
+	Go       string `json:"go"`
+}
+
+type run struct {
+	opts   Options
+	sc     *scenario.Scenario
+	seed   int64
+	id     string
+	dir    string
+	base   int64
+	m      *merger
+	faults *json.Encoder
+	fmu    sync.Mutex
+	log    io.Writer
+}
+
+// Run executes the scenario. The returned error carries an exit code; a run
+// that completed returns a nil error and its Outcome, whose statuses decide
+// the exit code.
+func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.WorkerCommand == nil {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable for workers: %w", err)
+		}
+		opts.WorkerCommand = func() (string, []string) { return self, []string{"worker"} }
+	}
+	cases, err := selectCases(sc, opts.Only)
+	if err != nil {
+		return nil, exitcode.With(err, exitcode.Config)
+	}
+	for _, c := range cases {
+		if err := cluster.CheckBinaries(c.Backend.Servers()); err != nil {
+			return nil, exitcode.With(err, exitcode.Harness)
+		}
+	}
+	r := &run{opts: opts, sc: sc, seed: sc.Seed, log: opts.Log}
+	if opts.Seed != nil {
+		r.seed = *opts.Seed
+	}
+	started := time.Now()
+	r.id = fmt.Sprintf("%s-%s-%d", started.UTC().Format("20060102T150405Z"), sc.Name, os.Getpid())
+	r.dir = opts.Dir
+	if r.dir == "" {
+		root := opts.ResultsRoot
+		if root == "" {
+			root = "results"
+		}
+		r.dir = filepath.Join(root, started.UTC().Format("20060102-150405")+"-"+sc.Name)
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create results folder: %w", err)
+	}
+	hf, err := os.Create(filepath.Join(r.dir, results.HistoryFile))
+	if err != nil {
+		return nil, fmt.Errorf("create history: %w", err)
+	}
+	defer hf.Close()
+	ff, err := os.Create(filepath.Join(r.dir, results.FaultsFile))
+	if err != nil {
+		return nil, fmt.Errorf("create faults file: %w", err)
+	}
+	defer ff.Close()
+	r.faults = json.NewEncoder(ff)
+	r.base = monoclock.Now()
+	r.m = newMerger(history.NewWriter(hf), r.base)
+
+	info := RunInfo{Scenario: sc.Name, ScenarioFile: sc.Path, ScenarioText: string(sc.Source), Seed: r.seed,
+		RunID: r.id, Started: started, BaseMono: r.base, Host: hostInfo(), Versions: versions(cases)}
+	info.Rerun = fmt.Sprintf("bench run --seed %d %s", r.seed, sc.Path)
+	for _, c := range cases {
+		info.Cases = append(info.Cases, c.Name)
+	}
+	if err := writeJSON(filepath.Join(r.dir, results.RunFile), info); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.log, "run %s: seed %d, %d case(s), results in %s\n", sc.Name, r.seed, len(cases), r.dir)
+
+	// The flusher writes merged events regularly, so a crash of the
+	// harness leaves a readable history.
+	stopFlush := make(chan struct{})
+	flushDone := make(chan struct{})
+	go func() {
+		defer close(flushDone)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopFlush:
+				return
+			case <-t.C:
+				_ = r.m.flush(false) // errors are kept in the merger and returned below
+			}
+		}
+	}()
+
+	var runErr error
+	for i, c := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(r.log, "case %d/%d %s: backend %s, %d×%d clients, %s\n", i+1, len(cases), c.Name, c.BackendName,
+			c.Workload.Instances, c.Workload.Clients, c.Workload.Duration)
+		if err := r.runCase(ctx, c, i); err != nil {
+			runErr = fmt.Errorf("case %s: %w", c.Name, err)
+			break
+		}
+	}
+	close(stopFlush)
+	<-flushDone
+	if err := r.m.flush(true); err != nil && runErr == nil {
+		runErr = fmt.Errorf("write history: %w", err)
+	}
+	interrupted := ctx.Err() != nil
+	info.Finished = time.Now()
+	info.Interrupted = interrupted
+	if err := writeJSON(filepath.Join(r.dir, results.RunFile), info); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := hf.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close history: %w", err)
+	}
+	// Whatever happened, judge what was recorded: a partial results folder
+	// still says what the run saw before it stopped.
+	sum, aerr := results.AnalyzeFile(filepath.Join(r.dir, results.HistoryFile))
+	if aerr == nil {
+		sum.Scenario, sum.Seed, sum.RunID = sc.Name, r.seed, r.id
+		sum.Versions = info.Versions
+		if werr := results.WriteAll(r.dir, sum); werr != nil && runErr == nil {
+			runErr = werr
+		}
+	} else if runErr == nil {
+		runErr = aerr
+	}
+	out := &Outcome{Dir: r.dir, Summary: sum}
+	if interrupted {
+		return out, exitcode.With(fmt.Errorf("interrupted: %w", context.Cause(ctx)), exitcode.Interrupted)
+	}
+	return out, runErr
+}
+
+func selectCases(sc *scenario.Scenario, only []string) ([]*scenario.Case, error) {
+	if len(only) == 0 {
+		return sc.Cases, nil
+	}
+	var out []*scenario.Case
+	for _, name := range only {
+		found := false
+		for _, c := range sc.Cases {
+			if c.Name == name {
+				out = append(out, c)
+				found = true
+			}
+		}
+		if !found {
+			var names []string
+			for _, c := range sc.Cases {
+				names = append(names, c.Name)
+			}
+			return nil, fmt.Errorf("%s: no case named %q (cases: %s)", sc.Path, name, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+func (r *run) caseSeed(idx int) uint64 {
+	return uint64(r.seed)*1_000_003 + uint64(idx)
+}
+
+func (r *run) rng(idx int) *rand.Rand {
+	return rand.New(rand.NewPCG(r.caseSeed(idx), 0xfa017))
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+func hostInfo() HostInfo {
+	h, _ := os.Hostname() // an unknown hostname is not worth failing a run
+	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()}
+}
+
+// versions records the servers and client libraries used.
+func versions(cases []*scenario.Case) map[string]string {
+	v := map[string]string{"lockbench": "dev"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v["lockbench"] = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v["lockbench"] = s.Value
+			}
+		}
+		for _, d := range bi.Deps {
+			for _, want := range []string{"github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2", "gonum.org/v1/plot", "github.com/HdrHistogram/hdrhistogram-go"} {
+				if d.Path == want {
+					v[d.Path] = d.Version
+				}
+			}
+		}
+	}
+	for _, c := range cases {
+		for _, s := range c.Backend.Servers() {
+			if s.Kind == "redis" {
+				v["redis-server"] = cluster.RedisVersion()
+			}
+		}
+	}
+	return v
+}
+
+// errStopped is the cause used when a case ends normally.
+var errStopped = errors.New("case finished")

@@ -1,0 +1,386 @@
+// Package scenario reads scenario files (see scenarios/): a workload, and a
+// list of cases, each a backend with its options, faults scheduled in time,
+// and the outcome the file expects. Everything is validated before any
+// server starts: an unknown field, backend or fault, a bad duration, a
+// fault aimed at a target the case's cluster does not have, or a fault
+// window past the end of the run are all reported at once, each naming the
+// file, the line and the field.
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/history"
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is a parsed, validated scenario file.
+type Scenario struct {
+	Path        string
+	Source      []byte // the file as read, stored in run.json
+	Name        string
+	Description string
+	Seed        int64
+	Cases       []*Case
+}
+
+// Case is one backend under one workload and fault schedule.
+type Case struct {
+	Name        string
+	BackendName string
+	Options     []byte // the backend options as YAML, decoded again by workers
+	Backend     backends.Backend
+	Workload    Workload
+	Faults      []*Fault
+	Expect      history.Expectation
+}
+
+// Fault is one scheduled fault.
+type Fault struct {
+	Name   string
+	Type   string
+	Target string
+	At     time.Duration
+	For    time.Duration
+	Fault  faults.Fault
+}
+
+// Meta describes the case for its case-start mark.
+func (c *Case) Meta() history.CaseMeta {
+	m := history.CaseMeta{Name: c.Name, Backend: c.BackendName, Fenced: c.Backend.Fenced(),
+		Duration: int64(c.Workload.Duration), Expect: c.Expect,
+		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count}
+	for _, f := range c.Faults {
+		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For)})
+	}
+	return m
+}
+
+// file mirrors the YAML layout.
+type file struct {
+	Name        string    `yaml:"name"`
+	Description string    `yaml:"description"`
+	Seed        *int64    `yaml:"seed"`
+	Workload    yaml.Node `yaml:"workload"`
+	Cases       []caseDoc `yaml:"cases"`
+}
+
+type caseDoc struct {
+	Name     string      `yaml:"name"`
+	Backend  string      `yaml:"backend"`
+	Options  yaml.Node   `yaml:"options"`
+	Workload yaml.Node   `yaml:"workload"`
+	Faults   []yaml.Node `yaml:"faults"`
+	Expect   expectDoc   `yaml:"expect"`
+}
+
+type expectDoc struct {
+	Violations    *bool  `yaml:"violations"`
+	StaleAccepted *bool  `yaml:"stale_writes_accepted"`
+	LostUpdates   *bool  `yaml:"lost_updates"`
+	Note          string `yaml:"note"`
+}
+
+// Errors is every problem found in a scenario file.
+type Errors struct {
+	Path string
+	List []string
+}
+
+func (e *Errors) Error() string {
+	return fmt.Sprintf("%s: %d problem(s):\n  %s", e.Path, len(e.List), strings.Join(e.List, "\n  "))
+}
+
+func (e *Errors) add(line int, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if line > 0 {
+		msg = fmt.Sprintf("%s:%d: %s", e.Path, line, msg)
+	} else {
+		msg = fmt.Sprintf("%s: %s", e.Path, msg)
+	}
+	e.List = append(e.List, msg)
+}
+
+// Load reads and validates the scenario file at path. A non-nil error is
+// either an *Errors (the file is wrong) or an I/O error.
+func Load(path string) (*Scenario, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(path, src)
+}
+
+// Parse validates scenario text; path is used in messages.
+func Parse(path string, src []byte) (*Scenario, error) {
+	errs := &Errors{Path: path}
+	var f file
+	if err := config.DecodeStrictBytes(src, &f, 0); err != nil {
+		errs.add(0, "%s", yamlMsg(err))
+		return nil, errs
+	}
+	s := &Scenario{Path: path, Source: src, Name: f.Name, Description: f.Description, Seed: 1}
+	if f.Seed != nil {
+		s.Seed = *f.Seed
+	}
+	if s.Name == "" {
+		errs.add(0, "name: missing (every scenario needs a name)")
+	}
+	base := DefaultWorkload()
+	if err := config.DecodeStrict(&f.Workload, &base); err != nil {
+		errs.add(0, "workload: %s", yamlMsg(err))
+	}
+	if len(f.Cases) == 0 {
+		errs.add(0, "cases: the scenario has no cases")
+	}
+	seen := map[string]bool{}
+	for i := range f.Cases {
+		cd := &f.Cases[i]
+		c := parseCase(errs, i, cd, base)
+		if c == nil {
+			continue
+		}
+		if seen[c.Name] {
+			errs.add(0, "cases[%d].name: %q is used twice", i, c.Name)
+		}
+		seen[c.Name] = true
+		s.Cases = append(s.Cases, c)
+	}
+	if len(errs.List) > 0 {
+		return nil, errs
+	}
+	return s, nil
+}
+
+func parseCase(errs *Errors, i int, cd *caseDoc, base Workload) *Case {
+	where := fmt.Sprintf("cases[%d]", i)
+	if cd.Name != "" {
+		where = fmt.Sprintf("cases[%d] (%s)", i, cd.Name)
+	}
+	c := &Case{Name: cd.Name, BackendName: cd.Backend}
+	if c.Name == "" {
+		errs.add(0, "%s.name: missing", where)
+	} else if strings.ContainsAny(c.Name, " /\t") {
+		errs.add(0, "%s.name: %q may not contain spaces or slashes", where, c.Name)
+	}
+	ok := true
+	c.Workload = base
+	if err := config.DecodeStrict(&cd.Workload, &c.Workload); err != nil {
+		errs.add(0, "%s.workload: %s", where, yamlMsg(err))
+		ok = false
+	}
+	for _, p := range c.Workload.Validate() {
+		errs.add(cd.Workload.Line, "%s.workload.%s", where, p)
+		ok = false
+	}
+	if cd.Backend == "" {
+		errs.add(0, "%s.backend: missing (known: %s)", where, backendNames())
+		return nil
+	}
+	if cd.Options.Kind != 0 {
+		b, err := yaml.Marshal(&cd.Options)
+		if err != nil {
+			errs.add(cd.Options.Line, "%s.options: %v", where, err)
+			return nil
+		}
+		c.Options = b
+	}
+	be, err := backends.New(cd.Backend, func(v any) error { return config.DecodeStrict(&cd.Options, v) })
+	if err != nil {
+		errs.add(cd.Options.Line, "%s.backend: %s", where, yamlMsg(err))
+		return nil
+	}
+	c.Backend = be
+	c.Expect = history.Expectation{Violations: cd.Expect.Violations, StaleAccepted: cd.Expect.StaleAccepted,
+		LostUpdates: cd.Expect.LostUpdates, Note: cd.Expect.Note}
+	if c.Expect.Violations == nil {
+		// Unless a scenario says an algorithm is expected to break, it is
+		// expected to hold: a silent default of "anything goes" would let a
+		// regression pass a CI gate.
+		no := false
+		c.Expect.Violations = &no
+	}
+	if c.Expect.StaleAccepted == nil && be.Fenced() {
+		no := false
+		c.Expect.StaleAccepted = &no
+	}
+	targets := c.targets()
+	names := map[string]bool{}
+	for j := range cd.Faults {
+		f := parseFault(errs, where, j, &cd.Faults[j], targets, c.Workload.Duration.D())
+		if f == nil {
+			ok = false
+			continue
+		}
+		if names[f.Name] {
+			errs.add(cd.Faults[j].Line, "%s.faults[%d].name: %q is used twice", where, j, f.Name)
+		}
+		names[f.Name] = true
+		c.Faults = append(c.Faults, f)
+	}
+	checkOverlaps(errs, where, c.Faults)
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+// targets lists the concrete target names of a case's cluster.
+func (c *Case) targets() map[string]faults.Kind {
+	t := map[string]faults.Kind{"link:resource": faults.Link}
+	for i := 1; i <= c.Workload.Instances; i++ {
+		t[fmt.Sprintf("instance-%d", i)] = faults.Instance
+	}
+	if c.Backend != nil {
+		for _, s := range c.Backend.Servers() {
+			t[s.Name] = faults.Server
+			t["link:"+s.Name] = faults.Link
+		}
+	}
+	return t
+}
+
+var commonFaultKeys = map[string]bool{"name": true, "type": true, "target": true, "at": true, "for": true}
+
+func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[string]faults.Kind, runFor time.Duration) *Fault {
+	fw := fmt.Sprintf("%s.faults[%d]", where, j)
+	if n.Kind != yaml.MappingNode {
+		errs.add(n.Line, "%s: want a mapping with type, target, at and for", fw)
+		return nil
+	}
+	var common struct {
+		Name   string          `yaml:"name"`
+		Type   string          `yaml:"type"`
+		Target string          `yaml:"target"`
+		At     config.Duration `yaml:"at"`
+		For    config.Duration `yaml:"for"`
+	}
+	rest := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
+	commonNode := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
+	for k := 0; k+1 < len(n.Content); k += 2 {
+		if commonFaultKeys[n.Content[k].Value] {
+			commonNode.Content = append(commonNode.Content, n.Content[k], n.Content[k+1])
+		} else {
+			rest.Content = append(rest.Content, n.Content[k], n.Content[k+1])
+		}
+	}
+	if err := config.DecodeStrict(commonNode, &common); err != nil {
+		errs.add(0, "%s: %s", fw, yamlMsg(err))
+		return nil
+	}
+	f := &Fault{Name: common.Name, Type: common.Type, Target: common.Target, At: common.At.D(), For: common.For.D()}
+	if f.Type == "" {
+		errs.add(n.Line, "%s.type: missing (known: %s)", fw, faultNames())
+		return nil
+	}
+	if f.Name == "" {
+		f.Name = fmt.Sprintf("%s-%d", f.Type, j+1)
+	}
+	info, err := faults.Lookup(f.Type)
+	if err != nil {
+		errs.add(n.Line, "%s.type: %v", fw, err)
+		return nil
+	}
+	bad := false
+	switch {
+	case f.Target == "":
+		errs.add(n.Line, "%s.target: missing", fw)
+		bad = true
+	case f.Target == faults.RoleHolder:
+		if !info.Accepts(faults.Instance) {
+			errs.add(n.Line, "%s.target: %s cannot target the %q role (it acts on %v)", fw, f.Type, f.Target, info.Targets)
+			bad = true
+		}
+	default:
+		kind, exists := targets[f.Target]
+		if !exists {
+			errs.add(n.Line, "%s.target: %q does not exist in this case's cluster (targets: %s)", fw, f.Target, sortedKeys(targets))
+			bad = true
+		} else if !info.Accepts(kind) {
+			errs.add(n.Line, "%s.target: %s cannot act on %s %q (it acts on %v)", fw, f.Type, kind, f.Target, info.Targets)
+			bad = true
+		}
+	}
+	if f.At < 0 {
+		errs.add(n.Line, "%s.at: must not be negative", fw)
+		bad = true
+	}
+	if f.For < 0 || (f.For == 0 && f.Type != "kill") {
+		errs.add(n.Line, "%s.for: must be a positive duration", fw)
+		bad = true
+	}
+	if f.At+f.For >= runFor {
+		errs.add(n.Line, "%s: the window %s+%s ends after the case's duration %s", fw, f.At, f.For, runFor)
+		bad = true
+	}
+	ft, err := info.New(func(v any) error { return config.DecodeStrict(rest, v) })
+	if err != nil {
+		errs.add(n.Line, "%s: %s", fw, yamlMsg(err))
+		bad = true
+	}
+	if bad {
+		return nil
+	}
+	f.Fault = ft
+	return f
+}
+
+// checkOverlaps rejects two faults on one target whose windows overlap.
+func checkOverlaps(errs *Errors, where string, fs []*Fault) {
+	for i := range fs {
+		for j := i + 1; j < len(fs); j++ {
+			a, b := fs[i], fs[j]
+			if a.Target == b.Target && a.At < b.At+b.For && b.At < a.At+a.For {
+				errs.add(0, "%s.faults: %s and %s overlap on target %s", where, a.Name, b.Name, a.Target)
+			}
+		}
+	}
+}
+
+func sortedKeys(m map[string]faults.Kind) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(append(ks, faults.RoleHolder), ", ")
+}
+
+func backendNames() string {
+	var n []string
+	for _, b := range backends.All() {
+		n = append(n, b.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func faultNames() string {
+	var n []string
+	for _, f := range faults.All() {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// yamlMsg strips yaml.v3's "yaml: " prefixes for readable messages.
+func yamlMsg(err error) string {
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, "yaml: unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "yaml: ", "")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	return msg
+}
+
+// IsConfigError reports whether err is a problem with the scenario file.
+func IsConfigError(err error) bool {
+	var e *Errors
+	return errors.As(err, &e)
+}

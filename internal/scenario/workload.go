@@ -1,0 +1,223 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/config"
+)
+
+// Workload is what the clients do. A scenario's top-level workload is the
+// default of every case; a case's workload block overrides single fields.
+type Workload struct {
+	// Duration of the measured phase of a case.
+	Duration config.Duration `yaml:"duration" json:"duration"`
+	// Instances is the number of worker processes (application replicas).
+	Instances int `yaml:"instances" json:"instances"`
+	// Clients is the number of concurrent clients per instance.
+	Clients int `yaml:"clients" json:"clients"`
+	// Keys are the lock keys clients compete for.
+	Keys Keys `yaml:"keys" json:"keys"`
+	// Hold is how long a client works inside its critical section.
+	Hold Dist `yaml:"hold" json:"hold"`
+	// Think is how long a client waits between two critical sections.
+	Think Dist `yaml:"think" json:"think"`
+	// TTL of each lease (the lock's expiry).
+	TTL config.Duration `yaml:"ttl" json:"ttl"`
+	// AcquireTimeout bounds one acquisition, retries included: a client
+	// never waits for a lock forever.
+	AcquireTimeout config.Duration `yaml:"acquire_timeout" json:"acquire_timeout"`
+	// OpTimeout bounds a release, an extension and each resource request.
+	OpTimeout config.Duration `yaml:"op_timeout" json:"op_timeout"`
+	// Retry is the backoff policy between attempts of one acquisition.
+	Retry Retry `yaml:"retry" json:"retry"`
+	// AutoExtend extends a held lease periodically, a bounded number of
+	// times (every: 0 disables it).
+	AutoExtend AutoExtend `yaml:"auto_extend" json:"auto_extend"`
+	// AbortOnLost makes a client skip its write when its lease is reported
+	// lost before the write (default true: the careful client). false
+	// models work that cannot be interrupted once started.
+	AbortOnLost *bool `yaml:"abort_on_lost" json:"abort_on_lost"`
+}
+
+// Keys selects lock keys.
+type Keys struct {
+	Count int `yaml:"count" json:"count"`
+	// Pick is uniform (default), zipf (a few hot keys) or sequential
+	// (each client walks the keys in turn).
+	Pick string `yaml:"pick" json:"pick"`
+}
+
+// Dist is a random duration: constant (value), uniform (min..max, the
+// default) or exponential (mean, capped at max when max is set).
+type Dist struct {
+	Dist  string          `yaml:"dist" json:"dist"`
+	Value config.Duration `yaml:"value" json:"value"`
+	Min   config.Duration `yaml:"min" json:"min"`
+	Max   config.Duration `yaml:"max" json:"max"`
+	Mean  config.Duration `yaml:"mean" json:"mean"`
+}
+
+// Retry is exponential backoff with jitter and a cap on attempts: attempt n
+// waits min(max, base*2^n) scaled by a random factor in [1-jitter, 1+jitter].
+type Retry struct {
+	Attempts int             `yaml:"attempts" json:"attempts"`
+	Base     config.Duration `yaml:"base" json:"base"`
+	Max      config.Duration `yaml:"max" json:"max"`
+	Jitter   float64         `yaml:"jitter" json:"jitter"`
+}
+
+// AutoExtend extends a held lease every Every, at most Max times.
+type AutoExtend struct {
+	Every config.Duration `yaml:"every" json:"every"`
+	Max   int             `yaml:"max" json:"max"`
+}
+
+// DefaultWorkload is the workload a scenario starts from.
+func DefaultWorkload() Workload {
+	return Workload{
+		Duration:       config.Duration(5 * time.Second),
+		Instances:      2,
+		Clients:        2,
+		Keys:           Keys{Count: 1, Pick: "uniform"},
+		Hold:           Dist{Dist: "uniform", Min: config.Duration(5 * time.Millisecond), Max: config.Duration(20 * time.Millisecond)},
+		Think:          Dist{Dist: "uniform", Min: 0, Max: config.Duration(5 * time.Millisecond)},
+		TTL:            config.Duration(time.Second),
+		AcquireTimeout: config.Duration(2 * time.Second),
+		OpTimeout:      config.Duration(time.Second),
+		Retry:          Retry{Attempts: 100, Base: config.Duration(2 * time.Millisecond), Max: config.Duration(50 * time.Millisecond), Jitter: 0.5},
+	}
+}
+
+// Validate returns every problem with the workload, as "field: problem".
+func (w *Workload) Validate() []string {
+	var p []string
+	pos := func(name string, d config.Duration) {
+		if d <= 0 {
+			p = append(p, fmt.Sprintf("%s: must be a positive duration, got %s", name, d))
+		}
+	}
+	pos("duration", w.Duration)
+	pos("ttl", w.TTL)
+	pos("acquire_timeout", w.AcquireTimeout)
+	pos("op_timeout", w.OpTimeout)
+	if w.Instances < 1 || w.Instances > 64 {
+		p = append(p, fmt.Sprintf("instances: %d is outside 1..64", w.Instances))
+	}
+	if w.Clients < 1 || w.Clients > 256 {
+		p = append(p, fmt.Sprintf("clients: %d is outside 1..256", w.Clients))
+	}
+	if w.Keys.Count < 1 {
+		p = append(p, fmt.Sprintf("keys.count: %d must be at least 1", w.Keys.Count))
+	}
+	switch w.Keys.Pick {
+	case "", "uniform", "zipf", "sequential":
+	default:
+		p = append(p, fmt.Sprintf("keys.pick: %q is not one of uniform, zipf, sequential", w.Keys.Pick))
+	}
+	p = append(p, w.Hold.validate("hold")...)
+	p = append(p, w.Think.validate("think")...)
+	if w.Retry.Attempts < 1 {
+		p = append(p, fmt.Sprintf("retry.attempts: %d must be at least 1", w.Retry.Attempts))
+	}
+	if w.Retry.Base < 0 || w.Retry.Max < w.Retry.Base {
+		p = append(p, "retry: need 0 <= base <= max")
+	}
+	if w.Retry.Jitter < 0 || w.Retry.Jitter > 1 {
+		p = append(p, fmt.Sprintf("retry.jitter: %v is outside 0..1", w.Retry.Jitter))
+	}
+	if w.AutoExtend.Every < 0 || w.AutoExtend.Max < 0 {
+		p = append(p, "auto_extend: every and max must not be negative")
+	}
+	if w.AutoExtend.Every > 0 && w.AutoExtend.Every >= w.TTL {
+		p = append(p, fmt.Sprintf("auto_extend.every: %s must be shorter than ttl %s", w.AutoExtend.Every, w.TTL))
+	}
+	return p
+}
+
+func (d Dist) validate(name string) []string {
+	var p []string
+	switch d.Dist {
+	case "constant":
+		if d.Value < 0 {
+			p = append(p, name+".value: must not be negative")
+		}
+	case "", "uniform":
+		if d.Min < 0 || d.Max < d.Min {
+			p = append(p, fmt.Sprintf("%s: need 0 <= min <= max, got min %s max %s", name, d.Min, d.Max))
+		}
+	case "exponential":
+		if d.Mean <= 0 {
+			p = append(p, name+".mean: must be a positive duration")
+		}
+	default:
+		p = append(p, fmt.Sprintf("%s.dist: %q is not one of constant, uniform, exponential", name, d.Dist))
+	}
+	return p
+}
+
+// Draw returns one sample of d.
+func (d Dist) Draw(r *rand.Rand) time.Duration {
+	switch d.Dist {
+	case "constant":
+		return d.Value.D()
+	case "exponential":
+		v := time.Duration(r.ExpFloat64() * float64(d.Mean))
+		if d.Max > 0 && v > d.Max.D() {
+			v = d.Max.D()
+		}
+		return v
+	default:
+		if d.Max <= d.Min {
+			return d.Min.D()
+		}
+		return d.Min.D() + time.Duration(r.Int64N(int64(d.Max-d.Min)+1))
+	}
+}
+
+// Backoff returns the wait before retry attempt n (0-based).
+func (rt Retry) Backoff(n int, r *rand.Rand) time.Duration {
+	b := float64(rt.Base) * math.Pow(2, float64(n))
+	if b > float64(rt.Max) {
+		b = float64(rt.Max)
+	}
+	f := 1 + rt.Jitter*(2*r.Float64()-1)
+	return time.Duration(b * f)
+}
+
+// KeyPicker chooses keys for one client.
+type KeyPicker struct {
+	keys Keys
+	r    *rand.Rand
+	zipf *rand.Zipf
+	next int
+}
+
+// NewKeyPicker returns a picker drawing from r; start offsets sequential
+// picking so that clients do not all begin on the same key.
+func NewKeyPicker(k Keys, r *rand.Rand, start int) *KeyPicker {
+	p := &KeyPicker{keys: k, r: r, next: start}
+	if k.Pick == "zipf" && k.Count > 1 {
+		p.zipf = rand.NewZipf(r, 1.1, 1, uint64(k.Count-1))
+	}
+	return p
+}
+
+// Next returns the next key name, "k0".."k<count-1>".
+func (p *KeyPicker) Next() string {
+	var i int
+	switch {
+	case p.keys.Count == 1:
+		i = 0
+	case p.zipf != nil:
+		i = int(p.zipf.Uint64())
+	case p.keys.Pick == "sequential":
+		i = p.next % p.keys.Count
+		p.next++
+	default:
+		i = p.r.IntN(p.keys.Count)
+	}
+	return fmt.Sprintf("k%d", i)
+}
