@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -137,7 +138,7 @@ func Lookup(name string) (Info, error) {
 	defer regMu.RUnlock()
 	info, ok := registry[name]
 	if !ok {
-		return Info{}, fmt.Errorf("unknown backend %q (known: %v)", name, namesLocked())
+		return Info{}, fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(namesLocked(), ", "))
 	}
 	return info, nil
 }

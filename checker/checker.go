@@ -164,17 +164,15 @@ type Case struct {
 	open      []pending
 	lastT     int64
 	orderErrs int
-	acqToken  map[string]uint64 // proc -> token of its current acquisition
 }
 
 // NewCase returns a checker for the case described by meta.
 func NewCase(meta history.CaseMeta) *Case {
 	c := &Case{
-		meta:     meta,
-		holders:  make(map[string][]holder),
-		started:  make(map[string]bool),
-		errored:  make(map[string]string),
-		acqToken: make(map[string]uint64),
+		meta:    meta,
+		holders: make(map[string][]holder),
+		started: make(map[string]bool),
+		errored: make(map[string]string),
 	}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend

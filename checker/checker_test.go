@@ -1,0 +1,140 @@
+package checker_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/internal/history"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// checkFile runs the checker over a one-case history file.
+func checkFile(t *testing.T, path string) checker.Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := history.NewReader(f, path)
+	var c *checker.Case
+	for r.Next() {
+		e := r.Event()
+		if e.F == history.MarkCaseStart {
+			meta, err := checker.MetaOf(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c = checker.NewCase(meta)
+			continue
+		}
+		c.Add(e)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c == nil {
+		t.Fatalf("%s has no case-start", path)
+	}
+	return c.Result()
+}
+
+// TestKnownHistories checks hand-made histories whose verdicts are known,
+// and compares the whole result with a golden file.
+func TestKnownHistories(t *testing.T) {
+	tests := []struct {
+		file       string
+		status     string
+		me         checker.Verdict
+		violations int
+		resource   checker.Verdict
+	}{
+		{"safe", "ok", checker.Ok, 0, checker.Ok},
+		{"overlap", "violation", checker.Violation, 1, checker.Ok},
+		{"three-holders", "ok", checker.Violation, 3, checker.Ok}, // 2nd meets 1, 3rd meets 2
+		{"unknown-acquire", "ok", checker.Ok, 0, checker.Ok},
+		{"lost-lease", "ok", checker.Ok, 0, checker.Ok},
+		{"crash", "ok", checker.Ok, 0, checker.Ok},
+		{"stale-token", "ok", checker.Violation, 1, checker.Violation},
+		{"stale-accepted-no-token", "ok", checker.Violation, 1, checker.Violation},
+		{"no-work", "invalid", checker.Unknown, 0, checker.Unknown},
+		{"fault-never-fired", "invalid", checker.Unknown, 0, checker.Unknown},
+		{"fault-error", "invalid", checker.Unknown, 0, checker.Unknown},
+		{"cut-short", "unknown", checker.Unknown, 0, checker.Unknown},
+		{"not-reproduced", "not-reproduced", checker.Ok, 0, checker.Ok},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		seen[tt.file] = true
+		t.Run(tt.file, func(t *testing.T) {
+			got := checkFile(t, filepath.Join("testdata", tt.file+".jsonl"))
+			if got.Status != tt.status || got.MutualExclusion != tt.me || got.Violations != tt.violations || got.Resource.Verdict != tt.resource {
+				t.Errorf("status=%s me=%s violations=%d resource=%s, want %s %s %d %s (invalid: %v, unmet: %v)",
+					got.Status, got.MutualExclusion, got.Violations, got.Resource.Verdict, tt.status, tt.me, tt.violations, tt.resource, got.Invalid, got.Unmet)
+			}
+			b, err := json.MarshalIndent(got, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(b, '\n')
+			golden := filepath.Join("testdata", tt.file+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./checker -update to create it)", err)
+			}
+			if !bytes.Equal(b, want) {
+				os.WriteFile(golden+".got", b, 0o644)
+				t.Errorf("result differs from %s (got written to %s.got)", golden, golden)
+			}
+		})
+	}
+	files, _ := filepath.Glob("testdata/*.jsonl")
+	for _, f := range files {
+		if name := strings.TrimSuffix(filepath.Base(f), ".jsonl"); !seen[name] {
+			t.Errorf("testdata/%s.jsonl has no expected verdict in this table", name)
+		}
+	}
+}
+
+// TestOverlapExampleDescribesWhoHeldWhat checks the words a report shows.
+func TestOverlapExampleDescribesWhoHeldWhat(t *testing.T) {
+	r := checkFile(t, "testdata/overlap.jsonl")
+	if len(r.Examples) != 1 {
+		t.Fatalf("examples = %d, want 1", len(r.Examples))
+	}
+	o := r.Examples[0]
+	if o.First != "i1c0" || o.Second != "i2c0" || o.FirstToken != 1 || o.SecondToken != 2 || o.Until != 20 {
+		t.Errorf("example = %+v", o)
+	}
+	d := o.Describe()
+	for _, want := range []string{"i1c0 held it", "i2c0 acquired it", "token 2", "until t="} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Describe() = %q, missing %q", d, want)
+		}
+	}
+}
+
+// TestOutOfOrderEventsMakeTheRunInvalid: the checker relies on time order;
+// a history that breaks it must not be judged.
+func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
+	c := checker.NewCase(history.CaseMeta{Name: "x"})
+	c.Add(&history.Event{T: 10, Type: history.OK, F: history.OpAcquire, Proc: "a", Key: "k"})
+	c.Add(&history.Event{T: 5, Type: history.Invoke, F: history.OpRelease, Proc: "a", Key: "k"})
+	c.Add(&history.Event{T: 20, Type: history.Mark, F: history.MarkCaseEnd})
+	r := c.Result()
+	if r.Valid || r.Status != "invalid" || r.MutualExclusion != checker.Unknown {
+		t.Errorf("got valid=%v status=%s me=%s", r.Valid, r.Status, r.MutualExclusion)
+	}
+}

@@ -1,0 +1,147 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `
+name: t
+seed: 7
+workload:
+  duration: 3s
+  instances: 2
+  clients: 1
+cases:
+  - name: a
+    backend: redis
+    options: {persistence: everysec}
+    workload: {ttl: 500ms}
+    faults:
+      - {type: pause, target: holder, at: 1s, for: 1s}
+      - {type: latency, target: link:redis-1, at: 500ms, for: 1s, latency: 20ms, jitter: 5ms}
+      - {type: kill, target: redis-1, at: 2s, for: 500ms}
+  - name: b
+    backend: local
+    expect: {violations: true}
+`
+
+func TestParseGood(t *testing.T) {
+	s, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Seed != 7 || len(s.Cases) != 2 {
+		t.Fatalf("seed=%d cases=%d", s.Seed, len(s.Cases))
+	}
+	a := s.Cases[0]
+	if a.Workload.TTL.D() != 500*time.Millisecond || a.Workload.Duration.D() != 3*time.Second || a.Workload.Instances != 2 {
+		t.Errorf("workload override not applied: %+v", a.Workload)
+	}
+	if s.Cases[1].Workload.TTL.D() != time.Second {
+		t.Errorf("case b should keep the default ttl, got %s", s.Cases[1].Workload.TTL)
+	}
+	if len(a.Faults) != 3 || a.Faults[0].Name != "pause-1" || a.Faults[1].At != 500*time.Millisecond {
+		t.Errorf("faults = %+v", a.Faults)
+	}
+	if a.Expect.Violations == nil || *a.Expect.Violations || a.Expect.StaleAccepted == nil || *a.Expect.StaleAccepted {
+		t.Errorf("a fenced backend without expectations must default to none expected: %+v", a.Expect)
+	}
+	if s.Cases[1].Expect.StaleAccepted != nil {
+		t.Errorf("an unfenced backend has no stale-write expectation by default")
+	}
+	if servers := a.Backend.Servers(); len(servers) != 1 || servers[0].Persistence != "everysec" {
+		t.Errorf("servers = %+v", servers)
+	}
+}
+
+// TestParseBad covers every kind of bad input: each must be rejected with a
+// message that names the file, the field and the problem.
+func TestParseBad(t *testing.T) {
+	base := func(caseBody string) string {
+		return "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n" + caseBody
+	}
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"syntax error", "name: t\ncases: [\n", []string{"bad.yaml", "line"}},
+		{"not a mapping", "- a\n- b\n", []string{"bad.yaml", "cannot unmarshal"}},
+		{"unknown top-level field", "name: t\nseeed: 3\ncases: [{name: c, backend: local}]\n", []string{"bad.yaml", "line 2", "seeed"}},
+		{"no name", "cases: [{name: c, backend: local}]\n", []string{"name: missing"}},
+		{"no cases", "name: t\n", []string{"no cases"}},
+		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: local"}},
+		{"missing backend", base("    faults: []\n"), []string{"cases[0] (c).backend: missing"}},
+		{"unknown backend option", base("    backend: redis\n    options: {persistance: none}\n"), []string{"backend redis options", "persistance", "line 6"}},
+		{"bad backend option value", base("    backend: redis\n    options: {persistence: sometimes}\n"), []string{"persistence", "sometimes"}},
+		{"unknown workload field", base("    backend: local\n    workload: {clinets: 3}\n"), []string{"cases[0] (c).workload", "clinets"}},
+		{"zero duration", "name: t\nworkload: {duration: 0s}\ncases: [{name: c, backend: local}]\n", []string{"duration: must be a positive duration"}},
+		{"negative ttl", base("    backend: local\n    workload: {ttl: -1s}\n"), []string{"ttl: must be a positive duration"}},
+		{"bad duration text", base("    backend: local\n    workload: {ttl: soon}\n"), []string{`"soon" is not a duration`}},
+		{"zero instances", base("    backend: local\n    workload: {instances: 0}\n"), []string{"instances: 0 is outside"}},
+		{"bad key pick", base("    backend: local\n    workload: {keys: {count: 2, pick: random}}\n"), []string{"keys.pick"}},
+		{"bad distribution", base("    backend: local\n    workload: {hold: {min: 10ms, max: 1ms}}\n"), []string{"hold: need 0 <= min <= max"}},
+		{"unknown fault type", base("    backend: local\n    faults: [{type: meteor, target: instance-1, at: 1s, for: 1s}]\n"), []string{"faults[0].type", `unknown fault type "meteor"`}},
+		{"unknown fault option", base("    backend: redis\n    faults: [{type: latency, target: link:redis-1, at: 0s, for: 1s, latency: 5ms, jiter: 1ms}]\n"), []string{"faults[0]", "jiter"}},
+		{"missing target", base("    backend: local\n    faults: [{type: pause, at: 1s, for: 500ms}]\n"), []string{"faults[0].target: missing"}},
+		{"target does not exist", base("    backend: redis\n    faults: [{type: kill, target: redis-3, at: 1s, for: 500ms}]\n"), []string{`"redis-3" does not exist`, "redis-1"}},
+		{"instance does not exist", base("    backend: local\n    faults: [{type: pause, target: instance-9, at: 1s, for: 500ms}]\n"), []string{`"instance-9" does not exist`}},
+		{"wrong target kind", base("    backend: redis\n    faults: [{type: latency, target: redis-1, at: 0s, for: 1s, latency: 5ms}]\n"), []string{"latency cannot act on server"}},
+		{"role on a link fault", base("    backend: redis\n    faults: [{type: partition, target: holder, at: 0s, for: 1s}]\n"), []string{`cannot target the "holder" role`}},
+		{"pause longer than the run", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 5s}]\n"), []string{"ends after the case's duration 2s"}},
+		{"zero fault window", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 0s}]\n"), []string{"for: must be a positive duration"}},
+		{"overlapping faults on one target", base("    backend: local\n    faults:\n      - {type: pause, target: instance-1, at: 0s, for: 1s}\n      - {type: kill, target: instance-1, at: 500ms}\n"), []string{"pause-1 and kill-2 overlap on target instance-1"}},
+		{"duplicate case", "name: t\ncases: [{name: c, backend: local}, {name: c, backend: local}]\n", []string{`"c" is used twice`}},
+		{"bad expectation field", base("    backend: local\n    expect: {violation: true}\n"), []string{"violation"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("bad.yaml", []byte(tt.src))
+			if err == nil {
+				t.Fatal("accepted; want an error")
+			}
+			if !IsConfigError(err) {
+				t.Errorf("error %v is not a config error", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestShippedScenariosParse keeps every scenario file in the repository valid.
+func TestShippedScenariosParse(t *testing.T) {
+	files, err := filepath.Glob("../../scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files found: %v", err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || IsConfigError(err) || !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
