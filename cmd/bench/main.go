@@ -18,11 +18,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
@@ -53,7 +51,7 @@ Exit codes:
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -171,7 +169,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return exitcode.With(err, exitcode.Config)
 		}
-		return exitcode.With(fmt.Errorf("check %s: %w", path, err), exitcode.Invalid)
+		return exitcode.With(fmt.Errorf("check %s: %w", path, err), exitcode.Config)
 	}
 	for _, w := range sum.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)

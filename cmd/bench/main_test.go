@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/results"
+)
+
+// envBeBench makes the test binary behave as the bench command. The runner
+// starts workers as its own executable with the argument "worker", so with
+// this variable set in TestMain the test binary is its own worker.
+const envBeBench = "LOCKBENCH_TEST_BE_BENCH"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envBeBench) == "1" {
+		ctx, stop := signalContext()
+		err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.Exit(int(exitcode.Of(err)))
+	}
+	os.Setenv(envBeBench, "1")
+	os.Exit(m.Run())
+}
+
+func needRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make setup installs it): %v", err)
+	}
+}
+
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runInProcess(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+const controls = `
+name: controls
+seed: 3
+workload:
+  duration: 2500ms
+  instances: 3
+  clients: 2
+  hold: {min: 1ms, max: 5ms}
+  think: {min: 0ms, max: 2ms}
+cases:
+  - name: redis
+    backend: redis
+    expect: {violations: false, stale_writes_accepted: false, lost_updates: false}
+  - name: local
+    backend: local
+    expect: {violations: true}
+  - name: redis-del-slow
+    backend: redis-del
+    options: {drift_factor: 0.05}
+    workload: {ttl: 200ms, hold: {min: 50ms, max: 400ms}, abort_on_lost: false}
+    expect: {violations: true}
+`
+
+// TestControlsAgainstRealRedis is the harness's proof of power: against
+// real redis-server processes the checker finds violations for the
+// known-unsafe controls (local, redis-del) and none for redis without
+// faults; and `bench check` on the stored history gives the same verdicts.
+func TestControlsAgainstRealRedis(t *testing.T) {
+	needRedis(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := runInProcess(t, "run", "-dir", dir, writeScenario(t, controls))
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	sum := readSummary(t, dir)
+	byName := map[string]results.CaseSummary{}
+	for _, c := range sum.Cases {
+		byName[c.Check.Case] = c
+	}
+	if c := byName["redis"]; c.Check.Violations != 0 || c.Check.Status != "ok" || c.Metrics.Acquisitions < 50 || c.Check.Resource.LostUpdates != 0 {
+		t.Errorf("redis: status=%s violations=%d acquisitions=%d lost=%d", c.Check.Status, c.Check.Violations, c.Metrics.Acquisitions, c.Check.Resource.LostUpdates)
+	}
+	if c := byName["local"]; c.Check.Violations == 0 || c.Check.Resource.LostUpdates == 0 {
+		t.Errorf("local: violations=%d lost=%d; the in-memory lock must let two instances in", c.Check.Violations, c.Check.Resource.LostUpdates)
+	}
+	if c := byName["redis-del-slow"]; c.Check.Violations == 0 || c.Check.ReleasesNotHeld+c.Metrics.Releases == 0 {
+		t.Errorf("redis-del-slow: violations=%d; DEL on release must let a third client in", c.Check.Violations)
+	}
+	for _, f := range []string{results.RunFile, results.HistoryFile, results.FaultsFile, results.SummaryFile, results.ReportFile, "latency.png", "latency.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || (st.Size() == 0 && f != results.FaultsFile) {
+			t.Errorf("results folder lacks %s: %v", f, err)
+		}
+	}
+	var info struct {
+		Seed     int64             `json:"seed"`
+		Versions map[string]string `json:"versions"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, results.RunFile))
+	if err := json.Unmarshal(b, &info); err != nil || info.Seed != 3 || !strings.Contains(info.Versions["redis-server"], "Redis server v=") {
+		t.Errorf("run.json: seed=%d versions=%v err=%v", info.Seed, info.Versions, err)
+	}
+
+	// bench check reproduces the verdict lines of the run.
+	checkOut, _, err := runInProcess(t, "check", filepath.Join(dir, results.HistoryFile))
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	runLines := strings.Split(strings.TrimSpace(stdout), "\n")
+	runLines = runLines[:len(runLines)-1] // drop "results: DIR"
+	if strings.TrimSpace(checkOut) != strings.Join(runLines, "\n") {
+		t.Errorf("bench check differs from the run:\ncheck:\n%s\nrun:\n%s", checkOut, strings.Join(runLines, "\n"))
+	}
+}
+
+func readSummary(t *testing.T, dir string) *results.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s results.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// TestExitCodes checks the documented exit codes of bad usage and input.
+func TestExitCodes(t *testing.T) {
+	garbage := filepath.Join(t.TempDir(), "garbage.jsonl")
+	os.WriteFile(garbage, []byte("this is not a history\n"), 0o644)
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code exitcode.Code
+		msg  string
+	}{
+		{"no command", nil, exitcode.Config, "no command"},
+		{"unknown command", []string{"fly"}, exitcode.Config, `unknown command "fly"`},
+		{"run without file", []string{"run"}, exitcode.Config, "exactly one scenario"},
+		{"run missing file", []string{"run", "/nonexistent/x.yaml"}, exitcode.Config, "no such file"},
+		{"run bad scenario", []string{"run", writeScenario(t, "name: x\ncases: [{name: a, backend: nope}]\n")}, exitcode.Config, `unknown backend "nope"`},
+		{"run unknown case", []string{"run", "-case", "zzz", writeScenario(t, "name: x\ncases: [{name: a, backend: local}]\n")}, exitcode.Config, `no case named "zzz"`},
+		{"run bad flag", []string{"run", "-nope", "x.yaml"}, exitcode.Config, "flag provided but not defined"},
+		{"check garbage", []string{"check", garbage}, exitcode.Config, "garbage.jsonl:1: not a history event"},
+		{"check empty", []string{"check", empty}, exitcode.Config, "no case"},
+		{"check missing", []string{"check", "/nonexistent.jsonl"}, exitcode.Config, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runInProcess(t, tt.args...)
+			if got := exitcode.Of(err); got != tt.code {
+				t.Errorf("exit code %d, want %d (err %v)", got, tt.code, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %v does not mention %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+// TestCheckTruncatedHistory: a history cut short by a crash is still
+// checked; the broken last line is reported and skipped.
+func TestCheckTruncatedHistory(t *testing.T) {
+	src, err := os.ReadFile("../../checker/testdata/safe.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "h.jsonl")
+	os.WriteFile(p, append(src, []byte(`{"t":200,"type":"inv`)...), 0o644)
+	out, stderr, err := runInProcess(t, "check", p)
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if !strings.Contains(stderr, "truncated last line skipped") || !strings.Contains(out, "as expected") {
+		t.Errorf("stdout %q stderr %q", out, stderr)
+	}
+}
+
+// TestMissingRedisBinary: without redis-server the run stops before
+// anything starts, saying how to install it.
+func TestMissingRedisBinary(t *testing.T) {
+	sc := writeScenario(t, "name: x\ncases: [{name: a, backend: redis}]\n")
+	cmd := exec.Command(os.Args[0], "run", "-o", t.TempDir(), sc)
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != int(exitcode.Harness) {
+		t.Fatalf("exit: %v, want code %d\n%s", err, exitcode.Harness, out)
+	}
+	if !strings.Contains(string(out), "apt-get install -y redis-server") {
+		t.Errorf("message does not say how to install redis-server:\n%s", out)
+	}
+}
+
+const longRun = `
+name: long
+workload: {duration: 60s, instances: 2, clients: 1}
+cases:
+  - name: redis
+    backend: redis
+    faults: [{type: pause, target: instance-1, at: 500ms, for: 50s}]
+`
+
+// TestNoChildSurvives starts a run in a child bench process, stops it once
+// the case is under way (one instance paused), and checks that no process
+// it started, no toxiproxy port and no temp dir is left: after SIGINT (a
+// clean teardown, exit code 105) and after SIGKILL of the harness itself
+// (the parent-death signal takes the children along).
+func TestNoChildSurvives(t *testing.T) {
+	needRedis(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			out := filepath.Join(tmp, "out")
+			cmd := exec.Command(os.Args[0], "run", "-dir", out, writeScenario(t, longRun))
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			logPath := filepath.Join(tmp, "stderr.log")
+			logf, err := os.Create(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logf.Close()
+			cmd.Stderr = logf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			t.Cleanup(func() {
+				// On a failed assertion, do not leave the run behind.
+				cmd.Process.Kill()
+				cmd.Wait()
+			})
+			// The history on disk waits for the paused instance (events are
+			// written in time order), so watch the progress log instead.
+			waitFor(t, 30*time.Second, "the pause to fire", func() bool {
+				b, _ := os.ReadFile(logPath)
+				return bytes.Contains(b, []byte("fault pause-1: pause on instance-1"))
+			})
+			kids := childrenOf(pid)
+			if len(kids) < 3 { // redis-server and two workers at least
+				t.Fatalf("found %d tagged children of the run (%v), want >= 3", len(kids), kids)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			if sig == syscall.SIGINT {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != int(exitcode.Interrupted) {
+					t.Errorf("exit after SIGINT: %v, want code %d\n%s", err, exitcode.Interrupted, readFile(logPath))
+				}
+			}
+			waitFor(t, 10*time.Second, "every child to exit", func() bool {
+				for _, k := range kids {
+					if alive(k) {
+						return false
+					}
+				}
+				return len(childrenOf(pid)) == 0
+			})
+			if sig == syscall.SIGINT {
+				left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*"))
+				if len(left) > 0 {
+					t.Errorf("temp dirs left behind: %v", left)
+				}
+			}
+		})
+	}
+}
+
+// alive reports whether process p exists and is not a zombie.
+func alive(p int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+	return err == nil && !bytes.Contains(stat, []byte(") Z "))
+}
+
+// childrenOf lists the live processes of bench process pid: its direct
+// children, and any process tagged with its run id (which ends with
+// "-<pid>"; redis-server overwrites its environment, so the parent link
+// finds it). Zombies are not counted.
+func childrenOf(pid int) []int {
+	var out []int
+	suffix := []byte("-" + strconv.Itoa(pid) + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p == pid {
+			continue
+		}
+		if !alive(p) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			// Fields after the ")" of the command: state, ppid, ...
+			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				out = append(out, p)
+				continue
+			}
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		i := bytes.Index(env, []byte(cluster.EnvRunID+"="))
+		if i < 0 {
+			continue
+		}
+		rest := env[i:]
+		if j := bytes.IndexByte(rest, 0); j >= 0 && bytes.HasSuffix(rest[:j+1], suffix) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
