@@ -1,0 +1,183 @@
+// Package results turns a history into what people and CI read: per-case
+// metrics and verdicts (summary.json), a report (report.md) and plots, all
+// written into a results folder with a stable layout:
+//
+//	results/<time>-<scenario>/
+//	  run.json        scenario text, seed, versions of servers and libraries, host
+//	  history.jsonl   every event, in time order (package history)
+//	  faults.jsonl    each scheduled fault and the window it was really in effect
+//	  summary.json    per case: verdicts, resource damage, metrics, validity
+//	  report.md       the table a person reads, and the first violations in words
+//	  latency.png/svg acquire latency distribution per case
+//	  logs/<case>/    server and worker logs
+package results
+
+import (
+	"math"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockbench/lockbench/internal/history"
+)
+
+// Histogram bounds: 1 µs to 10 min, 3 significant digits. Values are µs.
+const (
+	histMin = 1
+	histMax = 600_000_000
+	histSig = 3
+)
+
+// Percentiles of a latency in milliseconds.
+type Percentiles struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean_ms"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P99   float64 `json:"p99_ms"`
+	P999  float64 `json:"p999_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+// Metrics of one case. Aggregation streams: memory is bounded by the number
+// of clients and keys (two fixed-size HDR histograms), whatever the length
+// of the run.
+type Metrics struct {
+	DurationS        float64     `json:"duration_s"`
+	Acquisitions     int         `json:"acquisitions"`
+	AcquiresPerSec   float64     `json:"acquisitions_per_s"`
+	AcquiresFailed   int         `json:"acquires_failed"`
+	AcquiresUnknown  int         `json:"acquires_unknown"`
+	Releases         int         `json:"releases"`
+	Extensions       int         `json:"extensions"`
+	ExtensionsFailed int         `json:"extensions_failed"`
+	LeasesLost       int         `json:"leases_lost"`
+	AcquireLatency   Percentiles `json:"acquire_latency"`
+	HoldTime         Percentiles `json:"hold_time"`
+	// LongestGapMs is the longest time any key went without a successful
+	// acquisition while the case ran: how long the lock was unavailable.
+	LongestGapMs float64 `json:"longest_gap_ms"`
+
+	acq  *hdrhistogram.Histogram
+	hold *hdrhistogram.Histogram
+}
+
+// Aggregator computes Metrics from a case's events.
+type Aggregator struct {
+	m        Metrics
+	start    int64
+	end      int64
+	invoked  map[string]int64 // proc -> acquire invoke time
+	heldFrom map[string]int64 // proc -> acquire ok time
+	lastAcq  map[string]int64 // key -> last ok acquire time
+	maxGap   int64
+}
+
+// NewAggregator returns an aggregator for a case that started at start.
+func NewAggregator(start int64) *Aggregator {
+	return &Aggregator{
+		m:        Metrics{acq: hdrhistogram.New(histMin, histMax, histSig), hold: hdrhistogram.New(histMin, histMax, histSig)},
+		start:    start,
+		end:      start,
+		invoked:  map[string]int64{},
+		heldFrom: map[string]int64{},
+		lastAcq:  map[string]int64{},
+	}
+}
+
+func us(ns int64) int64 {
+	v := ns / 1000
+	if v < histMin {
+		return histMin
+	}
+	if v > histMax {
+		return histMax
+	}
+	return v
+}
+
+// Add feeds one event.
+func (a *Aggregator) Add(e *history.Event) {
+	if e.T > a.end {
+		a.end = e.T
+	}
+	switch {
+	case e.Type == history.Invoke && e.F == history.OpAcquire:
+		a.invoked[e.Proc] = e.T
+	case e.F == history.OpAcquire && e.Type != history.Invoke:
+		switch e.Type {
+		case history.OK:
+			a.m.Acquisitions++
+			if t, ok := a.invoked[e.Proc]; ok {
+				_ = a.m.acq.RecordValue(us(e.T - t)) // clamped to the range: cannot fail
+			}
+			a.heldFrom[e.Proc] = e.T
+			from, ok := a.lastAcq[e.Key]
+			if !ok {
+				from = a.start
+			}
+			if g := e.T - from; g > a.maxGap {
+				a.maxGap = g
+			}
+			a.lastAcq[e.Key] = e.T
+		case history.Fail:
+			a.m.AcquiresFailed++
+		case history.Info:
+			a.m.AcquiresUnknown++
+		}
+		delete(a.invoked, e.Proc)
+	case e.Type == history.Invoke && e.F == history.OpRelease:
+		if t, ok := a.heldFrom[e.Proc]; ok {
+			_ = a.m.hold.RecordValue(us(e.T - t))
+			delete(a.heldFrom, e.Proc)
+		}
+	case e.Type == history.OK && e.F == history.OpRelease:
+		a.m.Releases++
+	case e.F == history.OpExtend && e.Type == history.OK:
+		a.m.Extensions++
+	case e.F == history.OpExtend && (e.Type == history.Fail || e.Type == history.Info):
+		a.m.ExtensionsFailed++
+	case e.F == history.OpLost:
+		a.m.LeasesLost++
+	case e.Type == history.Mark && e.F == history.MarkCaseEnd:
+		a.end = e.T
+	}
+}
+
+// Close finishes the metrics.
+func (a *Aggregator) Close() Metrics {
+	m := a.m
+	m.DurationS = float64(a.end-a.start) / 1e9
+	if m.DurationS > 0 {
+		m.AcquiresPerSec = float64(m.Acquisitions) / m.DurationS
+	}
+	for _, t := range a.lastAcq {
+		if g := a.end - t; g > a.maxGap {
+			a.maxGap = g
+		}
+	}
+	if len(a.lastAcq) == 0 {
+		a.maxGap = a.end - a.start
+	}
+	m.LongestGapMs = float64(a.maxGap) / 1e6
+	m.AcquireLatency = percentiles(m.acq)
+	m.HoldTime = percentiles(m.hold)
+	return m
+}
+
+func percentiles(h *hdrhistogram.Histogram) Percentiles {
+	ms := func(v int64) float64 { return math.Round(float64(v)/1e3*1000) / 1000 }
+	if h.TotalCount() == 0 {
+		return Percentiles{}
+	}
+	return Percentiles{
+		Count: h.TotalCount(),
+		Mean:  math.Round(h.Mean()) / 1e3,
+		P50:   ms(h.ValueAtQuantile(50)),
+		P90:   ms(h.ValueAtQuantile(90)),
+		P99:   ms(h.ValueAtQuantile(99)),
+		P999:  ms(h.ValueAtQuantile(99.9)),
+		Max:   ms(h.Max()),
+	}
+}
+
+// LatencyHistogram returns the acquire-latency histogram (µs) for plots.
+func (m *Metrics) LatencyHistogram() *hdrhistogram.Histogram { return m.acq }

@@ -1,0 +1,167 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// WriteAll writes summary.json, report.md and the plots into dir.
+func WriteAll(dir string, s *Summary) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, ReportFile))
+	if err != nil {
+		return fmt.Errorf("create report: %w", err)
+	}
+	if err := WriteReport(f, s); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return WriteLatencyPlot(filepath.Join(dir, LatencyPlot), s)
+}
+
+func yesno(b *bool) string {
+	if b == nil {
+		return "—"
+	}
+	if *b {
+		return "yes"
+	}
+	return "no"
+}
+
+var statusWords = map[string]string{
+	"ok":             "✓ as expected",
+	"violation":      "✗ UNSAFE (unexpected)",
+	"not-reproduced": "✗ expected failure not reproduced",
+	"invalid":        "✗ invalid run",
+	"unknown":        "? incomplete",
+}
+
+// WriteReport writes the human-readable report.
+func WriteReport(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# lockbench report: %s\n\n", s.Scenario)
+	fmt.Fprintf(&b, "Seed %d. Each row is one case: a lock backend under one workload and fault schedule. ", s.Seed)
+	b.WriteString("*Violations* counts moments when two clients both believed they held the same lock. ")
+	b.WriteString("*Lost updates* are writes to the unfenced resource that overwrote another holder's work. ")
+	b.WriteString("The fenced resource checks each request's fencing token: *stale rejected* are late writes it stopped, ")
+	b.WriteString("*stale accepted* are late writes it let through (damage despite fencing).\n\n")
+	b.WriteString("| case | backend | faults | verdict | violations | lost updates | stale rejected | stale accepted | acquires/s | p50 ms | p99 ms | p99.9 ms | max ms | unknown acquires | longest gap ms |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range s.Cases {
+		r, m := c.Check, c.Metrics
+		fs := "none"
+		if len(r.Meta.Faults) > 0 {
+			var names []string
+			for _, f := range r.Meta.Faults {
+				names = append(names, fmt.Sprintf("%s %s", f.Type, f.Target))
+			}
+			fs = strings.Join(names, ", ")
+		}
+		stale := fmt.Sprint(r.Resource.StaleAccepted)
+		if !r.Meta.Fenced {
+			stale += " (no token)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %d | %.0f |\n",
+			r.Case, r.Backend, fs, statusWords[r.Status], r.Violations, r.Resource.LostUpdates, r.Resource.StaleRejected, stale,
+			m.AcquiresPerSec, m.AcquireLatency.P50, m.AcquireLatency.P99, m.AcquireLatency.P999, m.AcquireLatency.Max,
+			m.AcquiresUnknown, m.LongestGapMs)
+	}
+	b.WriteString("\n![acquire latency distribution](latency.png)\n\n")
+	b.WriteString("## Cases\n\n")
+	for _, c := range s.Cases {
+		r := c.Check
+		fmt.Fprintf(&b, "### %s (%s): %s\n\n", r.Case, r.Backend, statusWords[r.Status])
+		fmt.Fprintf(&b, "- expected: violations %s, stale writes accepted %s, lost updates %s", yesno(r.Expect.Violations), yesno(r.Expect.StaleAccepted), yesno(r.Expect.LostUpdates))
+		if r.Expect.Note != "" {
+			fmt.Fprintf(&b, " — %s", r.Expect.Note)
+		}
+		b.WriteString("\n")
+		fmt.Fprintf(&b, "- mutual exclusion: %s (%d violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
+			r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
+		if !r.Meta.Fenced {
+			b.WriteString("- this backend issues no fencing token: the fenced resource cannot tell holders apart\n")
+		}
+		for _, u := range r.Unmet {
+			fmt.Fprintf(&b, "- **unmet expectation**: %s\n", u)
+		}
+		for _, why := range r.Invalid {
+			fmt.Fprintf(&b, "- **invalid**: %s\n", why)
+		}
+		if len(r.Examples) > 0 {
+			b.WriteString("- first violations:\n")
+			for _, o := range r.Examples {
+				fmt.Fprintf(&b, "  - %s\n", o.Describe())
+			}
+		}
+		b.WriteString("\n")
+	}
+	if len(s.Warnings) > 0 {
+		b.WriteString("## Warnings\n\n")
+		for _, w := range s.Warnings {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+		b.WriteString("\n")
+	}
+	if len(s.Versions) > 0 {
+		b.WriteString("## Versions\n\n")
+		keys := make([]string, 0, len(s.Versions))
+		for k := range s.Versions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "- %s: %s\n", k, s.Versions[k])
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Re-run\n\n")
+	fmt.Fprintf(&b, "Re-check this history: `bench check history.jsonl`. Re-run the scenario with the same seed: see `rerun` in run.json.\n")
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// Statuses counts cases by status.
+func (s *Summary) Statuses() map[string]int {
+	out := map[string]int{}
+	for _, c := range s.Cases {
+		out[c.Check.Status]++
+	}
+	return out
+}
+
+// Verdict lines for the terminal, one per case.
+func (s *Summary) Lines() []string {
+	var out []string
+	for _, c := range s.Cases {
+		r, m := c.Check, c.Metrics
+		line := fmt.Sprintf("%-24s %-12s %-36s violations=%d lost=%d stale_rejected=%d stale_accepted=%d acq/s=%.0f p99=%.2fms",
+			r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.LostUpdates, r.Resource.StaleRejected, r.Resource.StaleAccepted,
+			m.AcquiresPerSec, m.AcquireLatency.P99)
+		out = append(out, line)
+		for _, u := range r.Unmet {
+			out = append(out, "    unmet: "+u)
+		}
+		for _, i := range r.Invalid {
+			out = append(out, "    invalid: "+i)
+		}
+	}
+	return out
+}
