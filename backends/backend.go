@@ -3,8 +3,11 @@
 //
 // A backend has two sides. On the coordinator side, a Backend says which
 // servers its cluster needs and whether it issues fencing tokens. Inside a
-// worker process, Open connects one application instance to the running
-// cluster and returns a Locker that the instance's clients share.
+// worker process, Open returns the Locker of one client. What the clients of
+// one application instance share (a connection pool, an in-memory lock
+// table, a ZooKeeper session) lives in Env.Shared, created once per
+// instance; what must be private to a client (an etcd session, a pinned
+// PostgreSQL connection) lives in its Locker.
 //
 // Locker is deliberately small (context first; acquire, release, close).
 // Abilities that only some algorithms have are separate interfaces found by
@@ -45,8 +48,9 @@ type Lease interface {
 	Lost() <-chan struct{}
 }
 
-// Locker acquires and releases locks on one backend. One Locker is shared by
-// all clients of a worker instance, so it must be safe for concurrent use.
+// Locker acquires and releases locks for one client. A client holds at most
+// one lease at a time and calls its Locker from one goroutine, but a lease's
+// Lost channel and an Extender may be used from others.
 type Locker interface {
 	// Acquire tries to take the lock on key, waiting at most until ctx is
 	// done. It returns ErrNotAcquired when the lock is certainly held by
@@ -56,7 +60,7 @@ type Locker interface {
 	// no longer this lease's, which a safe algorithm detects instead of
 	// removing somebody else's lock.
 	Release(ctx context.Context, l Lease) error
-	// Close releases the Locker's connections.
+	// Close releases the client's own resources (not the Shared ones).
 	Close() error
 }
 
@@ -73,6 +77,11 @@ type ServerSpec struct {
 	Name string // unique in the cluster: "redis-1"
 	// Persistence of a Redis server: "none", "everysec" or "always".
 	Persistence string
+	// Args are extra command-line arguments for the server.
+	Args []string
+	// Settings are kind-specific settings (etcd timings, ZooKeeper tick
+	// time, PostgreSQL parameters), by name.
+	Settings map[string]string
 }
 
 // Env is what a worker needs to reach the cluster.
@@ -82,8 +91,55 @@ type Env struct {
 	Endpoints map[string]string
 	// TTL is the lease time of the scenario's workload.
 	TTL time.Duration
-	// Instance is the worker instance number (1-based).
-	Instance int
+	// Instance is the worker instance number (1-based), Client the client
+	// number inside it (0-based).
+	Instance, Client int
+	// Shared holds what the clients of one instance share.
+	Shared *Shared
+}
+
+// Shared holds resources that the clients of one instance share, created
+// by the first client that asks and closed when the instance ends.
+type Shared struct {
+	mu      sync.Mutex
+	vals    map[string]any
+	closers []func() error
+}
+
+// NewShared returns an empty Shared.
+func NewShared() *Shared { return &Shared{vals: map[string]any{}} }
+
+// Get returns the value stored under key, creating it with make the first
+// time. make returns the value and how to close it (nil if nothing to do).
+func (s *Shared) Get(key string, make func() (any, func() error, error)) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.vals[key]; ok {
+		return v, nil
+	}
+	v, closer, err := make()
+	if err != nil {
+		return nil, err
+	}
+	s.vals[key] = v
+	if closer != nil {
+		s.closers = append(s.closers, closer)
+	}
+	return v, nil
+}
+
+// Close closes every shared resource, newest first.
+func (s *Shared) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.closers = nil
+	return errors.Join(errs...)
 }
 
 // Backend is a configured algorithm.
@@ -93,7 +149,7 @@ type Backend interface {
 	Servers() []ServerSpec
 	// Fenced reports whether leases carry fencing tokens.
 	Fenced() bool
-	// Open connects one worker instance to the cluster.
+	// Open connects one client of a worker instance to the cluster.
 	Open(ctx context.Context, env Env) (Locker, error)
 }
 

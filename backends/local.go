@@ -23,8 +23,16 @@ type localBackend struct{}
 
 func (localBackend) Servers() []ServerSpec { return nil }
 func (localBackend) Fenced() bool          { return false }
-func (localBackend) Open(context.Context, Env) (Locker, error) {
-	return &localLocker{held: map[string]bool{}}, nil
+// Open returns the instance's one lock table: all clients of an instance
+// share it, clients of different instances never do.
+func (localBackend) Open(_ context.Context, env Env) (Locker, error) {
+	v, err := env.Shared.Get("local", func() (any, func() error, error) {
+		return &localLocker{held: map[string]bool{}}, nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*localLocker), nil
 }
 
 type localLocker struct {

@@ -160,11 +160,20 @@ func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	if b.opt.MaxRetries != nil {
 		ro.MaxRetries = *b.opt.MaxRetries
 	}
-	c := redis.NewClient(ro)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("ping redis-1 at %s: %w", addr, err)
+	// One go-redis client (one connection pool) per application instance,
+	// as an application would have.
+	v, err := env.Shared.Get("redis", func() (any, func() error, error) {
+		c := redis.NewClient(ro)
+		if err := c.Ping(ctx).Err(); err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("ping redis-1 at %s: %w", addr, err)
+		}
+		return c, c.Close, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	c := v.(*redis.Client)
 	l := &redisLocker{c: c, mode: b.mode, ttl: env.TTL, fencing: *b.opt.Fencing, drift: *b.opt.DriftFactor}
 	if b.mode == redisNoTTL {
 		return l, nil
@@ -295,7 +304,8 @@ func (r *redisExtLocker) Extend(ctx context.Context, lease Lease) error {
 	return nil
 }
 
-func (r *redisLocker) Close() error { return r.c.Close() }
+// Close does nothing: the client's pool belongs to the instance (Shared).
+func (r *redisLocker) Close() error { return nil }
 
 var (
 	_ Locker   = (*redisLocker)(nil)

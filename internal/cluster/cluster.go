@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,12 +19,15 @@ import (
 // Server is one running lock server.
 type Server struct {
 	Spec    backends.ServerSpec
-	Addr    string // where it really listens
+	IP      string // its own loopback address
+	Addr    string // where clients really reach it
 	Proxy   *toxiclient.Proxy
 	Dir     string // private data directory
 	LogPath string
-	args    []string
-	bin     string
+	// command builds the process to run (fresh for every (re)start); ready
+	// waits until the server answers.
+	command func() (*exec.Cmd, error)
+	ready   func(ctx context.Context, p *Process) error
 
 	mu   sync.Mutex
 	proc *Process
@@ -52,6 +53,7 @@ type Cluster struct {
 	servers map[string]*Server
 	order   []string
 	closed  bool
+	nextIP  int
 }
 
 // New starts the toxiproxy server of a cluster. Server logs go to logDir;
@@ -64,6 +66,12 @@ func New(runID, logDir string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	// Servers that refuse to run as root (PostgreSQL) must reach their
+	// data dir below this one.
+	if err := os.Chmod(dataDir, 0o755); err != nil {
+		os.RemoveAll(dataDir)
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
 	t, err := StartToxi()
 	if err != nil {
 		os.RemoveAll(dataDir)
@@ -72,24 +80,77 @@ func New(runID, logDir string) (*Cluster, error) {
 	return &Cluster{RunID: runID, LogDir: logDir, Toxi: t, dataDir: dataDir, servers: map[string]*Server{}}, nil
 }
 
-// Start launches every server in specs, waits until each answers, and puts
-// a proxy named after the server in front of it.
+// Start launches every server in specs, waits until each answers (and each
+// ensemble has formed), and puts a proxy named after the server in front
+// of its client port.
 func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error {
+	var kinds []string
+	groups := map[string][]backends.ServerSpec{}
 	for _, sp := range specs {
-		if err := c.startServer(ctx, sp); err != nil {
+		if _, seen := groups[sp.Kind]; !seen {
+			kinds = append(kinds, sp.Kind)
+		}
+		groups[sp.Kind] = append(groups[sp.Kind], sp)
+	}
+	for _, k := range kinds {
+		start, ok := starters[k]
+		if !ok {
+			return fmt.Errorf("start %s: unknown server kind %q", groups[k][0].Name, k)
+		}
+		if err := start(ctx, c, groups[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Endpoints maps each server name to its proxy address.
+// starters start all servers of one kind: an ensemble needs every member's
+// address before any member starts.
+var starters = map[string]func(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error{}
+
+// allocIP gives a server its own loopback address, 127.0.0.10 and up, so
+// that faults can cut the links between two members.
+func (c *Cluster) allocIP() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextIP++
+	return fmt.Sprintf("127.0.0.%d", 9+c.nextIP)
+}
+
+// add registers a server and creates its data dir and log path.
+func (c *Cluster) add(s *Server) error {
+	s.Dir = filepath.Join(c.dataDir, s.Spec.Name)
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("data dir for %s: %w", s.Spec.Name, err)
+	}
+	s.LogPath = filepath.Join(c.LogDir, s.Spec.Name+".log")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("cluster is closed")
+	}
+	if _, dup := c.servers[s.Spec.Name]; dup {
+		return fmt.Errorf("two servers named %s", s.Spec.Name)
+	}
+	c.servers[s.Spec.Name] = s
+	c.order = append(c.order, s.Spec.Name)
+	return nil
+}
+
+// proxy puts a toxiproxy proxy named name in front of addr.
+func (c *Cluster) proxy(name, addr string) (*toxiclient.Proxy, error) {
+	return c.Toxi.Proxy(name, addr)
+}
+
+// Endpoints maps each server name to its client proxy address.
 func (c *Cluster) Endpoints() map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(c.servers))
 	for name, s := range c.servers {
-		out[name] = s.Proxy.Listen
+		if s.Proxy != nil {
+			out[name] = s.Proxy.Listen
+		}
 	}
 	return out
 }
@@ -108,86 +169,30 @@ func (c *Cluster) Names() []string {
 	return append([]string(nil), c.order...)
 }
 
-func (c *Cluster) startServer(ctx context.Context, sp backends.ServerSpec) error {
-	switch sp.Kind {
-	case "redis":
-		return c.startRedis(ctx, sp)
-	default:
-		return fmt.Errorf("start %s: unknown server kind %q", sp.Name, sp.Kind)
-	}
-}
-
-// RedisBinary is the redis-server executable to run.
-var RedisBinary = "redis-server"
-
-// ErrMissingBinary wraps a missing server executable.
-var ErrMissingBinary = errors.New("server binary not found")
-
-// CheckBinaries verifies that the executables for specs exist, with a
-// message saying how to install what is missing.
-func CheckBinaries(specs []backends.ServerSpec) error {
-	for _, sp := range specs {
-		if sp.Kind == "redis" {
-			if _, err := exec.LookPath(RedisBinary); err != nil {
-				return fmt.Errorf("%w: %s is needed for %s; install it with `apt-get install -y redis-server` (or run `make setup` as root)", ErrMissingBinary, RedisBinary, sp.Name)
-			}
-		}
-	}
-	return nil
-}
-
-func (c *Cluster) startRedis(ctx context.Context, sp backends.ServerSpec) error {
-	bin, err := exec.LookPath(RedisBinary)
-	if err != nil {
-		return fmt.Errorf("%w: %s is needed for %s; install it with `apt-get install -y redis-server`", ErrMissingBinary, RedisBinary, sp.Name)
-	}
-	port, err := FreePort("127.0.0.1")
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(c.dataDir, sp.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir for %s: %w", sp.Name, err)
-	}
-	args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--daemonize", "no", "--protected-mode", "yes"}
-	switch sp.Persistence {
-	case "", "none":
-		args = append(args, "--appendonly", "no")
-	case "everysec", "always":
-		args = append(args, "--appendonly", "yes", "--appendfsync", sp.Persistence)
-	default:
-		return fmt.Errorf("start %s: unknown persistence %q", sp.Name, sp.Persistence)
-	}
-	s := &Server{Spec: sp, Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir,
-		LogPath: filepath.Join(c.LogDir, sp.Name+".log"), args: args, bin: bin}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return errors.New("cluster is closed")
-	}
-	c.servers[sp.Name] = s
-	c.order = append(c.order, sp.Name)
-	c.mu.Unlock()
-	if err := c.launch(ctx, s); err != nil {
-		return err
-	}
-	p, err := c.Toxi.Proxy(sp.Name, s.Addr)
-	if err != nil {
-		return err
-	}
-	s.Proxy = p
-	return nil
-}
-
-// launch starts s's process and waits until it answers PING.
+// launch starts s's process and waits until it answers.
 func (c *Cluster) launch(ctx context.Context, s *Server) error {
+	if err := c.spawn(s); err != nil {
+		return err
+	}
+	return c.await(ctx, s)
+}
+
+// spawn starts s's process without waiting.
+func (c *Cluster) spawn(s *Server) error {
+	cmd, err := s.command()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Spec.Name, err)
+	}
 	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("log file for %s: %w", s.Spec.Name, err)
 	}
-	cmd := exec.Command(s.bin, s.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	if cmd.Stdout == nil {
+		cmd.Stdout = logf
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = logf
+	}
 	p, err := StartProcess(s.Spec.Name, c.RunID, cmd)
 	logf.Close() // the child has its own copy
 	if err != nil {
@@ -196,52 +201,85 @@ func (c *Cluster) launch(ctx context.Context, s *Server) error {
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
-	if err := waitRedis(ctx, s.Addr, p, 10*time.Second); err != nil {
+	return nil
+}
+
+// await waits until s answers; on failure the error names the server and
+// quotes the end of its log (which stays in the results folder).
+func (c *Cluster) await(ctx context.Context, s *Server) error {
+	if err := s.ready(ctx, s.Process()); err != nil {
 		return fmt.Errorf("%s did not become ready: %w\nlast lines of %s:\n%s", s.Spec.Name, err, s.LogPath, Tail(s.LogPath, 10))
 	}
 	return nil
 }
 
-// waitRedis polls addr with a RESP PING until it answers +PONG.
-func waitRedis(ctx context.Context, addr string, p *Process, timeout time.Duration) error {
+// poll calls try every 50ms until it succeeds, p exits, ctx ends or the
+// timeout passes.
+func poll(ctx context.Context, p *Process, timeout time.Duration, try func() error) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
-		if !p.Alive() {
+		if p != nil && !p.Alive() {
 			return fmt.Errorf("process exited: %v", p.ExitErr())
 		}
-		if last = pingRedis(addr); last == nil {
+		if last = try(); last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("no answer on %s within %s: %v", addr, timeout, last)
+	return fmt.Errorf("not ready within %s: %v", timeout, last)
 }
 
-func pingRedis(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(500 * time.Millisecond)); err != nil {
-		return err
-	}
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("unexpected reply %q", strings.TrimSpace(line))
+// ErrMissingBinary wraps a missing server executable.
+var ErrMissingBinary = errors.New("server binary not found")
+
+// binaries maps a server kind to a function that finds its executable or
+// says how to get it.
+var binaries = map[string]func() (string, error){}
+
+// versions maps a server kind to a function returning its version.
+var versions = map[string]func() string{}
+
+// CheckBinaries verifies that the executables for specs exist, with a
+// message saying how to get what is missing.
+func CheckBinaries(specs []backends.ServerSpec) error {
+	for _, sp := range specs {
+		find, ok := binaries[sp.Kind]
+		if !ok {
+			return fmt.Errorf("%s: unknown server kind %q", sp.Name, sp.Kind)
+		}
+		if _, err := find(); err != nil {
+			return fmt.Errorf("%s: %w", sp.Name, err)
+		}
 	}
 	return nil
+}
+
+// Versions returns the version of each server kind in specs.
+func Versions(specs []backends.ServerSpec) map[string]string {
+	out := map[string]string{}
+	for _, sp := range specs {
+		if v, ok := versions[sp.Kind]; ok {
+			if _, done := out[sp.Kind]; !done {
+				out[sp.Kind] = v()
+			}
+		}
+	}
+	return out
+}
+
+// firstLine runs a command and returns the first line of its output.
+func firstLine(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
 }
 
 // Kill SIGKILLs the named server.
@@ -253,8 +291,8 @@ func (c *Cluster) Kill(name string) error {
 	return s.Process().Kill(5 * time.Second)
 }
 
-// Restart starts a killed server again with the same port, data directory
-// and persistence, and waits until it answers.
+// Restart starts a killed server again with the same address, data
+// directory and settings, and waits until it answers.
 func (c *Cluster) Restart(ctx context.Context, name string) error {
 	s := c.Server(name)
 	if s == nil {
@@ -316,13 +354,4 @@ func Tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
-}
-
-// Version runs `redis-server --version` and returns its first line.
-func RedisVersion() string {
-	out, err := exec.Command(RedisBinary, "--version").Output()
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	return strings.TrimSpace(string(out))
 }

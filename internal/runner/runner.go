@@ -279,7 +279,9 @@ func versions(cases []*scenario.Case) map[string]string {
 			}
 		}
 		for _, d := range bi.Deps {
-			for _, want := range []string{"github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2", "gonum.org/v1/plot", "github.com/HdrHistogram/hdrhistogram-go"} {
+			for _, want := range []string{"github.com/redis/go-redis/v9", "github.com/go-redsync/redsync/v4", "go.etcd.io/etcd/client/v3",
+				"github.com/hashicorp/consul/api", "github.com/go-zookeeper/zk", "github.com/jackc/pgx/v5",
+				"github.com/Shopify/toxiproxy/v2", "gonum.org/v1/plot", "github.com/HdrHistogram/hdrhistogram-go"} {
 				if d.Path == want {
 					v[d.Path] = d.Version
 				}
@@ -287,10 +289,8 @@ func versions(cases []*scenario.Case) map[string]string {
 		}
 	}
 	for _, c := range cases {
-		for _, s := range c.Backend.Servers() {
-			if s.Kind == "redis" {
-				v["redis-server"] = cluster.RedisVersion()
-			}
+		for kind, ver := range cluster.Versions(c.Backend.Servers()) {
+			v[kind+"-server"] = ver
 		}
 	}
 	return v

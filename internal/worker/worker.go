@@ -104,13 +104,23 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", cfg.Instance, err)
 	}
+	shared := backends.NewShared()
+	defer func() {
+		if err := shared.Close(); err != nil {
+			lg.Printf("close shared resources: %v", err)
+		}
+	}()
+	lockers := make([]backends.Locker, w.Clients)
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	locker, err := be.Open(openCtx, backends.Env{Endpoints: cfg.Endpoints, TTL: w.TTL.D(), Instance: cfg.Instance})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("worker %d: open %s: %w", cfg.Instance, cfg.Backend, err)
+	for c := range lockers {
+		env := backends.Env{Endpoints: cfg.Endpoints, TTL: w.TTL.D(), Instance: cfg.Instance, Client: c, Shared: shared}
+		if lockers[c], err = be.Open(openCtx, env); err != nil {
+			cancel()
+			return fmt.Errorf("worker %d client %d: open %s: %w", cfg.Instance, c, cfg.Backend, err)
+		}
+		defer lockers[c].Close()
 	}
-	defer locker.Close()
+	cancel()
 
 	em.emit(history.Event{Type: history.Mark, F: MarkReady, Proc: fmt.Sprintf("i%d", cfg.Instance)})
 	tickCtx, stopTicks := context.WithCancel(ctx)
@@ -148,14 +158,14 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		cl := &client{
 			proc:   fmt.Sprintf("i%dc%d", cfg.Instance, c),
 			w:      w,
-			locker: locker,
+			locker: lockers[c],
 			res:    resource.NewClient(cfg.Resource, fmt.Sprintf("i%dc%d", cfg.Instance, c)),
 			em:     em,
 			r:      rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Instance)<<16|uint64(c))),
 			lg:     lg,
 		}
 		cl.keys = scenario.NewKeyPicker(w.Keys, cl.r, c+cfg.Instance)
-		if ext, ok := locker.(backends.Extender); ok {
+		if ext, ok := lockers[c].(backends.Extender); ok {
 			cl.ext = ext
 		}
 		wg.Add(1)

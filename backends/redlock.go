@@ -1,0 +1,219 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/lockbench/lockbench/internal/config"
+	"github.com/redis/go-redis/v9"
+)
+
+// redlock is Redlock over N independent Redis masters through
+// github.com/go-redsync/redsync/v4, the Go library people use. The lease's
+// validity is redsync's own Until() (expiry minus the time acquisition took
+// minus the drift allowance). Redlock has no fencing token: its random
+// value cannot be ordered, so the fenced resource cannot protect it, and
+// the report says so.
+func init() {
+	Register(Info{Name: "redlock", Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", New: newRedlock})
+}
+
+// RedlockOptions expose redsync's safety-relevant options; unset means the
+// library's default. The lock's expiry is the workload's ttl.
+type RedlockOptions struct {
+	Nodes          int             `yaml:"nodes"`            // independent Redis servers (default 5)
+	Tries          int             `yaml:"tries"`            // attempts inside one Lock call (redsync default 32)
+	RetryDelay     config.Duration `yaml:"retry_delay"`      // fixed delay between tries (default: random 50–250ms)
+	DriftFactor    *float64        `yaml:"drift_factor"`     // redsync default 0.01
+	TimeoutFactor  *float64        `yaml:"timeout_factor"`   // per-node timeout = expiry×factor (default 0.05)
+	SetNXOnExtend  bool            `yaml:"set_nx_on_extend"` // Extend re-creates missing keys (default false)
+	FailFast       bool            `yaml:"fail_fast"`        // return as soon as a quorum answered (default false)
+	ShufflePools   bool            `yaml:"shuffle_pools"`    // default false
+	Persistence    string          `yaml:"persistence"`      // of every node: none (default), everysec, always
+	ReadTimeout    config.Duration `yaml:"read_timeout"`     // go-redis, default 3s
+	WriteTimeout   config.Duration `yaml:"write_timeout"`
+	DialTimeout    config.Duration `yaml:"dial_timeout"`
+	MaxRetries     *int            `yaml:"max_retries"` // go-redis, default 3
+}
+
+type redlockBackend struct{ opt RedlockOptions }
+
+func newRedlock(decode Decoder) (Backend, error) {
+	var o RedlockOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 5
+	}
+	if o.Nodes < 1 || o.Nodes > 9 {
+		return nil, fmt.Errorf("nodes: %d is outside 1..9", o.Nodes)
+	}
+	if o.Tries < 0 {
+		return nil, errors.New("tries: must not be negative")
+	}
+	for name, f := range map[string]*float64{"drift_factor": o.DriftFactor, "timeout_factor": o.TimeoutFactor} {
+		if f != nil && (*f < 0 || *f >= 1) {
+			return nil, fmt.Errorf("%s: %v is outside [0, 1)", name, *f)
+		}
+	}
+	switch o.Persistence {
+	case "":
+		o.Persistence = "none"
+	case "none", "everysec", "always":
+	default:
+		return nil, fmt.Errorf("persistence: %q is not one of none, everysec, always", o.Persistence)
+	}
+	return &redlockBackend{opt: o}, nil
+}
+
+func (b *redlockBackend) Servers() []ServerSpec {
+	var out []ServerSpec
+	for i := 1; i <= b.opt.Nodes; i++ {
+		out = append(out, ServerSpec{Kind: "redis", Name: fmt.Sprintf("redis-%d", i), Persistence: b.opt.Persistence})
+	}
+	return out
+}
+
+func (b *redlockBackend) Fenced() bool { return false }
+
+func (b *redlockBackend) Open(ctx context.Context, env Env) (Locker, error) {
+	v, err := env.Shared.Get("redlock", func() (any, func() error, error) {
+		var pools []redsyncredis.Pool
+		var clients []*redis.Client
+		closeAll := func() error {
+			var errs []error
+			for _, c := range clients {
+				errs = append(errs, c.Close())
+			}
+			return errors.Join(errs...)
+		}
+		for i := 1; i <= b.opt.Nodes; i++ {
+			name := fmt.Sprintf("redis-%d", i)
+			addr, ok := env.Endpoints[name]
+			if !ok {
+				closeAll()
+				return nil, nil, fmt.Errorf("no endpoint for %s", name)
+			}
+			ro := &redis.Options{Addr: addr, ReadTimeout: b.opt.ReadTimeout.D(), WriteTimeout: b.opt.WriteTimeout.D(),
+				DialTimeout: b.opt.DialTimeout.D(), ContextTimeoutEnabled: true}
+			if b.opt.MaxRetries != nil {
+				ro.MaxRetries = *b.opt.MaxRetries
+			}
+			c := redis.NewClient(ro)
+			clients = append(clients, c)
+			if err := c.Ping(ctx).Err(); err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("ping %s at %s: %w", name, addr, err)
+			}
+			pools = append(pools, goredis.NewPool(c))
+		}
+		return redsync.New(pools...), closeAll, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := []redsync.Option{redsync.WithExpiry(env.TTL)}
+	o := b.opt
+	if o.Tries > 0 {
+		opts = append(opts, redsync.WithTries(o.Tries))
+	}
+	if o.RetryDelay > 0 {
+		opts = append(opts, redsync.WithRetryDelay(o.RetryDelay.D()))
+	}
+	if o.DriftFactor != nil {
+		opts = append(opts, redsync.WithDriftFactor(*o.DriftFactor))
+	}
+	if o.TimeoutFactor != nil {
+		opts = append(opts, redsync.WithTimeoutFactor(*o.TimeoutFactor))
+	}
+	if o.SetNXOnExtend {
+		opts = append(opts, redsync.WithSetNXOnExtend())
+	}
+	opts = append(opts, redsync.WithFailFast(o.FailFast), redsync.WithShufflePools(o.ShufflePools))
+	return &redlockLocker{rs: v.(*redsync.Redsync), opts: opts}, nil
+}
+
+type redlockLocker struct {
+	rs   *redsync.Redsync
+	opts []redsync.Option
+}
+
+type redlockLease struct {
+	key string
+	m   *redsync.Mutex
+	wd  *Watchdog
+}
+
+func (l *redlockLease) Key() string           { return l.key }
+func (l *redlockLease) Token() uint64         { return 0 }
+func (l *redlockLease) Lost() <-chan struct{} { return l.wd.Lost() }
+
+// definitelyNotAcquired reports whether redsync's error means the lock was
+// not taken: a quorum of nodes refused or no quorum was reached (redsync
+// then released what it had set). Node errors and timeouts are unknown.
+func definitelyNotAcquired(err error) bool {
+	var taken *redsync.ErrTaken
+	var nodeTaken *redsync.ErrNodeTaken
+	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken)
+}
+
+func (r *redlockLocker) Acquire(ctx context.Context, key string) (Lease, error) {
+	m := r.rs.NewMutex("lockbench:lock:"+key, r.opts...)
+	if err := m.LockContext(ctx); err != nil {
+		if definitelyNotAcquired(err) && ctx.Err() == nil {
+			return nil, ErrNotAcquired
+		}
+		return nil, fmt.Errorf("redlock acquire %s: %w", key, err)
+	}
+	return &redlockLease{key: key, m: m, wd: NewWatchdog(time.Until(m.Until()))}, nil
+}
+
+func (r *redlockLocker) Extend(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*redlockLease)
+	if !ok {
+		return fmt.Errorf("extend: lease of type %T is not a redlock lease", lease)
+	}
+	ok, err := l.m.ExtendContext(ctx)
+	if err != nil || !ok {
+		if errors.Is(err, redsync.ErrExtendFailed) || definitelyNotAcquired(err) || (err == nil && !ok) {
+			l.wd.Fire()
+			return ErrNotHeld
+		}
+		return fmt.Errorf("redlock extend %s: %w", l.key, err)
+	}
+	if !l.wd.Reset(time.Until(l.m.Until())) {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (r *redlockLocker) Release(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*redlockLease)
+	if !ok {
+		return fmt.Errorf("release: lease of type %T is not a redlock lease", lease)
+	}
+	l.wd.Stop()
+	ok, err := l.m.UnlockContext(ctx)
+	switch {
+	case errors.Is(err, redsync.ErrLockAlreadyExpired) || definitelyNotAcquired(err):
+		return ErrNotHeld
+	case err != nil:
+		return fmt.Errorf("redlock release %s: %w", l.key, err)
+	case !ok:
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (r *redlockLocker) Close() error { return nil }
+
+var (
+	_ Locker   = (*redlockLocker)(nil)
+	_ Extender = (*redlockLocker)(nil)
+)

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+// RedisBinary is the redis-server executable to run.
+var RedisBinary = "redis-server"
+
+func init() {
+	starters["redis"] = startRedis
+	binaries["redis"] = func() (string, error) {
+		p, err := exec.LookPath(RedisBinary)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s; install it with `apt-get install -y redis-server` (or run `make setup` as root)", ErrMissingBinary, RedisBinary)
+		}
+		return p, nil
+	}
+	versions["redis"] = func() string { return firstLine(RedisBinary, "--version") }
+}
+
+// startRedis starts independent redis-server processes, each on its own
+// loopback address, with the persistence mode of its spec.
+func startRedis(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
+	bin, err := binaries["redis"]()
+	if err != nil {
+		return err
+	}
+	for _, sp := range specs {
+		ip := c.allocIP()
+		port, err := FreePort(ip)
+		if err != nil {
+			return err
+		}
+		s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
+		if err := c.add(s); err != nil {
+			return err
+		}
+		args := []string{"--port", fmt.Sprint(port), "--bind", ip, "--dir", s.Dir,
+			"--save", "", "--daemonize", "no", "--protected-mode", "no"}
+		switch sp.Persistence {
+		case "", "none":
+			args = append(args, "--appendonly", "no")
+		case "everysec", "always":
+			args = append(args, "--appendonly", "yes", "--appendfsync", sp.Persistence)
+		default:
+			return fmt.Errorf("start %s: unknown persistence %q", sp.Name, sp.Persistence)
+		}
+		args = append(args, sp.Args...)
+		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
+		s.ready = func(ctx context.Context, p *Process) error {
+			return poll(ctx, p, 10*time.Second, func() error { return pingRedis(s.Addr) })
+		}
+		if err := c.launch(ctx, s); err != nil {
+			return err
+		}
+		if s.Proxy, err = c.proxy(sp.Name, s.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pingRedis sends a RESP PING and expects +PONG.
+func pingRedis(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(500 * time.Millisecond)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("unexpected reply %q", strings.TrimSpace(line))
+	}
+	return nil
+}
