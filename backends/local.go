@@ -23,6 +23,7 @@ type localBackend struct{}
 
 func (localBackend) Servers() []ServerSpec { return nil }
 func (localBackend) Fenced() bool          { return false }
+
 // Open returns the instance's one lock table: all clients of an instance
 // share it, clients of different instances never do.
 func (localBackend) Open(_ context.Context, env Env) (Locker, error) {

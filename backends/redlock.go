@@ -26,19 +26,19 @@ func init() {
 // RedlockOptions expose redsync's safety-relevant options; unset means the
 // library's default. The lock's expiry is the workload's ttl.
 type RedlockOptions struct {
-	Nodes          int             `yaml:"nodes"`            // independent Redis servers (default 5)
-	Tries          int             `yaml:"tries"`            // attempts inside one Lock call (redsync default 32)
-	RetryDelay     config.Duration `yaml:"retry_delay"`      // fixed delay between tries (default: random 50–250ms)
-	DriftFactor    *float64        `yaml:"drift_factor"`     // redsync default 0.01
-	TimeoutFactor  *float64        `yaml:"timeout_factor"`   // per-node timeout = expiry×factor (default 0.05)
-	SetNXOnExtend  bool            `yaml:"set_nx_on_extend"` // Extend re-creates missing keys (default false)
-	FailFast       bool            `yaml:"fail_fast"`        // return as soon as a quorum answered (default false)
-	ShufflePools   bool            `yaml:"shuffle_pools"`    // default false
-	Persistence    string          `yaml:"persistence"`      // of every node: none (default), everysec, always
-	ReadTimeout    config.Duration `yaml:"read_timeout"`     // go-redis, default 3s
-	WriteTimeout   config.Duration `yaml:"write_timeout"`
-	DialTimeout    config.Duration `yaml:"dial_timeout"`
-	MaxRetries     *int            `yaml:"max_retries"` // go-redis, default 3
+	Nodes         int             `yaml:"nodes"`            // independent Redis servers (default 5)
+	Tries         int             `yaml:"tries"`            // attempts inside one Lock call (redsync default 32)
+	RetryDelay    config.Duration `yaml:"retry_delay"`      // fixed delay between tries (default: random 50–250ms)
+	DriftFactor   *float64        `yaml:"drift_factor"`     // redsync default 0.01
+	TimeoutFactor *float64        `yaml:"timeout_factor"`   // per-node timeout = expiry×factor (default 0.05)
+	SetNXOnExtend bool            `yaml:"set_nx_on_extend"` // Extend re-creates missing keys (default false)
+	FailFast      bool            `yaml:"fail_fast"`        // return as soon as a quorum answered (default false)
+	ShufflePools  bool            `yaml:"shuffle_pools"`    // default false
+	Persistence   string          `yaml:"persistence"`      // of every node: none (default), everysec, always
+	ReadTimeout   config.Duration `yaml:"read_timeout"`     // go-redis, default 3s
+	WriteTimeout  config.Duration `yaml:"write_timeout"`
+	DialTimeout   config.Duration `yaml:"dial_timeout"`
+	MaxRetries    *int            `yaml:"max_retries"` // go-redis, default 3
 }
 
 type redlockBackend struct{ opt RedlockOptions }
