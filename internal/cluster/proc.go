@@ -37,7 +37,11 @@ type Process struct {
 // StartProcess starts cmd in its own process group with parent-death
 // SIGKILL, and tags it with the run id.
 func StartProcess(name, runID string, cmd *exec.Cmd) (*Process, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}

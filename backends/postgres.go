@@ -1,0 +1,283 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/lockbench/lockbench/internal/config"
+)
+
+// postgres is a PostgreSQL advisory lock through pgx v5. Each client has
+// its own connection, because an advisory lock belongs to a session (or a
+// transaction): a pooled connection returned to the pool would still hold
+// it. There is no lease and no TTL: the lock is held until it is released
+// or the session ends, so a paused holder keeps it (safe, but unavailable)
+// and a dead one loses it when the server notices the connection is gone
+// (TCP keepalive settings). The fencing token is nextval of a sequence,
+// taken while the lock is held.
+func init() {
+	Register(Info{Name: "postgres", Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", New: newPostgres})
+}
+
+// PostgresOptions configure the postgres backend.
+type PostgresOptions struct {
+	// Scope is session (pg_advisory_lock / pg_advisory_unlock, default) or
+	// transaction (pg_advisory_xact_lock inside BEGIN ... COMMIT).
+	Scope string `yaml:"scope"`
+	// Wait is try (pg_try_advisory_lock, default: the client retries with
+	// backoff) or block (pg_advisory_lock, bounded by the acquire timeout).
+	Wait string `yaml:"wait"`
+	// ConnectTimeout of pgx (default: none).
+	ConnectTimeout config.Duration `yaml:"connect_timeout"`
+	// Server settings deciding how fast a dead client's session, and its
+	// locks, are dropped (PostgreSQL defaults: the kernel's keepalive, 0).
+	TCPKeepalivesIdle             int             `yaml:"tcp_keepalives_idle"`
+	TCPKeepalivesInterval         int             `yaml:"tcp_keepalives_interval"`
+	TCPKeepalivesCount            int             `yaml:"tcp_keepalives_count"`
+	TCPUserTimeout                config.Duration `yaml:"tcp_user_timeout"`
+	ClientConnectionCheckInterval config.Duration `yaml:"client_connection_check_interval"`
+}
+
+type postgresBackend struct{ opt PostgresOptions }
+
+func newPostgres(decode Decoder) (Backend, error) {
+	var o PostgresOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	switch o.Scope {
+	case "":
+		o.Scope = "session"
+	case "session", "transaction":
+	default:
+		return nil, fmt.Errorf("scope: %q is not one of session, transaction", o.Scope)
+	}
+	switch o.Wait {
+	case "":
+		o.Wait = "try"
+	case "try", "block":
+	default:
+		return nil, fmt.Errorf("wait: %q is not one of try, block", o.Wait)
+	}
+	if o.TCPKeepalivesIdle < 0 || o.TCPKeepalivesInterval < 0 || o.TCPKeepalivesCount < 0 || o.TCPUserTimeout < 0 || o.ClientConnectionCheckInterval < 0 {
+		return nil, errors.New("keepalive settings must not be negative")
+	}
+	return &postgresBackend{opt: o}, nil
+}
+
+func (b *postgresBackend) Servers() []ServerSpec {
+	set := map[string]string{}
+	o := b.opt
+	if o.TCPKeepalivesIdle > 0 {
+		set["tcp_keepalives_idle"] = fmt.Sprint(o.TCPKeepalivesIdle)
+	}
+	if o.TCPKeepalivesInterval > 0 {
+		set["tcp_keepalives_interval"] = fmt.Sprint(o.TCPKeepalivesInterval)
+	}
+	if o.TCPKeepalivesCount > 0 {
+		set["tcp_keepalives_count"] = fmt.Sprint(o.TCPKeepalivesCount)
+	}
+	if o.TCPUserTimeout > 0 {
+		set["tcp_user_timeout"] = fmt.Sprint(o.TCPUserTimeout.D().Milliseconds())
+	}
+	if o.ClientConnectionCheckInterval > 0 {
+		set["client_connection_check_interval"] = fmt.Sprint(o.ClientConnectionCheckInterval.D().Milliseconds())
+	}
+	return []ServerSpec{{Kind: "postgres", Name: "postgres-1", Settings: set}}
+}
+
+func (b *postgresBackend) Fenced() bool { return true }
+
+func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
+	addr, ok := env.Endpoints["postgres-1"]
+	if !ok {
+		return nil, errors.New("no endpoint for postgres-1")
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	dsn := fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port)
+	if b.opt.ConnectTimeout > 0 {
+		dsn += fmt.Sprintf(" connect_timeout=%d", max(1, int(b.opt.ConnectTimeout.D().Seconds())))
+	}
+	l := &pgLocker{dsn: dsn, opt: b.opt}
+	// Create the token sequence once per instance; instances may race, and
+	// IF NOT EXISTS can still collide in the catalog, so retry once.
+	if _, err := env.Shared.Get("pg-sequence", func() (any, func() error, error) {
+		conn, err := l.connect(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer conn.Close(context.Background())
+		for i := 0; ; i++ {
+			_, err = conn.Exec(ctx, "CREATE SEQUENCE IF NOT EXISTS lockbench_fence")
+			if err == nil || i == 2 {
+				return true, nil, err
+			}
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("create fencing sequence: %w", err)
+	}
+	return l, nil
+}
+
+// pgLocker is one client: one connection, opened lazily and dropped after
+// any error whose effect on the session is unknown.
+type pgLocker struct {
+	dsn  string
+	opt  PostgresOptions
+	conn *pgx.Conn
+	tx   pgx.Tx
+}
+
+type pgLease struct {
+	key   string
+	id    int64
+	token uint64
+}
+
+func (l *pgLease) Key() string           { return l.key }
+func (l *pgLease) Token() uint64         { return l.token }
+func (l *pgLease) Lost() <-chan struct{} { return nil }
+
+func (p *pgLocker) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, p.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres-1: %w", err)
+	}
+	return conn, nil
+}
+
+// lockID maps a key to the 64-bit advisory lock id.
+func lockID(key string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("lockbench:" + key))
+	return int64(h.Sum64())
+}
+
+// drop closes the connection after an error: the server then releases
+// every lock of the session, so nothing is held behind the client's back.
+func (p *pgLocker) drop() {
+	if p.conn != nil {
+		p.conn.Close(context.Background())
+	}
+	p.conn, p.tx = nil, nil
+}
+
+func (p *pgLocker) Acquire(ctx context.Context, key string) (Lease, error) {
+	if p.conn == nil {
+		conn, err := p.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.conn = conn
+	}
+	id := lockID(key)
+	var got bool
+	var token int64
+	var err error
+	if p.opt.Scope == "transaction" {
+		got, token, err = p.acquireTx(ctx, id)
+	} else {
+		got, token, err = p.acquireSession(ctx, id)
+	}
+	if err != nil {
+		p.drop()
+		if ctx.Err() != nil {
+			// The query was cancelled and the session closed, which
+			// releases anything it might have been granted.
+			return nil, ErrNotAcquired
+		}
+		return nil, fmt.Errorf("postgres acquire %s: %w", key, err)
+	}
+	if !got {
+		return nil, ErrNotAcquired
+	}
+	return &pgLease{key: key, id: id, token: uint64(token)}, nil
+}
+
+func (p *pgLocker) acquireSession(ctx context.Context, id int64) (bool, int64, error) {
+	if p.opt.Wait == "block" {
+		if _, err := p.conn.Exec(ctx, "SELECT pg_advisory_lock($1)", id); err != nil {
+			return false, 0, err
+		}
+	} else {
+		var got bool
+		if err := p.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&got); err != nil || !got {
+			return false, 0, err
+		}
+	}
+	var token int64
+	if err := p.conn.QueryRow(ctx, "SELECT nextval('lockbench_fence')").Scan(&token); err != nil {
+		return false, 0, err
+	}
+	return true, token, nil
+}
+
+func (p *pgLocker) acquireTx(ctx context.Context, id int64) (bool, int64, error) {
+	tx, err := p.conn.Begin(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	if p.opt.Wait == "block" {
+		_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", id)
+	} else {
+		var got bool
+		err = tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", id).Scan(&got)
+		if err == nil && !got {
+			return false, 0, tx.Rollback(ctx)
+		}
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	var token int64
+	if err := tx.QueryRow(ctx, "SELECT nextval('lockbench_fence')").Scan(&token); err != nil {
+		return false, 0, err
+	}
+	p.tx = tx
+	return true, token, nil
+}
+
+func (p *pgLocker) Release(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*pgLease)
+	if !ok {
+		return fmt.Errorf("release: lease of type %T is not a postgres lease", lease)
+	}
+	if p.conn == nil {
+		return ErrNotHeld // the session died: its locks went with it
+	}
+	if p.opt.Scope == "transaction" {
+		if p.tx == nil {
+			return ErrNotHeld
+		}
+		err := p.tx.Commit(ctx)
+		p.tx = nil
+		if err != nil {
+			p.drop()
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				return ErrNotHeld
+			}
+			return fmt.Errorf("postgres release %s: %w", l.key, err)
+		}
+		return nil
+	}
+	var released bool
+	if err := p.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.id).Scan(&released); err != nil {
+		p.drop()
+		return fmt.Errorf("postgres release %s: %w", l.key, err)
+	}
+	if !released {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (p *pgLocker) Close() error {
+	p.drop()
+	return nil
+}

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+// PostgresBin is the directory of PostgreSQL's server binaries.
+var PostgresBin = "/usr/lib/postgresql/15/bin"
+
+func init() {
+	starters["postgres"] = startPostgres
+	binaries["postgres"] = func() (string, error) {
+		p := filepath.Join(PostgresBin, "postgres")
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: %s; install it with `apt-get install -y postgresql` (or run `make setup` as root)", ErrMissingBinary, p)
+		}
+		if _, err := user.Lookup("postgres"); err != nil {
+			return "", fmt.Errorf("%w: no postgres user to run the server as (PostgreSQL refuses root); install the postgresql package", ErrMissingBinary)
+		}
+		return p, nil
+	}
+	versions["postgres"] = func() string { return firstLine(filepath.Join(PostgresBin, "postgres"), "--version") }
+}
+
+// asPostgres runs cmd as the postgres user: the server refuses to run as
+// root. The parent-death signal still applies (Go sets it after the
+// credential change).
+func asPostgres(cmd *exec.Cmd) error {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	cmd.Env = append(os.Environ(), "HOME="+u.HomeDir, "LC_ALL=C")
+	return nil
+}
+
+// startPostgres initialises a private data directory and runs one postgres
+// server on its own loopback address. Settings become -c parameters.
+func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
+	if _, err := binaries["postgres"](); err != nil {
+		return err
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	for _, sp := range specs {
+		ip := c.allocIP()
+		port, err := FreePort(ip)
+		if err != nil {
+			return err
+		}
+		s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
+		if err := c.add(s); err != nil {
+			return err
+		}
+		if err := os.Chown(s.Dir, uid, gid); err != nil {
+			return fmt.Errorf("%s data dir: %w", sp.Name, err)
+		}
+		data := filepath.Join(s.Dir, "data")
+		initdb := exec.Command(filepath.Join(PostgresBin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync")
+		if err := asPostgres(initdb); err != nil {
+			return err
+		}
+		if out, err := initdb.CombinedOutput(); err != nil {
+			return fmt.Errorf("initdb for %s: %w\n%s", sp.Name, err, out)
+		}
+		args := []string{"-D", data, "-p", fmt.Sprint(port), "-k", s.Dir, "-c", "listen_addresses=" + ip, "-c", "fsync=off"}
+		keys := make([]string, 0, len(sp.Settings))
+		for k := range sp.Settings {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			args = append(args, "-c", k+"="+sp.Settings[k])
+		}
+		s.command = func() (*exec.Cmd, error) {
+			cmd := exec.Command(filepath.Join(PostgresBin, "postgres"), args...)
+			return cmd, asPostgres(cmd)
+		}
+		s.ready = func(ctx context.Context, p *Process) error {
+			return poll(ctx, p, 20*time.Second, func() error {
+				out, err := exec.Command(filepath.Join(PostgresBin, "pg_isready"), "-h", ip, "-p", fmt.Sprint(port), "-t", "1").CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("pg_isready: %s", out)
+				}
+				return nil
+			})
+		}
+		if err := c.launch(ctx, s); err != nil {
+			return err
+		}
+		if s.Proxy, err = c.proxy(sp.Name, s.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
