@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+// EtcdVersion is the etcd release built by scripts/build-servers.sh.
+const EtcdVersion = "v3.6.16"
+
+// CacheDir is where built servers are cached, outside any clone so that
+// every clone on the machine reuses them.
+func CacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "lockbench")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "lockbench-cache")
+	}
+	return filepath.Join(home, ".cache", "lockbench")
+}
+
+func cachedBinary(env, name, version string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		return p, nil
+	}
+	p := filepath.Join(CacheDir(), name+"-"+version, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: %s %s is not built; run `make servers` (scripts/build-servers.sh %s) to build it from the Go module proxy, or set %s",
+			ErrMissingBinary, name, version, name, env)
+	}
+	return p, nil
+}
+
+func init() {
+	starters["etcd"] = startEtcd
+	binaries["etcd"] = func() (string, error) { return cachedBinary("LOCKBENCH_ETCD", "etcd", EtcdVersion) }
+	versions["etcd"] = func() string {
+		bin, err := binaries["etcd"]()
+		if err != nil {
+			return "unknown"
+		}
+		return firstLine(bin, "--version")
+	}
+}
+
+// startEtcd starts an etcd cluster, each member on its own loopback
+// address. Both the client link and the peer link of every member go
+// through toxiproxy: members advertise their peer proxy, so latency or a
+// partition can target the client side or the peer side. Settings:
+// heartbeat-interval and election-timeout (ms).
+func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
+	bin, err := binaries["etcd"]()
+	if err != nil {
+		return err
+	}
+	var servers []*Server
+	var initial []string
+	peerURL := map[string]string{}
+	for _, sp := range specs {
+		ip := c.allocIP()
+		s := &Server{Spec: sp, IP: ip, Addr: ip + ":2379"}
+		if err := c.add(s); err != nil {
+			return err
+		}
+		peer, err := c.proxy(sp.Name+"-peer", ip+":2380")
+		if err != nil {
+			return err
+		}
+		peerURL[sp.Name] = "http://" + peer.Listen
+		initial = append(initial, sp.Name+"="+peerURL[sp.Name])
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		s := s
+		args := []string{"--name", s.Spec.Name, "--data-dir", filepath.Join(s.Dir, "data"),
+			"--listen-peer-urls", "http://" + s.IP + ":2380", "--initial-advertise-peer-urls", peerURL[s.Spec.Name],
+			"--listen-client-urls", "http://" + s.IP + ":2379", "--advertise-client-urls", "http://" + s.IP + ":2379",
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", "lockbench-" + c.RunID, "--log-level", "warn"}
+		for _, k := range []string{"heartbeat-interval", "election-timeout"} {
+			if v, ok := s.Spec.Settings[k]; ok {
+				args = append(args, "--"+k, v)
+			}
+		}
+		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
+		s.ready = func(ctx context.Context, p *Process) error {
+			return poll(ctx, p, 30*time.Second, func() error { return etcdHealthy(s.IP) })
+		}
+		if err := c.spawn(s); err != nil {
+			return err
+		}
+	}
+	for _, s := range servers {
+		if err := c.await(ctx, s); err != nil {
+			return err
+		}
+		var err error
+		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// etcdHealthy asks a member's /health endpoint, which is true once the
+// cluster has a leader and the member can serve.
+func etcdHealthy(ip string) error {
+	cl := http.Client{Timeout: time.Second}
+	resp, err := cl.Get("http://" + ip + ":2379/health")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `"health":"true"`) {
+		return fmt.Errorf("health: %s", strings.TrimSpace(string(b)))
+	}
+	return nil
+}
