@@ -1,0 +1,176 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+	"github.com/lockbench/lockbench/internal/config"
+)
+
+// consul is a lock through github.com/hashicorp/consul/api's Lock (the
+// helper behind `consul lock`): it creates a session with a TTL, renews it
+// every TTL/2, acquires the key with ?acquire=session, and monitors it; the
+// channel Lock returns closes when the lock is lost. Consul sessions "prefer
+// liveness over safety": the server invalidates a session only after up to
+// 2×TTL, then blocks the key for the lock-delay. The fencing token is the
+// key's ModifyIndex read (consistently) right after acquiring: a Raft index,
+// monotonic across the cluster.
+func init() {
+	Register(Info{Name: "consul", Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", New: newConsul})
+}
+
+// ConsulOptions expose api.LockOptions; unset means the library's default.
+type ConsulOptions struct {
+	Servers        int             `yaml:"servers"`         // default 3
+	SessionTTL     config.Duration `yaml:"session_ttl"`     // default 15s; Consul's minimum is 10s
+	LockDelay      config.Duration `yaml:"lock_delay"`      // default 15s (0 is not expressible through the client: use 1ms)
+	LockWaitTime   config.Duration `yaml:"lock_wait_time"`  // blocking query wait, default 15s
+	LockTryOnce    bool            `yaml:"lock_try_once"`   // default false: wait until acquired or the acquire timeout
+	MonitorRetries int             `yaml:"monitor_retries"` // default 0
+	MonitorRetry   config.Duration `yaml:"monitor_retry_time"`
+	// HealthChecks ties the session to the node's serfHealth check (the
+	// default, true); false leaves only the TTL.
+	HealthChecks *bool `yaml:"health_checks"`
+}
+
+type consulBackend struct{ opt ConsulOptions }
+
+func newConsul(decode Decoder) (Backend, error) {
+	var o ConsulOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Servers == 0 {
+		o.Servers = 3
+	}
+	if o.Servers < 1 || o.Servers > 7 {
+		return nil, fmt.Errorf("servers: %d is outside 1..7", o.Servers)
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = config.Duration(15 * time.Second)
+	}
+	if o.SessionTTL.D() < 10*time.Second || o.SessionTTL.D() > 86400*time.Second {
+		return nil, fmt.Errorf("session_ttl: %s is outside Consul's range 10s..86400s", o.SessionTTL)
+	}
+	if o.LockDelay < 0 || o.LockDelay.D() > 60*time.Second {
+		return nil, fmt.Errorf("lock_delay: %s is outside Consul's range 0..60s", o.LockDelay)
+	}
+	if o.LockWaitTime < 0 || o.MonitorRetries < 0 || o.MonitorRetry < 0 {
+		return nil, errors.New("lock_wait_time, monitor_retries and monitor_retry_time must not be negative")
+	}
+	return &consulBackend{opt: o}, nil
+}
+
+func (b *consulBackend) Servers() []ServerSpec {
+	var out []ServerSpec
+	for i := 1; i <= b.opt.Servers; i++ {
+		out = append(out, ServerSpec{Kind: "consul", Name: fmt.Sprintf("consul-%d", i)})
+	}
+	return out
+}
+
+func (b *consulBackend) Fenced() bool { return true }
+
+func (b *consulBackend) Open(ctx context.Context, env Env) (Locker, error) {
+	// Each instance talks to "its" agent, as applications talk to their
+	// local agent; instances are spread over the servers.
+	name := fmt.Sprintf("consul-%d", (env.Instance-1)%b.opt.Servers+1)
+	addr, ok := env.Endpoints[name]
+	if !ok {
+		return nil, fmt.Errorf("no endpoint for %s", name)
+	}
+	v, err := env.Shared.Get("consul", func() (any, func() error, error) {
+		cl, err := api.NewClient(&api.Config{Address: addr})
+		if err != nil {
+			return nil, nil, fmt.Errorf("consul client for %s: %w", addr, err)
+		}
+		return cl, nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &consulLocker{cl: v.(*api.Client), opt: b.opt}, nil
+}
+
+type consulLocker struct {
+	cl  *api.Client
+	opt ConsulOptions
+}
+
+type consulLease struct {
+	key   string
+	lock  *api.Lock
+	lost  <-chan struct{}
+	token uint64
+}
+
+func (l *consulLease) Key() string           { return l.key }
+func (l *consulLease) Token() uint64         { return l.token }
+func (l *consulLease) Lost() <-chan struct{} { return l.lost }
+
+func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
+	o := c.opt
+	kvKey := "lockbench/lock/" + key
+	se := &api.SessionEntry{Name: "lockbench", TTL: o.SessionTTL.D().String(), LockDelay: o.LockDelay.D(), Behavior: api.SessionBehaviorRelease}
+	if o.HealthChecks != nil && !*o.HealthChecks {
+		se.NodeChecks = []string{} // explicitly none: the TTL alone decides
+	}
+	lock, err := c.cl.LockOpts(&api.LockOptions{Key: kvKey, SessionOpts: se, LockWaitTime: o.LockWaitTime.D(),
+		LockTryOnce: o.LockTryOnce, MonitorRetries: o.MonitorRetries, MonitorRetryTime: o.MonitorRetry.D()})
+	if err != nil {
+		return nil, fmt.Errorf("consul lock options: %w", err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			close(stop)
+		case <-done:
+		}
+	}()
+	lost, err := lock.Lock(stop)
+	if err != nil {
+		return nil, fmt.Errorf("consul acquire %s: %w", key, err)
+	}
+	if lost == nil {
+		return nil, ErrNotAcquired // stopped (acquire timeout) or tried once
+	}
+	pair, _, err := c.cl.KV().Get(kvKey, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil || pair == nil {
+		// We hold it but cannot read the token: give it back and report
+		// the acquisition as failed with an unknown outcome.
+		lock.Unlock()
+		return nil, fmt.Errorf("consul read token of %s: %v", key, err)
+	}
+	return &consulLease{key: key, lock: lock, lost: lost, token: pair.ModifyIndex}, nil
+}
+
+func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*consulLease)
+	if !ok {
+		return fmt.Errorf("release: lease of type %T is not a consul lease", lease)
+	}
+	lostAlready := false
+	select {
+	case <-l.lost:
+		lostAlready = true
+	default:
+	}
+	if err := l.lock.Unlock(); err != nil {
+		if errors.Is(err, api.ErrLockNotHeld) {
+			return ErrNotHeld
+		}
+		return fmt.Errorf("consul release %s: %w", l.key, err)
+	}
+	if lostAlready {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (c *consulLocker) Close() error { return nil }

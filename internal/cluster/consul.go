@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+// ConsulVersion is the Consul release built by scripts/build-servers.sh:
+// the last MPL-2.0 line that builds here (1.16.1 and later are BSL).
+const ConsulVersion = "v1.14.11"
+
+func init() {
+	starters["consul"] = startConsul
+	binaries["consul"] = func() (string, error) { return cachedBinary("LOCKBENCH_CONSUL", "consul", ConsulVersion) }
+	versions["consul"] = func() string {
+		bin, err := binaries["consul"]()
+		if err != nil {
+			return "unknown"
+		}
+		return firstLine(bin, "version")
+	}
+}
+
+// startConsul starts Consul servers, each on its own loopback address
+// (gossip and RPC on the same ports of different addresses), joined to each
+// other, and waits until every one of them sees the same leader and all
+// peers. Only the HTTP client link goes through toxiproxy: serf gossip is
+// UDP, which toxiproxy cannot carry.
+func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
+	bin, err := binaries["consul"]()
+	if err != nil {
+		return err
+	}
+	var servers []*Server
+	var joins []string
+	for _, sp := range specs {
+		ip := c.allocIP()
+		s := &Server{Spec: sp, IP: ip, Addr: ip + ":8500"}
+		if err := c.add(s); err != nil {
+			return err
+		}
+		joins = append(joins, "-retry-join="+ip)
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		s := s
+		args := []string{"agent", "-server", fmt.Sprintf("-bootstrap-expect=%d", len(servers)), "-node=" + s.Spec.Name,
+			"-bind=" + s.IP, "-client=" + s.IP, "-data-dir=" + s.Dir, "-dns-port=-1", "-log-level=warn",
+			"-disable-host-node-id"}
+		args = append(args, joins...)
+		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
+		s.ready = func(ctx context.Context, p *Process) error {
+			return poll(ctx, p, 60*time.Second, func() error { return consulReady(s.IP, len(servers)) })
+		}
+		if err := c.spawn(s); err != nil {
+			return err
+		}
+	}
+	for _, s := range servers {
+		if err := c.await(ctx, s); err != nil {
+			return err
+		}
+		var err error
+		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// consulReady checks that a server knows a leader and n raft peers.
+func consulReady(ip string, n int) error {
+	cl := http.Client{Timeout: time.Second}
+	get := func(path string, v any) error {
+		resp, err := cl.Get("http://" + ip + ":8500" + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s %s", path, resp.Status, strings.TrimSpace(string(b)))
+		}
+		return json.Unmarshal(b, v)
+	}
+	var leader string
+	if err := get("/v1/status/leader", &leader); err != nil {
+		return err
+	}
+	if leader == "" {
+		return fmt.Errorf("no leader yet")
+	}
+	var peers []string
+	if err := get("/v1/status/peers", &peers); err != nil {
+		return err
+	}
+	if len(peers) < n {
+		return fmt.Errorf("%d of %d raft peers", len(peers), n)
+	}
+	return nil
+}
