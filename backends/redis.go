@@ -87,6 +87,21 @@ type RedisOptions struct {
 	PoolSize     int             `yaml:"pool_size"`
 }
 
+// clientOptions are the go-redis settings of the options.
+func (o *RedisOptions) clientOptions() *redis.Options {
+	ro := &redis.Options{
+		DialTimeout:           o.DialTimeout.D(),
+		ReadTimeout:           o.ReadTimeout.D(),
+		WriteTimeout:          o.WriteTimeout.D(),
+		PoolSize:              o.PoolSize,
+		ContextTimeoutEnabled: true,
+	}
+	if o.MaxRetries != nil {
+		ro.MaxRetries = *o.MaxRetries
+	}
+	return ro
+}
+
 type redisBackend struct {
 	mode redisMode
 	opt  RedisOptions
@@ -149,17 +164,8 @@ func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	if !ok {
 		return nil, errors.New("no endpoint for redis-1")
 	}
-	ro := &redis.Options{
-		Addr:                  addr,
-		DialTimeout:           b.opt.DialTimeout.D(),
-		ReadTimeout:           b.opt.ReadTimeout.D(),
-		WriteTimeout:          b.opt.WriteTimeout.D(),
-		PoolSize:              b.opt.PoolSize,
-		ContextTimeoutEnabled: true,
-	}
-	if b.opt.MaxRetries != nil {
-		ro.MaxRetries = *b.opt.MaxRetries
-	}
+	ro := b.opt.clientOptions()
+	ro.Addr = addr
 	// One go-redis client (one connection pool) per application instance,
 	// as an application would have.
 	v, err := env.Shared.Get("redis", func() (any, func() error, error) {
@@ -187,6 +193,9 @@ type redisLocker struct {
 	ttl     time.Duration
 	fencing bool
 	drift   float64
+	// waitReplicas > 0 sends WAIT after a successful acquisition (Sentinel).
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 // redisExtLocker adds Extend for the modes that have a TTL.
@@ -248,6 +257,13 @@ func (r *redisLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 	}
 	if n == 0 {
 		return nil, ErrNotAcquired
+	}
+	if r.waitReplicas > 0 {
+		// WAIT bounds how much of the lock a failover can lose; it does not
+		// make replication synchronous. Its answer is not a condition.
+		if err := r.c.Wait(ctx, r.waitReplicas, r.waitTimeout).Err(); err != nil {
+			return nil, fmt.Errorf("acquire %s: WAIT: %w", key, err)
+		}
 	}
 	l := &redisLease{key: key, value: value}
 	if n > 0 {

@@ -1,0 +1,136 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/config"
+	"github.com/redis/go-redis/v9"
+)
+
+// redis-sentinel is the single-instance algorithm (the same Lua scripts as
+// redis) on a replicated master watched by Redis Sentinel, through go-redis'
+// failover client. Replication is asynchronous: a lock written on the master
+// and not yet replicated is lost when a replica is promoted, and so is the
+// fencing counter, which can go backwards after a failover (the Redis
+// documentation's "Why failover-based implementations are not enough").
+func init() {
+	Register(Info{Name: "redis-sentinel", Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", New: newSentinel})
+}
+
+// SentinelOptions configure redis-sentinel; the redis options apply too.
+type SentinelOptions struct {
+	RedisOptions `yaml:",inline"`
+	Replicas     int `yaml:"replicas"`  // 1 or 2 (default 2)
+	Sentinels    int `yaml:"sentinels"` // default 3
+	Quorum       int `yaml:"quorum"`    // Sentinels that must agree the master is down (default majority)
+	// DownAfter: Sentinel's down-after-milliseconds (default 30s).
+	DownAfter config.Duration `yaml:"down_after"`
+	// FailoverTimeout: Sentinel's failover-timeout (default 180s).
+	FailoverTimeout config.Duration `yaml:"failover_timeout"`
+	// MinReplicasToWrite and MinReplicasMaxLag (s) of the servers (Redis
+	// defaults 0 and 10): a master that lost its replicas refuses writes.
+	MinReplicasToWrite int `yaml:"min_replicas_to_write"`
+	MinReplicasMaxLag  int `yaml:"min_replicas_max_lag"`
+	// WaitReplicas > 0 sends WAIT <n> <wait_timeout> after each acquisition.
+	WaitReplicas int             `yaml:"wait_replicas"`
+	WaitTimeout  config.Duration `yaml:"wait_timeout"`
+}
+
+type sentinelBackend struct{ opt SentinelOptions }
+
+func newSentinel(decode Decoder) (Backend, error) {
+	var o SentinelOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if err := o.RedisOptions.validate(); err != nil {
+		return nil, err
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 2
+	}
+	if o.Replicas < 1 || o.Replicas > 2 {
+		return nil, fmt.Errorf("replicas: %d is outside 1..2", o.Replicas)
+	}
+	if o.Sentinels == 0 {
+		o.Sentinels = 3
+	}
+	if o.Sentinels < 1 || o.Sentinels > 5 {
+		return nil, fmt.Errorf("sentinels: %d is outside 1..5", o.Sentinels)
+	}
+	if o.Quorum == 0 {
+		o.Quorum = o.Sentinels/2 + 1
+	}
+	if o.Quorum < 1 || o.Quorum > o.Sentinels {
+		return nil, fmt.Errorf("quorum: %d is outside 1..%d", o.Quorum, o.Sentinels)
+	}
+	if o.DownAfter == 0 {
+		o.DownAfter = config.Duration(30 * time.Second)
+	}
+	if o.FailoverTimeout == 0 {
+		o.FailoverTimeout = config.Duration(180 * time.Second)
+	}
+	if o.DownAfter.D() < time.Millisecond || o.FailoverTimeout.D() < time.Millisecond {
+		return nil, fmt.Errorf("down_after and failover_timeout must be at least 1ms")
+	}
+	if o.MinReplicasToWrite < 0 || o.MinReplicasToWrite > o.Replicas {
+		return nil, fmt.Errorf("min_replicas_to_write: %d is outside 0..%d", o.MinReplicasToWrite, o.Replicas)
+	}
+	if o.MinReplicasMaxLag == 0 {
+		o.MinReplicasMaxLag = 10
+	}
+	if o.WaitReplicas < 0 || o.WaitReplicas > o.Replicas {
+		return nil, fmt.Errorf("wait_replicas: %d is outside 0..%d", o.WaitReplicas, o.Replicas)
+	}
+	if o.WaitReplicas > 0 && o.WaitTimeout == 0 {
+		o.WaitTimeout = config.Duration(100 * time.Millisecond)
+	}
+	return &sentinelBackend{opt: o}, nil
+}
+
+func (b *sentinelBackend) Servers() []ServerSpec {
+	o := b.opt
+	rs := map[string]string{"min-replicas-to-write": fmt.Sprint(o.MinReplicasToWrite), "min-replicas-max-lag": fmt.Sprint(o.MinReplicasMaxLag)}
+	var out []ServerSpec
+	for i := 1; i <= 1+o.Replicas; i++ {
+		out = append(out, ServerSpec{Kind: "redis-replicated", Name: fmt.Sprintf("redis-%d", i), Persistence: o.Persistence, Settings: rs})
+	}
+	ss := map[string]string{"quorum": fmt.Sprint(o.Quorum), "down-after-milliseconds": fmt.Sprint(o.DownAfter.D().Milliseconds()),
+		"failover-timeout": fmt.Sprint(o.FailoverTimeout.D().Milliseconds()), "master": "redis-1", "replicas": fmt.Sprint(o.Replicas)}
+	for i := 1; i <= o.Sentinels; i++ {
+		out = append(out, ServerSpec{Kind: "sentinel", Name: fmt.Sprintf("sentinel-%d", i), Settings: ss})
+	}
+	return out
+}
+
+func (b *sentinelBackend) Fenced() bool { return *b.opt.Fencing }
+
+func (b *sentinelBackend) Open(ctx context.Context, env Env) (Locker, error) {
+	var sentinels []string
+	for i := 1; i <= b.opt.Sentinels; i++ {
+		name := fmt.Sprintf("sentinel-%d", i)
+		addr, ok := env.Endpoints[name]
+		if !ok {
+			return nil, fmt.Errorf("no endpoint for %s", name)
+		}
+		sentinels = append(sentinels, addr)
+	}
+	v, err := env.Shared.Get("sentinel", func() (any, func() error, error) {
+		ro := b.opt.clientOptions()
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "lockbench", SentinelAddrs: sentinels,
+			DialTimeout: ro.DialTimeout, ReadTimeout: ro.ReadTimeout, WriteTimeout: ro.WriteTimeout,
+			PoolSize: ro.PoolSize, MaxRetries: ro.MaxRetries, ContextTimeoutEnabled: true})
+		if err := c.Ping(ctx).Err(); err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("ping master through sentinels %v: %w", sentinels, err)
+		}
+		return c, c.Close, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &redisExtLocker{&redisLocker{c: v.(*redis.Client), mode: redisSafe, ttl: env.TTL, fencing: *b.opt.Fencing,
+		drift: *b.opt.DriftFactor, waitReplicas: b.opt.WaitReplicas, waitTimeout: b.opt.WaitTimeout.D()}}, nil
+}
