@@ -115,8 +115,12 @@ type Result struct {
 	// longer the caller's: the idempotent, token-checked release at work.
 	ReleasesNotHeld int `json:"releases_not_held"`
 	LeasesLost      int `json:"leases_lost"`
-	Crashes         int `json:"crashes"`
-	FaultsFired     int `json:"faults_fired"`
+	// TokenRegressions counts acquisitions whose fencing token was not
+	// higher than an earlier holder's on the same key (a counter reset by
+	// a failover or a restart without persistence). 0 for tokenless backends.
+	TokenRegressions int `json:"token_regressions"`
+	Crashes          int `json:"crashes"`
+	FaultsFired      int `json:"faults_fired"`
 
 	Expect history.Expectation `json:"expect"`
 	Meta   history.CaseMeta    `json:"-"`
@@ -156,6 +160,7 @@ type pending struct {
 // time order with Add, then call Result once.
 type Case struct {
 	meta      history.CaseMeta
+	maxToken  map[string]uint64 // key -> highest token granted
 	holders   map[string][]holder
 	res       Result
 	ended     bool
@@ -169,10 +174,11 @@ type Case struct {
 // NewCase returns a checker for the case described by meta.
 func NewCase(meta history.CaseMeta) *Case {
 	c := &Case{
-		meta:    meta,
-		holders: make(map[string][]holder),
-		started: make(map[string]bool),
-		errored: make(map[string]string),
+		meta:     meta,
+		holders:  make(map[string][]holder),
+		started:  make(map[string]bool),
+		errored:  make(map[string]string),
+		maxToken: make(map[string]uint64),
 	}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
@@ -235,6 +241,13 @@ func (c *Case) Add(e *history.Event) {
 }
 
 func (c *Case) grant(e *history.Event) {
+	if e.Token > 0 {
+		if e.Token <= c.maxToken[e.Key] {
+			c.res.TokenRegressions++
+		} else {
+			c.maxToken[e.Key] = e.Token
+		}
+	}
 	hs := c.holders[e.Key]
 	for _, h := range hs {
 		if h.proc == e.Proc {

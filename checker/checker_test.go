@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,20 @@ func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
 	r := c.Result()
 	if r.Valid || r.Status != "invalid" || r.MutualExclusion != checker.Unknown {
 		t.Errorf("got valid=%v status=%s me=%s", r.Valid, r.Status, r.MutualExclusion)
+	}
+}
+
+// TestTokenRegression: a fencing counter that goes backwards (lost in a
+// failover) is counted.
+func TestTokenRegression(t *testing.T) {
+	c := checker.NewCase(history.CaseMeta{Name: "x"})
+	for i, tok := range []uint64{5, 6, 3, 7} {
+		proc := fmt.Sprintf("i%dc0", i)
+		c.Add(&history.Event{T: int64(10 * i), Type: history.OK, F: history.OpAcquire, Proc: proc, Key: "k", Token: tok})
+		c.Add(&history.Event{T: int64(10*i + 5), Type: history.Invoke, F: history.OpRelease, Proc: proc, Key: "k"})
+	}
+	c.Add(&history.Event{T: 100, Type: history.Mark, F: history.MarkCaseEnd})
+	if r := c.Result(); r.TokenRegressions != 1 || r.Violations != 0 {
+		t.Errorf("token regressions = %d, violations = %d; want 1, 0", r.TokenRegressions, r.Violations)
 	}
 }

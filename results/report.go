@@ -96,6 +96,9 @@ func WriteReport(w io.Writer, s *Summary) error {
 		if !r.Meta.Fenced {
 			b.WriteString("- this backend issues no fencing token: the fenced resource cannot tell holders apart\n")
 		}
+		if r.TokenRegressions > 0 {
+			fmt.Fprintf(&b, "- **fencing token went backwards** %d times (a counter lost in a failover or restart): the fenced resource then rejects legitimate holders\n", r.TokenRegressions)
+		}
 		for _, u := range r.Unmet {
 			fmt.Fprintf(&b, "- **unmet expectation**: %s\n", u)
 		}
