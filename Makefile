@@ -7,29 +7,39 @@
 SHELL      := /bin/bash
 GO         ?= go
 BIN        := bin/bench
-SCENARIO   ?= scenarios/quick.yaml
+SCENARIO   ?= scenarios/backends.yaml
 RESULTS    ?= results
-APT_PKGS   := redis-server redis-sentinel
+APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
-.PHONY: help setup apt-packages build bench test vet fmt-check clean
+.PHONY: help setup apt-packages servers build bench quick test vet fmt-check clean
 
 ## help: list the targets
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST) | column -t -s ':'
 
-## setup: install the servers (Debian packages, as root) and Go modules; quiet when done
-setup: apt-packages
+## setup: install the servers (Debian packages as root, etcd and Consul built once) and Go modules; quiet when done
+setup: apt-packages servers
 	@$(GO) mod download
 
+# Each package is installed only if what lockbench uses from it is missing.
 apt-packages:
-	@missing=""; for b in redis-server redis-sentinel; do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
+	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	[ -x /usr/lib/postgresql/15/bin/postgres ] || missing="$$missing postgresql"; \
+	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing — run 'make setup' as root (apt-get install -y $(APT_PKGS))" >&2; exit 1; fi; \
-	  echo "installing $(APT_PKGS) with apt-get"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing; run 'make setup' as root" >&2; exit 1; fi; \
+	  echo "installing$$missing with apt-get"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+## servers: build etcd and Consul from the Go module proxy into ~/.cache/lockbench (once per machine)
+servers:
+	@GO=$(GO) scripts/build-servers.sh etcd consul
 
 ## build: build bin/bench
 build: $(BIN)
@@ -38,7 +48,7 @@ build: $(BIN)
 $(BIN): $(GOFILES) go.mod go.sum
 	@$(GO) build -o $(BIN) ./cmd/bench
 
-## bench: install, build and run the default scenario (SCENARIO=...) into results/
+## bench: install, build and run every backend (scenarios/backends.yaml, ~5 min; SCENARIO=... for another) into results/
 bench: setup build
 	./$(BIN) run -o $(RESULTS) $(SCENARIO)
 
@@ -58,3 +68,7 @@ fmt-check:
 ## clean: remove build output (results/ is kept)
 clean:
 	rm -rf bin
+
+## quick: the fast scenario (scenarios/quick.yaml, ~1 min: single Redis and the unsafe controls)
+quick: setup build
+	./$(BIN) run -o $(RESULTS) scenarios/quick.yaml
