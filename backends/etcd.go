@@ -186,16 +186,14 @@ func (e *etcdLocker) Release(ctx context.Context, lease Lease) error {
 	if !ok {
 		return fmt.Errorf("release: lease of type %T is not an etcd lease", lease)
 	}
-	lost := false
-	select {
-	case <-l.sess.Done():
-		lost = true
-	default:
-	}
-	if err := l.m.Unlock(ctx); err != nil {
+	// Delete the key only while it is still ours (the owner check the
+	// Mutex offers for transactions): after the lease expired, the release
+	// is refused instead of reported as done.
+	resp, err := e.cli.Txn(ctx).If(l.m.IsOwner()).Then(clientv3.OpDelete(l.m.Key())).Commit()
+	if err != nil {
 		return fmt.Errorf("etcd release %s: %w", l.key, err)
 	}
-	if lost {
+	if !resp.Succeeded {
 		return ErrNotHeld
 	}
 	return nil

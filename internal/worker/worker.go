@@ -307,17 +307,23 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 
 	close(stopWatch)
 	watchers.Wait()
-	if lost := lease.Lost(); lost != nil {
-		select {
-		case <-lost:
-			markLost()
-		default:
+	checkLost := func() {
+		if lost := lease.Lost(); lost != nil {
+			select {
+			case <-lost:
+				markLost()
+			default:
+			}
 		}
 	}
+	checkLost()
 	c.em.emit(c.ev(history.Invoke, history.OpRelease, key))
 	rctx, cancel = opCtx()
 	err = c.locker.Release(rctx, lease)
 	cancel()
+	// A signal that arrives while releasing is still recorded: the client
+	// no longer believes it holds the lock, but the library did say so.
+	checkLost()
 	switch {
 	case err == nil:
 		c.em.emit(c.ev(history.OK, history.OpRelease, key))

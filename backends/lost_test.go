@@ -1,0 +1,176 @@
+package backends_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/config"
+)
+
+// The lost-signal test runs the lock holder in a child process (this test
+// binary, re-executed) so that SIGSTOP freezes it whole, lease keep-alives
+// included, as a GC pause would.
+const envChild = "LOCKBENCH_LOST_CHILD"
+
+type childConfig struct {
+	Backend   string            `json:"backend"`
+	Options   string            `json:"options"`
+	Endpoints map[string]string `json:"endpoints"`
+	TTL       time.Duration     `json:"ttl"`
+	Wait      time.Duration     `json:"wait"`
+}
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(envChild); cfg != "" {
+		os.Exit(child(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+// child acquires one lease, says so, and reports whether its Lost channel
+// closed within cfg.Wait.
+func child(raw string) int {
+	var cfg childConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	be, err := backends.New(cfg.Backend, func(v any) error { return config.DecodeStrictBytes([]byte(cfg.Options), v, 0) })
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	ctx := context.Background()
+	shared := backends.NewShared()
+	defer shared.Close()
+	l, err := be.Open(ctx, backends.Env{Endpoints: cfg.Endpoints, TTL: cfg.TTL, Instance: 1, Shared: shared})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	lease, err := l.Acquire(actx, "k0")
+	cancel()
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("acquired", lease.Token())
+	select {
+	case <-lease.Lost():
+		fmt.Println("lost")
+	case <-time.After(cfg.Wait):
+		fmt.Println("never")
+	}
+	return 0
+}
+
+// TestLostSignalAfterPause: for every lease-based backend, a holder paused
+// beyond the expiry bound learns that its lease is lost once it resumes.
+// PostgreSQL has no lease: its paused holder keeps the lock (no signal).
+func TestLostSignalAfterPause(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make setup): %v", err)
+	}
+	tests := []struct {
+		backend, options string
+		pause            time.Duration
+		wantLost         bool
+	}{
+		{"redis", "{}", 3 * time.Second, true},
+		{"redlock", "{}", 3 * time.Second, true},
+		{"redis-sentinel", "{}", 3 * time.Second, true},
+		{"etcd", "{}", 4 * time.Second, true},
+		{"zookeeper", "{}", 4 * time.Second, true},
+		{"consul", "{session_ttl: 10s, lock_delay: 1ms}", 24 * time.Second, true},
+		{"postgres", "{}", 3 * time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.backend, func(t *testing.T) {
+			be, err := backends.New(tt.backend, func(v any) error { return config.DecodeStrictBytes([]byte(tt.options), v, 0) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cluster.New("losttest", filepath.Join(t.TempDir(), "logs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if err := cl.Start(context.Background(), be.Servers()); err != nil {
+				t.Fatal(err)
+			}
+			// The child's wait starts before the pause and must outlast it.
+			wait := tt.pause + 40*time.Second
+			if !tt.wantLost {
+				wait = tt.pause + 5*time.Second
+			}
+			cfg, _ := json.Marshal(childConfig{Backend: tt.backend, Options: tt.options, Endpoints: cl.Endpoints(), TTL: 2 * time.Second, Wait: wait})
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), envChild+"="+string(cfg))
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := cluster.StartProcess("holder", "losttest", cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Kill(5 * time.Second)
+			lines := make(chan string, 4)
+			go func() {
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			first := next(t, lines, 40*time.Second)
+			if !strings.HasPrefix(first, "acquired") {
+				t.Fatalf("holder: %q", first)
+			}
+			if err := p.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(tt.pause)
+			if err := p.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			resumed := time.Now()
+			got := next(t, lines, wait+10*time.Second)
+			switch {
+			case tt.wantLost && got != "lost":
+				t.Errorf("after a %s pause the holder says %q; want the lease-lost signal", tt.pause, got)
+			case !tt.wantLost && got != "never":
+				t.Errorf("a lock without lease said %q after a pause; want no signal", got)
+			case tt.wantLost:
+				t.Logf("%s: lost signal %s after resuming", tt.backend, time.Since(resumed).Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+func next(t *testing.T, lines <-chan string, d time.Duration) string {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("holder exited without answering")
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("holder silent for %s", d)
+	}
+	return ""
+}
