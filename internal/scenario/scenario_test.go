@@ -74,7 +74,7 @@ func TestParseBad(t *testing.T) {
 		{"unknown top-level field", "name: t\nseeed: 3\ncases: [{name: c, backend: local}]\n", []string{"bad.yaml", "line 2", "seeed"}},
 		{"no name", "cases: [{name: c, backend: local}]\n", []string{"name: missing"}},
 		{"no cases", "name: t\n", []string{"no cases"}},
-		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: local"}},
+		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: consul, etcd, local"}},
 		{"missing backend", base("    faults: []\n"), []string{"cases[0] (c).backend: missing"}},
 		{"unknown backend option", base("    backend: redis\n    options: {persistance: none}\n"), []string{"backend redis options", "persistance", "line 6"}},
 		{"bad backend option value", base("    backend: redis\n    options: {persistence: sometimes}\n"), []string{"persistence", "sometimes"}},
