@@ -277,3 +277,35 @@ func waitState(t *testing.T, pid int, want string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestBandwidthSlicerResetPeer(t *testing.T) {
+	env, addr := newEnv(t)
+	for _, tt := range []struct {
+		typ, opts string
+		broken    bool // the round trip must fail while the fault is on
+	}{
+		{"bandwidth", "rate: 1", false},
+		{"slicer", "average_size: 2\nsize_variation: 1\ndelay: 1ms", false},
+		{"reset-peer", "after: 0s", true},
+	} {
+		t.Run(tt.typ, func(t *testing.T) {
+			heal, err := build(t, tt.typ, tt.opts).Start(context.Background(), env, "link:echo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = roundTrip(addr, 2*time.Second)
+			if tt.broken && err == nil {
+				t.Errorf("round trip succeeded through %s", tt.typ)
+			}
+			if !tt.broken && err != nil {
+				t.Errorf("round trip through %s failed: %v", tt.typ, err)
+			}
+			if err := heal(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := roundTrip(addr, 2*time.Second); err != nil {
+				t.Errorf("after heal: %v", err)
+			}
+		})
+	}
+}

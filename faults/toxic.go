@@ -17,6 +17,9 @@ func init() {
 	Register(Info{Name: "latency", Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
 	Register(Info{Name: "partition", Summary: "cut a link: the proxy is disabled, new connections are refused and open ones reset", Targets: []Kind{Link}, New: newPartition})
 	Register(Info{Name: "drop", Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
+	Register(Info{Name: "bandwidth", Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
+	Register(Info{Name: "slicer", Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
+	Register(Info{Name: "reset-peer", Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
 }
 
 func streams(direction string) ([]string, error) {
@@ -128,4 +131,70 @@ func (partition) Start(ctx context.Context, env Env, target string) (Heal, error
 		}
 		return nil
 	}, nil
+}
+
+// BandwidthOptions configure the bandwidth fault.
+type BandwidthOptions struct {
+	Rate      int    `yaml:"rate"` // KB/s
+	Direction string `yaml:"direction"`
+}
+
+func newBandwidth(decode Decoder) (Fault, error) {
+	var o BandwidthOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Rate <= 0 {
+		return nil, errors.New("rate: must be a positive number of KB/s")
+	}
+	s, err := streams(o.Direction)
+	if err != nil {
+		return nil, err
+	}
+	return toxicFault{typ: "bandwidth", streams: s, attrs: toxiclient.Attributes{"rate": o.Rate}}, nil
+}
+
+// SlicerOptions configure the slicer fault.
+type SlicerOptions struct {
+	AverageSize   int             `yaml:"average_size"`   // bytes
+	SizeVariation int             `yaml:"size_variation"` // bytes
+	Delay         config.Duration `yaml:"delay"`          // between slices
+	Direction     string          `yaml:"direction"`
+}
+
+func newSlicer(decode Decoder) (Fault, error) {
+	var o SlicerOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.AverageSize <= 0 || o.SizeVariation < 0 || o.SizeVariation >= o.AverageSize || o.Delay < 0 {
+		return nil, errors.New("need average_size > size_variation >= 0 and delay >= 0")
+	}
+	s, err := streams(o.Direction)
+	if err != nil {
+		return nil, err
+	}
+	return toxicFault{typ: "slicer", streams: s, attrs: toxiclient.Attributes{
+		"average_size": o.AverageSize, "size_variation": o.SizeVariation, "delay": o.Delay.D().Microseconds()}}, nil
+}
+
+// ResetPeerOptions configure the reset-peer fault.
+type ResetPeerOptions struct {
+	After     config.Duration `yaml:"after"` // reset this long after data starts flowing (0: at once)
+	Direction string          `yaml:"direction"`
+}
+
+func newResetPeer(decode Decoder) (Fault, error) {
+	var o ResetPeerOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.After < 0 {
+		return nil, errors.New("after: must not be negative")
+	}
+	s, err := streams(o.Direction)
+	if err != nil {
+		return nil, err
+	}
+	return toxicFault{typ: "reset_peer", streams: s, attrs: toxiclient.Attributes{"timeout": o.After.D().Milliseconds()}}, nil
 }
