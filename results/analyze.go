@@ -28,6 +28,77 @@ type Summary struct {
 	// Warnings about the history itself (a truncated last line).
 	Warnings []string      `json:"warnings,omitempty"`
 	Cases    []CaseSummary `json:"cases"`
+	// Rows judge each case across its trials (a case without trials is a
+	// row of one).
+	Rows []RowSummary `json:"rows"`
+}
+
+// RowSummary is the verdict on a case repeated over trials: the expected
+// outcome must appear in at least Need of them.
+type RowSummary struct {
+	Row     string `json:"row"`
+	Backend string `json:"backend"`
+	Trials  int    `json:"trials"`
+	Need    int    `json:"need"`
+	// Met counts trials whose outcome matched the expectation; Invalid
+	// those that could not be judged; Unsafe those with a safety violation
+	// the scenario did not expect.
+	Met     int `json:"met"`
+	Invalid int `json:"invalid"`
+	Unsafe  int `json:"unsafe"`
+	// Verdict: reproduced (Met >= Need), violation (a trial broke a safety
+	// expectation and the row was not reproduced), invalid (too many trials
+	// could not be judged to decide), or not-reproduced.
+	Verdict string `json:"verdict"`
+}
+
+// rows groups the cases by row, in order of first appearance.
+func rows(cases []CaseSummary) []RowSummary {
+	var out []RowSummary
+	idx := map[string]int{}
+	for _, c := range cases {
+		m := c.Check.Meta
+		row := m.Row
+		if row == "" {
+			row = m.Name
+		}
+		i, ok := idx[row]
+		if !ok {
+			need, trials := m.Need, m.Trials
+			if need == 0 {
+				need = 1
+			}
+			if trials == 0 {
+				trials = 1
+			}
+			out = append(out, RowSummary{Row: row, Backend: m.Backend, Trials: trials, Need: need})
+			i = len(out) - 1
+			idx[row] = i
+		}
+		r := &out[i]
+		switch c.Check.Status {
+		case "ok":
+			r.Met++
+		case "invalid", "unknown":
+			r.Invalid++
+		case "violation":
+			r.Unsafe++
+		}
+	}
+	for i := range out {
+		r := &out[i]
+		switch {
+		case r.Met >= r.Need:
+			r.Verdict = "reproduced"
+		case r.Unsafe > 0:
+			r.Verdict = "violation"
+		case r.Met+r.Invalid >= r.Need:
+			r.Verdict = "invalid"
+		default:
+			r.Verdict = "not-reproduced"
+		}
+	}
+	return out
 }
 
 // CaseSummary is one case's verdicts and metrics.
@@ -88,6 +159,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		return nil, err
 	}
 	finish()
+	s.Rows = rows(s.Cases)
 	if t := r.Truncated(); t != "" {
 		s.Warnings = append(s.Warnings, t)
 	}

@@ -81,6 +81,13 @@ func WriteReport(w io.Writer, s *Summary) error {
 			m.AcquiresPerSec, m.AcquireLatency.P50, m.AcquireLatency.P99, m.AcquireLatency.P999, m.AcquireLatency.Max,
 			m.AcquiresUnknown, m.LongestGapMs)
 	}
+	if hasTrials(s) {
+		b.WriteString("\n## Rows over trials\n\nA row repeats a case because timing makes a single run of a race flaky; it is reproduced when the expected outcome appears in at least *need* trials.\n\n")
+		b.WriteString("| row | backend | verdict | met | trials | need | invalid |\n|---|---|---|---:|---:|---:|---:|\n")
+		for _, r := range s.Rows {
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d |\n", r.Row, r.Backend, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid)
+		}
+	}
 	b.WriteString("\n![acquire latency distribution](latency.png)\n\n")
 	b.WriteString("## Cases\n\n")
 	for _, c := range s.Cases {
@@ -141,11 +148,11 @@ func WriteReport(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// Statuses counts cases by status.
-func (s *Summary) Statuses() map[string]int {
+// Verdicts counts rows by verdict.
+func (s *Summary) Verdicts() map[string]int {
 	out := map[string]int{}
-	for _, c := range s.Cases {
-		out[c.Check.Status]++
+	for _, r := range s.Rows {
+		out[r.Verdict]++
 	}
 	return out
 }
@@ -166,5 +173,19 @@ func (s *Summary) Lines() []string {
 			out = append(out, "    invalid: "+i)
 		}
 	}
+	for _, r := range s.Rows {
+		if r.Trials > 1 {
+			out = append(out, fmt.Sprintf("row %-20s %s: expected outcome in %d/%d trials (need %d), %d invalid", r.Row, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid))
+		}
+	}
 	return out
+}
+
+func hasTrials(s *Summary) bool {
+	for _, r := range s.Rows {
+		if r.Trials > 1 {
+			return true
+		}
+	}
+	return false
 }

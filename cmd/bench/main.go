@@ -134,18 +134,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return verdictError(outcome.Summary)
 }
 
-// verdictError turns case statuses into the run's exit code: a safety
-// violation outranks an invalid run, which outranks a known answer that was
-// not reproduced.
+// verdictError turns row verdicts (a case over its trials) into the run's
+// exit code: a safety violation outranks an invalid run, which outranks a
+// known answer that was not reproduced.
 func verdictError(s *results.Summary) error {
-	st := s.Statuses()
+	v := s.Verdicts()
 	switch {
-	case st["violation"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", st["violation"]), exitcode.Violation)
-	case st["invalid"]+st["unknown"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", st["invalid"]+st["unknown"]), exitcode.Invalid)
-	case st["not-reproduced"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) did not show the violations the scenario expects", st["not-reproduced"]), exitcode.NotReproduced)
+	case v["violation"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", v["violation"]), exitcode.Violation)
+	case v["invalid"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", v["invalid"]), exitcode.Invalid)
+	case v["not-reproduced"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) did not show the outcome the scenario expects", v["not-reproduced"]), exitcode.NotReproduced)
 	}
 	return nil
 }

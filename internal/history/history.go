@@ -102,6 +102,13 @@ type CaseMeta struct {
 	Faults   []ScheduledAt `json:"faults,omitempty"`
 	Clients  int           `json:"clients"`
 	Keys     int           `json:"keys"`
+	// Row groups the trials of one case: a case repeated N times (timing
+	// makes single runs of a race flaky) is one row, judged by how many of
+	// its trials met the expectation.
+	Row    string `json:"row,omitempty"`
+	Trial  int    `json:"trial,omitempty"`  // 1-based
+	Trials int    `json:"trials,omitempty"` // how many trials the row has
+	Need   int    `json:"need,omitempty"`   // how many must meet the expectation
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

@@ -226,7 +226,7 @@ func selectCases(sc *scenario.Scenario, only []string) ([]*scenario.Case, error)
 	for _, name := range only {
 		found := false
 		for _, c := range sc.Cases {
-			if c.Name == name {
+			if c.Name == name || c.Row == name {
 				out = append(out, c)
 				found = true
 			}

@@ -41,6 +41,11 @@ type Case struct {
 	Workload    Workload
 	Faults      []*Fault
 	Expect      history.Expectation
+	// Row is the case's name as written; a case with trials > 1 runs as
+	// cases named <row>.t1 ... <row>.tN.
+	Row           string
+	Trial, Trials int
+	Need          int // trials that must meet the expectation
 }
 
 // Fault is one scheduled fault.
@@ -57,7 +62,8 @@ type Fault struct {
 func (c *Case) Meta() history.CaseMeta {
 	m := history.CaseMeta{Name: c.Name, Backend: c.BackendName, Fenced: c.Backend.Fenced(),
 		Duration: int64(c.Workload.Duration), Expect: c.Expect,
-		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count}
+		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count,
+		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need}
 	for _, f := range c.Faults {
 		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For)})
 	}
@@ -80,6 +86,14 @@ type caseDoc struct {
 	Workload yaml.Node   `yaml:"workload"`
 	Faults   []yaml.Node `yaml:"faults"`
 	Expect   expectDoc   `yaml:"expect"`
+	Trials   *trialsDoc  `yaml:"trials"`
+}
+
+// trialsDoc repeats a case: count runs, of which need must meet the
+// expectation (default: all of them).
+type trialsDoc struct {
+	Count int `yaml:"count"`
+	Need  int `yaml:"need"`
 }
 
 type expectDoc struct {
@@ -152,7 +166,7 @@ func Parse(path string, src []byte) (*Scenario, error) {
 			errs.add(0, "cases[%d].name: %q is used twice", i, c.Name)
 		}
 		seen[c.Name] = true
-		s.Cases = append(s.Cases, c)
+		s.Cases = append(s.Cases, expandTrials(errs, i, cd, c)...)
 	}
 	if len(errs.List) > 0 {
 		return nil, errs
@@ -168,8 +182,8 @@ func parseCase(errs *Errors, i int, cd *caseDoc, base Workload) *Case {
 	c := &Case{Name: cd.Name, BackendName: cd.Backend}
 	if c.Name == "" {
 		errs.add(0, "%s.name: missing", where)
-	} else if strings.ContainsAny(c.Name, " /\t") {
-		errs.add(0, "%s.name: %q may not contain spaces or slashes", where, c.Name)
+	} else if strings.ContainsAny(c.Name, " /\t.") {
+		errs.add(0, "%s.name: %q may not contain spaces, dots or slashes", where, c.Name)
 	}
 	ok := true
 	c.Workload = base
@@ -231,6 +245,32 @@ func parseCase(errs *Errors, i int, cd *caseDoc, base Workload) *Case {
 		return nil
 	}
 	return c
+}
+
+// expandTrials turns a case with trials into one case per trial.
+func expandTrials(errs *Errors, i int, cd *caseDoc, c *Case) []*Case {
+	c.Row, c.Trial, c.Trials, c.Need = c.Name, 1, 1, 1
+	if cd.Trials == nil {
+		return []*Case{c}
+	}
+	t := *cd.Trials
+	if t.Need == 0 {
+		t.Need = t.Count
+	}
+	if t.Count < 1 || t.Count > 100 || t.Need < 1 || t.Need > t.Count {
+		errs.add(0, "cases[%d] (%s).trials: need 1 <= need <= count <= 100, got count %d need %d", i, c.Name, t.Count, t.Need)
+		return nil
+	}
+	out := make([]*Case, t.Count)
+	for k := range out {
+		cp := *c
+		if t.Count > 1 {
+			cp.Name = fmt.Sprintf("%s.t%d", c.Name, k+1)
+		}
+		cp.Trial, cp.Trials, cp.Need = k+1, t.Count, t.Need
+		out[k] = &cp
+	}
+	return out
 }
 
 // targets lists the concrete target names of a case's cluster.

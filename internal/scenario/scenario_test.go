@@ -145,3 +145,27 @@ func unwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+func TestTrialsExpand(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\ncases:\n  - {name: r1, backend: local, trials: {count: 3, need: 2}, expect: {violations: true}}\n  - {name: r2, backend: local}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) != 4 {
+		t.Fatalf("cases = %d, want 4", len(s.Cases))
+	}
+	for i, want := range []string{"r1.t1", "r1.t2", "r1.t3", "r2"} {
+		c := s.Cases[i]
+		if c.Name != want {
+			t.Errorf("case %d = %s, want %s", i, c.Name, want)
+		}
+		if i < 3 && (c.Row != "r1" || c.Trial != i+1 || c.Trials != 3 || c.Need != 2) {
+			t.Errorf("trial %d = %+v", i, c)
+		}
+	}
+	for _, bad := range []string{"{count: 0}", "{count: 2, need: 3}", "{count: 101}"} {
+		if _, err := Parse("t.yaml", []byte("name: t\ncases: [{name: r, backend: local, trials: "+bad+"}]\n")); err == nil || !strings.Contains(err.Error(), "trials") {
+			t.Errorf("trials %s: %v", bad, err)
+		}
+	}
+}
