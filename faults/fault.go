@@ -14,8 +14,15 @@
 //	<server>        a server of the case's cluster, e.g. redis-1
 //	link:<server>   the client->server link of a server, through toxiproxy
 //	link:resource   the clients' link to the protected resource
-//	holder          role: the instance of a client that is inside its critical
-//	                section at the moment of injection (resolved then)
+//
+// Roles are resolved at the moment of injection, because the interesting
+// faults hit whoever holds the lock or leads the cluster right then:
+//
+//	holder          the instance of a client inside its critical section
+//	holder-of:<key> the same, for one key (k0, k1, ...)
+//	a-waiter        the instance of a client waiting for a lock
+//	leader          the current leader (etcd, Consul, ZooKeeper) or master (Sentinel)
+//	master          the current Redis master as the Sentinels see it
 package faults
 
 import (
@@ -39,16 +46,30 @@ const (
 	Server   Kind = "server"
 )
 
-// RoleHolder is the role target resolved at injection to the instance of a
-// client inside its critical section.
-const RoleHolder = "holder"
+// The role targets.
+const (
+	RoleHolder   = "holder"
+	RoleHolderOf = "holder-of:" // followed by a key
+	RoleWaiter   = "a-waiter"
+	RoleLeader   = "leader"
+	RoleMaster   = "master"
+)
+
+// IsRole reports whether target is a role rather than a name.
+func IsRole(target string) bool {
+	switch target {
+	case RoleHolder, RoleWaiter, RoleLeader, RoleMaster:
+		return true
+	}
+	return strings.HasPrefix(target, RoleHolderOf)
+}
 
 // KindOf classifies a concrete or role target name.
 func KindOf(target string) Kind {
 	switch {
 	case strings.HasPrefix(target, "link:"):
 		return Link
-	case strings.HasPrefix(target, "instance-") || target == RoleHolder:
+	case strings.HasPrefix(target, "instance-"), target == RoleHolder, target == RoleWaiter, strings.HasPrefix(target, RoleHolderOf):
 		return Instance
 	default:
 		return Server

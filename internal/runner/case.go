@@ -64,6 +64,9 @@ type caseRun struct {
 	res     *resource.Server
 	workers map[string]*workerProc
 	start   int64 // case start, since run base
+
+	liveMu  sync.Mutex
+	waiting map[string]bool // clients with an acquire in flight, as events arrive
 }
 
 func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error) {
@@ -72,7 +75,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err != nil {
 		return err
 	}
-	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, workers: map[string]*workerProc{}}
+	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, workers: map[string]*workerProc{}, waiting: map[string]bool{}}
 	defer func() {
 		// Teardown runs on success, error, interrupt and panic alike.
 		cr.killWorkers()
@@ -249,6 +252,15 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 		case worker.MarkTick:
 			cr.r.m.push(src, &e, true)
 		default:
+			if e.F == history.OpAcquire {
+				cr.liveMu.Lock()
+				if e.Type == history.Invoke {
+					cr.waiting[e.Proc] = true
+				} else {
+					delete(cr.waiting, e.Proc)
+				}
+				cr.liveMu.Unlock()
+			}
 			cr.r.m.push(src, &e, false)
 		}
 	}
@@ -294,9 +306,9 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, choice uint6
 		return
 	}
 	target := f.Target
-	if target == faults.RoleHolder {
+	if faults.IsRole(target) {
 		var err error
-		if target, err = cr.resolveHolder(ctx, choice); err != nil {
+		if target, err = cr.resolveRole(ctx, target, choice); err != nil {
 			fail(err)
 			return
 		}
@@ -327,25 +339,46 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, choice uint6
 	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError})
 }
 
-// resolveHolder waits until some client is inside its critical section
-// (it has read the protected resource and not yet written) and returns its
-// instance.
-func (cr *caseRun) resolveHolder(ctx context.Context, choice uint64) (string, error) {
+// resolveRole waits until the role has a concrete target and returns it:
+// holder (a client inside its critical section: it has read the protected
+// resource and not yet written), holder-of:<key>, a-waiter (a client with an
+// acquire in flight), leader or master. choice picks among candidates, so a
+// seed replays the same pick when the same candidates exist.
+func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) (string, error) {
 	for {
-		in := cr.res.InCriticalSection()
 		var cands []string
-		for proc := range in {
-			inst := instanceOf(proc)
-			if w := cr.workers[inst]; w != nil && w.proc.Alive() {
-				cands = append(cands, inst)
+		switch {
+		case role == faults.RoleLeader || role == faults.RoleMaster:
+			if name, err := cr.cl.Leader(ctx); err == nil {
+				cands = []string{name}
+			}
+		case role == faults.RoleWaiter:
+			cr.liveMu.Lock()
+			for proc := range cr.waiting {
+				cands = append(cands, instanceOf(proc))
+			}
+			cr.liveMu.Unlock()
+		default:
+			key, only := strings.CutPrefix(role, faults.RoleHolderOf)
+			for proc, k := range cr.res.InCriticalSection() {
+				if !only || k == key {
+					cands = append(cands, instanceOf(proc))
+				}
 			}
 		}
-		if len(cands) > 0 {
-			sort.Strings(cands)
-			return cands[choice%uint64(len(cands))], nil
+		alive := cands[:0]
+		for _, c := range cands {
+			if w := cr.workers[c]; w != nil && !w.proc.Alive() {
+				continue
+			}
+			alive = append(alive, c)
+		}
+		if len(alive) > 0 {
+			sort.Strings(alive)
+			return alive[choice%uint64(len(alive))], nil
 		}
 		if !sleepCtx(ctx, time.Millisecond) {
-			return "", errors.New("no client was inside its critical section before the case ended")
+			return "", fmt.Errorf("role %s could not be resolved before the case ended", role)
 		}
 	}
 }

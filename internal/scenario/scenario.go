@@ -226,10 +226,10 @@ func parseCase(errs *Errors, i int, cd *caseDoc, base Workload) *Case {
 		no := false
 		c.Expect.StaleAccepted = &no
 	}
-	targets := c.targets()
+	targets, serverKinds := c.targets()
 	names := map[string]bool{}
 	for j := range cd.Faults {
-		f := parseFault(errs, where, j, &cd.Faults[j], targets, c.Workload.Duration.D())
+		f := parseFault(errs, where, j, &cd.Faults[j], targets, serverKinds, c.Workload.Duration.D(), c.Workload.Keys.Count)
 		if f == nil {
 			ok = false
 			continue
@@ -273,9 +273,11 @@ func expandTrials(errs *Errors, i int, cd *caseDoc, c *Case) []*Case {
 	return out
 }
 
-// targets lists the concrete target names of a case's cluster.
-func (c *Case) targets() map[string]faults.Kind {
+// targets lists the concrete target names of a case's cluster, and the
+// server kind of each server.
+func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 	t := map[string]faults.Kind{"link:resource": faults.Link}
+	kindOfServer := map[string]string{}
 	for i := 1; i <= c.Workload.Instances; i++ {
 		t[fmt.Sprintf("instance-%d", i)] = faults.Instance
 	}
@@ -283,14 +285,45 @@ func (c *Case) targets() map[string]faults.Kind {
 		for _, s := range c.Backend.Servers() {
 			t[s.Name] = faults.Server
 			t["link:"+s.Name] = faults.Link
+			kindOfServer[s.Name] = s.Kind
 		}
 	}
-	return t
+	return t, kindOfServer
 }
+
+var hasLeaderKind = map[string]bool{"etcd": true, "consul": true, "zookeeper": true, "redis-replicated": true}
 
 var commonFaultKeys = map[string]bool{"name": true, "type": true, "target": true, "at": true, "for": true}
 
-func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[string]faults.Kind, runFor time.Duration) *Fault {
+// checkRole says why a role cannot be resolved in this case, or "".
+func checkRole(role string, targets map[string]faults.Kind, kindOfServer map[string]string, keys int) string {
+	if key, ok := strings.CutPrefix(role, faults.RoleHolderOf); ok {
+		var n int
+		if _, err := fmt.Sscanf(key, "k%d", &n); err != nil || fmt.Sprintf("k%d", n) != key || n < 0 || n >= keys {
+			return fmt.Sprintf("%q names no key of this workload (keys are k0..k%d)", role, keys-1)
+		}
+		return ""
+	}
+	switch role {
+	case faults.RoleLeader:
+		for name, k := range targets {
+			if k == faults.Server && hasLeaderKind[kindOfServer[name]] {
+				return ""
+			}
+		}
+		return `role "leader" cannot be resolved: no server of this backend has a leader (etcd, consul, zookeeper, redis-sentinel do)`
+	case faults.RoleMaster:
+		for name := range targets {
+			if kindOfServer[name] == "redis-replicated" {
+				return ""
+			}
+		}
+		return `role "master" cannot be resolved: only redis-sentinel has a master that can change`
+	}
+	return ""
+}
+
+func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[string]faults.Kind, serverKinds map[string]string, runFor time.Duration, keys int) *Fault {
 	fw := fmt.Sprintf("%s.faults[%d]", where, j)
 	if n.Kind != yaml.MappingNode {
 		errs.add(n.Line, "%s: want a mapping with type, target, at and for", fw)
@@ -334,9 +367,12 @@ func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[str
 	case f.Target == "":
 		errs.add(n.Line, "%s.target: missing", fw)
 		bad = true
-	case f.Target == faults.RoleHolder:
-		if !info.Accepts(faults.Instance) {
-			errs.add(n.Line, "%s.target: %s cannot target the %q role (it acts on %v)", fw, f.Type, f.Target, info.Targets)
+	case faults.IsRole(f.Target):
+		if msg := checkRole(f.Target, targets, serverKinds, keys); msg != "" {
+			errs.add(n.Line, "%s.target: %s", fw, msg)
+			bad = true
+		} else if kind := faults.KindOf(f.Target); !info.Accepts(kind) {
+			errs.add(n.Line, "%s.target: %s cannot target the %q role (it acts on %v, the role is a %s)", fw, f.Type, f.Target, info.Targets, kind)
 			bad = true
 		}
 	default:
@@ -391,7 +427,7 @@ func sortedKeys(m map[string]faults.Kind) string {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
-	return strings.Join(append(ks, faults.RoleHolder), ", ")
+	return strings.Join(append(ks, faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleLeader, faults.RoleMaster), ", ")
 }
 
 func backendNames() string {
