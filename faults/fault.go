@@ -88,6 +88,8 @@ type Env interface {
 	// Restart starts a killed server again, with its data directory and
 	// persistence mode, and waits until it answers.
 	Restart(ctx context.Context, server string) error
+	// Server returns a server's real address (not its proxy) and kind.
+	Server(name string) (addr, kind string, err error)
 }
 
 // Heal undoes a fault.
@@ -108,7 +110,13 @@ type Info struct {
 	Name    string
 	Summary string
 	Targets []Kind // the kinds of target it applies to
-	New     func(decode Decoder) (Fault, error)
+	// Instant faults happen at one moment (a kill, a clock jump): their
+	// window may be zero.
+	Instant bool
+	// Emulated says how the fault is emulated rather than real; reports
+	// repeat it.
+	Emulated string
+	New      func(decode Decoder) (Fault, error)
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

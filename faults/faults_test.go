@@ -16,16 +16,19 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 )
 
 // testEnv is a faults.Env over a real in-process toxiproxy and real child
 // processes.
 type testEnv struct {
-	toxi  *cluster.Toxi
-	procs map[string]*cluster.Process
+	toxi    *cluster.Toxi
+	procs   map[string]*cluster.Process
+	servers map[string]string // name -> real address
 }
 
 func (e *testEnv) Link(name string) (*toxiclient.Proxy, error) { return e.toxi.Client.Proxy(name) }
@@ -37,6 +40,12 @@ func (e *testEnv) Signal(target string, sig syscall.Signal) error {
 	return p.Signal(sig)
 }
 func (e *testEnv) Kill(target string) error { return e.procs[target].Kill(5 * time.Second) }
+func (e *testEnv) Server(name string) (string, string, error) {
+	if a, ok := e.servers[name]; ok {
+		return a, "redis", nil
+	}
+	return "", "", fmt.Errorf("no server %s", name)
+}
 func (e *testEnv) Restart(context.Context, string) error {
 	return errors.New("restart is not supported in this test")
 }
@@ -75,7 +84,7 @@ func newEnv(t *testing.T) (*testEnv, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testEnv{toxi: toxi, procs: map[string]*cluster.Process{}}, p.Listen
+	return &testEnv{toxi: toxi, procs: map[string]*cluster.Process{}, servers: map[string]string{}}, p.Listen
 }
 
 func build(t *testing.T, typ, opts string) faults.Fault {
@@ -307,5 +316,44 @@ func TestBandwidthSlicerResetPeer(t *testing.T) {
 				t.Errorf("after heal: %v", err)
 			}
 		})
+	}
+}
+
+// TestClockJumpShortensLeases runs the emulated jump on a real redis-server.
+func TestClockJumpShortensLeases(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make setup): %v", err)
+	}
+	cl, err := cluster.New("clocktest", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Start(context.Background(), []backends.ServerSpec{{Kind: "redis", Name: "redis-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := cl.Server("redis-1").Addr
+	env := &testEnv{toxi: cl.Toxi, servers: map[string]string{"redis-1": addr}}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	c.Set(ctx, "lockbench:lock:a", "x", 10*time.Second)
+	c.Set(ctx, "lockbench:lock:b", "y", 2*time.Second)
+	c.Set(ctx, "lockbench:lock:forever", "z", 0)
+	c.Set(ctx, "other", "w", 10*time.Second)
+	if _, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, "redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := c.PTTL(ctx, "lockbench:lock:a").Val(); ttl > 7*time.Second || ttl < 6*time.Second {
+		t.Errorf("a: PTTL %s after a 3s jump from 10s, want about 7s", ttl)
+	}
+	if n := c.Exists(ctx, "lockbench:lock:b").Val(); n != 0 {
+		t.Errorf("b had 2s left: a 3s jump must expire it")
+	}
+	if n := c.Exists(ctx, "lockbench:lock:forever").Val(); n != 1 {
+		t.Errorf("a key without TTL must survive a clock jump")
+	}
+	if ttl := c.PTTL(ctx, "other").Val(); ttl < 9*time.Second {
+		t.Errorf("a non-lock key was touched: PTTL %s", ttl)
 	}
 }

@@ -68,7 +68,11 @@ func WriteReport(w io.Writer, s *Summary) error {
 		if len(r.Meta.Faults) > 0 {
 			var names []string
 			for _, f := range r.Meta.Faults {
-				names = append(names, fmt.Sprintf("%s %s", f.Type, f.Target))
+				n := fmt.Sprintf("%s %s", f.Type, f.Target)
+				if f.Type == "clock-jump" {
+					n += " (emulated)"
+				}
+				names = append(names, n)
 			}
 			fs = strings.Join(names, ", ")
 		}

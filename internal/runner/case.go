@@ -40,6 +40,7 @@ type FaultRecord struct {
 	StartNs   int64  `json:"start_ns,omitempty"` // since the run base
 	EndNs     int64  `json:"end_ns,omitempty"`
 	Applied   bool   `json:"applied"`
+	Emulated  string `json:"emulated,omitempty"` // how the fault was emulated, if it was
 	Error     string `json:"error,omitempty"`
 	HealError string `json:"heal_error,omitempty"`
 }
@@ -295,6 +296,9 @@ func (cr *caseRun) killWorkers() {
 // several candidates for a role target.
 func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, choice uint64) {
 	rec := FaultRecord{Case: cr.c.Name, Name: f.Name, Type: f.Type, Target: f.Target, AtNs: int64(f.At), ForNs: int64(f.For)}
+	if info, err := faults.Lookup(f.Type); err == nil {
+		rec.Emulated = info.Emulated
+	}
 	defer cr.r.recordFault(&rec)
 	fail := func(err error) {
 		rec.Error = err.Error()
@@ -440,6 +444,14 @@ func (e *faultEnv) Kill(target string) error {
 		return w.proc.Kill(5 * time.Second)
 	}
 	return e.cr.cl.Kill(target)
+}
+
+func (e *faultEnv) Server(name string) (string, string, error) {
+	s := e.cr.cl.Server(name)
+	if s == nil {
+		return "", "", fmt.Errorf("no server %q", name)
+	}
+	return s.Addr, s.Spec.Kind, nil
 }
 
 func (e *faultEnv) Restart(ctx context.Context, server string) error {

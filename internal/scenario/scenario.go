@@ -389,7 +389,7 @@ func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[str
 		errs.add(n.Line, "%s.at: must not be negative", fw)
 		bad = true
 	}
-	if f.For < 0 || (f.For == 0 && f.Type != "kill") {
+	if f.For < 0 || (f.For == 0 && !info.Instant) {
 		errs.add(n.Line, "%s.for: must be a positive duration", fw)
 		bad = true
 	}

@@ -24,6 +24,13 @@ cases:
       - {type: pause, target: holder, at: 1s, for: 1s}
       - {type: latency, target: link:redis-1, at: 500ms, for: 1s, latency: 20ms, jitter: 5ms}
       - {type: kill, target: redis-1, at: 2s, for: 500ms}
+  - name: e
+    backend: etcd
+    workload: {keys: {count: 2}}
+    faults:
+      - {type: kill, target: leader, at: 1s, for: 1s}
+      - {type: pause, target: holder-of:k1, at: 1s, for: 1s}
+      - {type: pause, target: a-waiter, at: 2500ms, for: 100ms}
   - name: b
     backend: local
     expect: {violations: true}
@@ -34,15 +41,15 @@ func TestParseGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Seed != 7 || len(s.Cases) != 2 {
+	if s.Seed != 7 || len(s.Cases) != 3 {
 		t.Fatalf("seed=%d cases=%d", s.Seed, len(s.Cases))
 	}
 	a := s.Cases[0]
 	if a.Workload.TTL.D() != 500*time.Millisecond || a.Workload.Duration.D() != 3*time.Second || a.Workload.Instances != 2 {
 		t.Errorf("workload override not applied: %+v", a.Workload)
 	}
-	if s.Cases[1].Workload.TTL.D() != time.Second {
-		t.Errorf("case b should keep the default ttl, got %s", s.Cases[1].Workload.TTL)
+	if s.Cases[2].Workload.TTL.D() != time.Second {
+		t.Errorf("case b should keep the default ttl, got %s", s.Cases[2].Workload.TTL)
 	}
 	if len(a.Faults) != 3 || a.Faults[0].Name != "pause-1" || a.Faults[1].At != 500*time.Millisecond {
 		t.Errorf("faults = %+v", a.Faults)
@@ -50,7 +57,7 @@ func TestParseGood(t *testing.T) {
 	if a.Expect.Violations == nil || *a.Expect.Violations || a.Expect.StaleAccepted == nil || *a.Expect.StaleAccepted {
 		t.Errorf("a fenced backend without expectations must default to none expected: %+v", a.Expect)
 	}
-	if s.Cases[1].Expect.StaleAccepted != nil {
+	if s.Cases[2].Expect.StaleAccepted != nil {
 		t.Errorf("an unfenced backend has no stale-write expectation by default")
 	}
 	if servers := a.Backend.Servers(); len(servers) != 1 || servers[0].Persistence != "everysec" {
@@ -92,6 +99,9 @@ func TestParseBad(t *testing.T) {
 		{"instance does not exist", base("    backend: local\n    faults: [{type: pause, target: instance-9, at: 1s, for: 500ms}]\n"), []string{`"instance-9" does not exist`}},
 		{"wrong target kind", base("    backend: redis\n    faults: [{type: latency, target: redis-1, at: 0s, for: 1s, latency: 5ms}]\n"), []string{"latency cannot act on server"}},
 		{"role on a link fault", base("    backend: redis\n    faults: [{type: partition, target: holder, at: 0s, for: 1s}]\n"), []string{`cannot target the "holder" role`}},
+		{"leader without a leader", base("    backend: redis\n    faults: [{type: kill, target: leader, at: 0s, for: 1s}]\n"), []string{`role "leader" cannot be resolved`}},
+		{"master outside sentinel", base("    backend: etcd\n    faults: [{type: kill, target: master, at: 0s, for: 1s}]\n"), []string{`role "master" cannot be resolved`}},
+		{"holder of a missing key", base("    backend: redis\n    faults: [{type: pause, target: holder-of:k3, at: 0s, for: 1s}]\n"), []string{`"holder-of:k3" names no key`}},
 		{"pause longer than the run", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 5s}]\n"), []string{"ends after the case's duration 2s"}},
 		{"zero fault window", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 0s}]\n"), []string{"for: must be a positive duration"}},
 		{"overlapping faults on one target", base("    backend: local\n    faults:\n      - {type: pause, target: instance-1, at: 0s, for: 1s}\n      - {type: kill, target: instance-1, at: 500ms}\n"), []string{"pause-1 and kill-2 overlap on target instance-1"}},
