@@ -12,7 +12,7 @@ RESULTS    ?= results
 APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
-.PHONY: help setup apt-packages servers build bench quick test vet fmt-check clean
+.PHONY: help setup apt-packages servers build bench quick known test vet fmt-check clean
 
 ## help: list the targets
 help:
@@ -72,3 +72,11 @@ clean:
 ## quick: the fast scenario (scenarios/quick.yaml, ~1 min: single Redis and the unsafe controls)
 quick: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/quick.yaml
+
+## known: run the known-answer suite (scenarios/known/, ~8 min) and print its table; fails if a row is not reproduced
+known: setup build
+	@d=$(RESULTS)/known-$$(date -u +%Y%m%d-%H%M%S); \
+	for f in scenarios/known/*.yaml; do \
+	  echo "== $$f"; ./$(BIN) run -q -dir $$d/$$(basename $$f .yaml) $$f; \
+	done; \
+	./$(BIN) table $$d/*/

@@ -124,6 +124,15 @@ type Result struct {
 
 	Expect history.Expectation `json:"expect"`
 	Meta   history.CaseMeta    `json:"-"`
+	// Segments count violations between fault marks, so that results can
+	// split them into before / during / after each fault window.
+	Segments []Segment `json:"-"`
+}
+
+// Segment is the stretch of a case from one fault mark to the next.
+type Segment struct {
+	Start      int64
+	Violations int
 }
 
 // Resource counts what the protected resource saw.
@@ -180,6 +189,7 @@ func NewCase(meta history.CaseMeta) *Case {
 		errored:  make(map[string]string),
 		maxToken: make(map[string]uint64),
 	}
+	c.res.Segments = []Segment{{Start: 0}}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
 	c.res.Expect = meta.Expect
@@ -254,6 +264,7 @@ func (c *Case) grant(e *history.Event) {
 			continue // a client re-acquiring what it holds is not two holders
 		}
 		c.res.Violations++
+		c.res.Segments[len(c.res.Segments)-1].Violations++
 		if len(c.res.Examples) < MaxExamples {
 			c.res.Examples = append(c.res.Examples, Overlap{
 				Key: e.Key, First: h.proc, FirstSince: h.since, FirstToken: h.token,
@@ -300,6 +311,9 @@ func (c *Case) mark(e *history.Event) {
 	case history.MarkFaultStart:
 		c.started[e.Fault] = true
 		c.res.FaultsFired++
+		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
+	case history.MarkFaultEnd:
+		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
 	case history.MarkFaultError:
 		c.errored[e.Fault] = e.Err
 	case history.MarkCrash:

@@ -130,7 +130,8 @@ func Analyze(r *history.Reader) (*Summary, error) {
 	)
 	finish := func() {
 		if chk != nil {
-			s.Cases = append(s.Cases, CaseSummary{Check: chk.Result(), Metrics: agg.Close()})
+			res := chk.Result()
+			s.Cases = append(s.Cases, CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)})
 		}
 		chk, agg = nil, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"math"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/history"
 )
 
@@ -55,9 +56,14 @@ type Metrics struct {
 	// LongestGapMs is the longest time any key went without a successful
 	// acquisition while the case ran: how long the lock was unavailable.
 	LongestGapMs float64 `json:"longest_gap_ms"`
+	// Phases split the metrics before, during and after each fault window.
+	Phases []Phase `json:"phases,omitempty"`
 
 	acq  *hdrhistogram.Histogram
 	hold *hdrhistogram.Histogram
+
+	segs []*segment
+	wins []window
 }
 
 // Aggregator computes Metrics from a case's events.
@@ -74,7 +80,8 @@ type Aggregator struct {
 // NewAggregator returns an aggregator for a case that started at start.
 func NewAggregator(start int64) *Aggregator {
 	return &Aggregator{
-		m:        Metrics{acq: hdrhistogram.New(histMin, histMax, histSig), hold: hdrhistogram.New(histMin, histMax, histSig)},
+		m: Metrics{acq: hdrhistogram.New(histMin, histMax, histSig), hold: hdrhistogram.New(histMin, histMax, histSig),
+			segs: []*segment{newSegment(start)}},
 		start:    start,
 		end:      start,
 		invoked:  map[string]int64{},
@@ -99,6 +106,8 @@ func (a *Aggregator) Add(e *history.Event) {
 	if e.T > a.end {
 		a.end = e.T
 	}
+	seg := a.m.segs[len(a.m.segs)-1]
+	seg.end = e.T
 	switch {
 	case e.Type == history.Invoke && e.F == history.OpAcquire:
 		a.invoked[e.Proc] = e.T
@@ -106,8 +115,10 @@ func (a *Aggregator) Add(e *history.Event) {
 		switch e.Type {
 		case history.OK:
 			a.m.Acquisitions++
+			seg.acq++
 			if t, ok := a.invoked[e.Proc]; ok {
 				_ = a.m.acq.RecordValue(us(e.T - t)) // clamped to the range: cannot fail
+				_ = seg.hist.RecordValue(us(e.T - t))
 			}
 			a.heldFrom[e.Proc] = e.T
 			from, ok := a.lastAcq[e.Key]
@@ -120,8 +131,10 @@ func (a *Aggregator) Add(e *history.Event) {
 			a.lastAcq[e.Key] = e.T
 		case history.Fail:
 			a.m.AcquiresFailed++
+			seg.failed++
 		case history.Info:
 			a.m.AcquiresUnknown++
+			seg.unknown++
 		}
 		delete(a.invoked, e.Proc)
 	case e.Type == history.Invoke && e.F == history.OpRelease:
@@ -139,7 +152,26 @@ func (a *Aggregator) Add(e *history.Event) {
 		a.m.LeasesLost++
 	case e.Type == history.Mark && e.F == history.MarkCaseEnd:
 		a.end = e.T
+	case e.Type == history.Mark && e.F == history.MarkFaultStart:
+		a.m.wins = append(a.m.wins, window{fault: e.Fault, target: e.Target, start: e.T, end: -1})
+		a.m.segs = append(a.m.segs, newSegment(e.T))
+	case e.Type == history.Mark && e.F == history.MarkFaultEnd:
+		for i := len(a.m.wins) - 1; i >= 0; i-- {
+			if a.m.wins[i].fault == e.Fault && a.m.wins[i].end < 0 {
+				a.m.wins[i].end = e.T
+				break
+			}
+		}
+		a.m.segs = append(a.m.segs, newSegment(e.T))
 	}
+}
+
+// CloseWith finishes the metrics, splitting violations into phases with
+// the checker's per-segment counts.
+func (a *Aggregator) CloseWith(viol []checker.Segment) Metrics {
+	m := a.Close()
+	m.Phases = phases(m.segs, m.wins, a.start, a.end, viol)
+	return m
 }
 
 // Close finishes the metrics.

@@ -116,6 +116,20 @@ func WriteReport(w io.Writer, s *Summary) error {
 		for _, why := range r.Invalid {
 			fmt.Fprintf(&b, "- **invalid**: %s\n", why)
 		}
+		if ph := c.Metrics.Phases; len(ph) > 0 {
+			b.WriteString("\n| fault | target | phase | seconds | acquisitions | acq/s | failed | unknown | p50 ms | p99 ms | max ms | violations |\n")
+			b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			for _, p := range ph {
+				for _, x := range []struct {
+					name string
+					s    PhaseStats
+				}{{"before", p.Before}, {"during", p.During}, {"after", p.After}} {
+					fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %d | %.0f | %d | %d | %.2f | %.2f | %.2f | %d |\n", p.Fault, p.Target, x.name,
+						x.s.DurationS, x.s.Acquisitions, x.s.AcquiresPerSec, x.s.AcquiresFailed, x.s.AcquiresUnknown, x.s.P50, x.s.P99, x.s.Max, x.s.Violations)
+				}
+			}
+			b.WriteString("\n")
+		}
 		if len(r.Examples) > 0 {
 			b.WriteString("- first violations:\n")
 			for _, o := range r.Examples {

@@ -3,6 +3,7 @@
 //	bench run [flags] SCENARIO.yaml   run a scenario, write a results folder
 //	bench check HISTORY.jsonl         re-check a stored history, print verdicts
 //	bench list [DIR]                  list backends, faults and scenario files
+//	bench table DIR...                rows of results folders as a Markdown table
 //	bench worker                      (internal) one application instance
 //
 // Exit codes are documented in package exitcode and the README: 0 ok,
@@ -13,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +39,7 @@ Usage:
   bench run [flags] SCENARIO.yaml   run a scenario and write a results folder
   bench check HISTORY.jsonl         re-check a stored history and print the verdicts
   bench list [SCENARIO_DIR]         list backends, fault types and scenario files
+  bench table RESULTS_DIR...        print the rows of results folders as a Markdown table
 
 Run 'bench run -h' for the run flags.
 
@@ -73,6 +76,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCheck(args[1:], stdout, stderr)
 	case "list":
 		return cmdList(args[1:], stdout)
+	case "table":
+		return cmdTable(args[1:], stdout)
 	case "worker":
 		return worker.Run(ctx, stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -249,4 +254,81 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// cmdTable re-checks the history of each results folder and prints one
+// Markdown row per scenario row: the known-answer table of the README.
+func cmdTable(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return exitcode.With(errors.New("usage: bench table RESULTS_DIR..."), exitcode.Config)
+	}
+	fmt.Fprintln(stdout, "| row | backend | verdict | expected outcome in | violations | stale rejected | stale accepted | token regressions | versions |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---:|---:|---:|---:|---|")
+	var failed int
+	for _, dir := range args {
+		sum, err := results.AnalyzeFile(filepath.Join(dir, results.HistoryFile))
+		if err != nil {
+			return exitcode.With(fmt.Errorf("%s: %w", dir, err), exitcode.Config)
+		}
+		vers := runVersions(dir)
+		for _, r := range sum.Rows {
+			var viol, rej, acc, regr int
+			for _, c := range sum.Cases {
+				m := c.Check.Meta
+				if m.Row == r.Row || (m.Row == "" && m.Name == r.Row) {
+					viol += c.Check.Violations
+					rej += c.Check.Resource.StaleRejected
+					acc += c.Check.Resource.StaleAccepted
+					regr += c.Check.TokenRegressions
+				}
+			}
+			if r.Verdict != "reproduced" {
+				failed++
+			}
+			fmt.Fprintf(stdout, "| %s | %s | %s | %d/%d trials (need %d) | %d | %d | %d | %d | %s |\n",
+				r.Row, r.Backend, r.Verdict, r.Met, r.Trials, r.Need, viol, rej, acc, regr, vers)
+		}
+	}
+	if failed > 0 {
+		return exitcode.With(fmt.Errorf("%d row(s) not reproduced", failed), exitcode.NotReproduced)
+	}
+	return nil
+}
+
+// runVersions lists the server versions recorded in a results folder.
+func runVersions(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, results.RunFile))
+	if err != nil {
+		return "?"
+	}
+	var info struct {
+		Versions map[string]string `json:"versions"`
+	}
+	if json.Unmarshal(b, &info) != nil {
+		return "?"
+	}
+	var out []string
+	for k, v := range info.Versions {
+		if strings.HasSuffix(k, "-server") && !strings.HasPrefix(k, "sentinel") && !strings.HasPrefix(k, "redis-replicated") {
+			out = append(out, shortVersion(v))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// shortVersion trims a server's version banner to name and number.
+func shortVersion(v string) string {
+	f := strings.Fields(v)
+	switch {
+	case len(f) >= 3 && f[0] == "Redis":
+		return "redis " + strings.TrimPrefix(f[2], "v=")
+	case len(f) >= 3 && f[0] == "postgres":
+		return "postgresql " + f[2]
+	case len(f) >= 3 && f[0] == "etcd":
+		return "etcd " + f[2]
+	case len(f) >= 2 && f[0] == "Consul":
+		return "consul " + strings.TrimPrefix(f[1], "v")
+	}
+	return v
 }
