@@ -126,6 +126,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			opts.Seed = seed
 		}
 	})
+	if opts.Seed != nil {
+		// The fault schedule is part of what a seed replays.
+		if err := sc.Reseed(*opts.Seed); err != nil {
+			return exitcode.With(err, exitcode.Config)
+		}
+	}
 	outcome, err := runner.Run(ctx, sc, opts)
 	if outcome != nil && outcome.Summary != nil {
 		for _, l := range outcome.Summary.Lines() {

@@ -10,6 +10,8 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -46,6 +48,8 @@ type Case struct {
 	Row           string
 	Trial, Trials int
 	Need          int // trials that must meet the expectation
+
+	nemesis *nemesis
 }
 
 // Fault is one scheduled fault.
@@ -87,6 +91,38 @@ type caseDoc struct {
 	Faults   []yaml.Node `yaml:"faults"`
 	Expect   expectDoc   `yaml:"expect"`
 	Trials   *trialsDoc  `yaml:"trials"`
+	Nemesis  *nemesisDoc `yaml:"nemesis"`
+}
+
+// nemesisDoc draws faults from a seeded random schedule: starting at Start,
+// every Every (a random gap between two fault starts), one of Faults, for a
+// random For. The same seed and scenario give the same schedule.
+type nemesisDoc struct {
+	Start  config.Duration `yaml:"start"`
+	Every  rangeDoc        `yaml:"every"`
+	For    rangeDoc        `yaml:"for"`
+	Faults []yaml.Node     `yaml:"faults"`
+}
+
+type rangeDoc struct {
+	Min config.Duration `yaml:"min"`
+	Max config.Duration `yaml:"max"`
+}
+
+func (r rangeDoc) draw(rng *rand.Rand) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min.D()
+	}
+	return r.Min.D() + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
+}
+
+// nemesis is what a case needs to redraw its schedule for a new seed.
+type nemesis struct {
+	doc         *nemesisDoc
+	where       string
+	targets     map[string]faults.Kind
+	serverKinds map[string]string
+	fixed       []*Fault
 }
 
 // trialsDoc repeats a case: count runs, of which need must meet the
@@ -171,6 +207,9 @@ func Parse(path string, src []byte) (*Scenario, error) {
 	if len(errs.List) > 0 {
 		return nil, errs
 	}
+	if err := s.Reseed(s.Seed); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -240,11 +279,97 @@ func parseCase(errs *Errors, i int, cd *caseDoc, base Workload) *Case {
 		names[f.Name] = true
 		c.Faults = append(c.Faults, f)
 	}
+	if cd.Nemesis != nil {
+		if p := validateNemesis(cd.Nemesis); p != "" {
+			errs.add(0, "%s.nemesis: %s", where, p)
+			ok = false
+		}
+		c.nemesis = &nemesis{doc: cd.Nemesis, where: where, targets: targets, serverKinds: serverKinds, fixed: c.Faults}
+		// Every template must be a valid fault on its own.
+		for j := range cd.Nemesis.Faults {
+			if parseFault(errs, where+".nemesis", j, withWindow(&cd.Nemesis.Faults[j], 0, time.Millisecond, ""), targets, serverKinds, c.Workload.Duration.D(), c.Workload.Keys.Count) == nil {
+				ok = false
+			}
+		}
+	}
 	checkOverlaps(errs, where, c.Faults)
 	if !ok {
 		return nil
 	}
 	return c
+}
+
+func validateNemesis(n *nemesisDoc) string {
+	switch {
+	case len(n.Faults) == 0:
+		return "faults: the nemesis has no faults to draw from"
+	case n.Every.Min <= 0 || n.Every.Max < n.Every.Min:
+		return "every: need 0 < min <= max"
+	case n.For.Min <= 0 || n.For.Max < n.For.Min:
+		return "for: need 0 < min <= max"
+	case n.Start < 0:
+		return "start: must not be negative"
+	}
+	return ""
+}
+
+// withWindow returns a copy of a fault template with at, for and name set.
+func withWindow(tmpl *yaml.Node, at, dur time.Duration, name string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Line: tmpl.Line}
+	for k := 0; k+1 < len(tmpl.Content); k += 2 {
+		switch tmpl.Content[k].Value {
+		case "at", "for", "name":
+			continue
+		}
+		n.Content = append(n.Content, tmpl.Content[k], tmpl.Content[k+1])
+	}
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+	n.Content = append(n.Content, scalar("at"), scalar(at.String()), scalar("for"), scalar(dur.String()))
+	if name != "" {
+		n.Content = append(n.Content, scalar("name"), scalar(name))
+	}
+	return n
+}
+
+// Reseed draws every nemesis schedule again from seed (the scenario's, or
+// `bench run --seed`). Each case draws from its own stream, keyed by its
+// name, so trials get different schedules and adding a case does not change
+// another's.
+func (s *Scenario) Reseed(seed int64) error {
+	s.Seed = seed
+	errs := &Errors{Path: s.Path}
+	for _, c := range s.Cases {
+		if c.nemesis == nil {
+			continue
+		}
+		h := fnv.New64a()
+		h.Write([]byte(c.Name))
+		rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+		nd := c.nemesis.doc
+		faultsOut := append([]*Fault(nil), c.nemesis.fixed...)
+		run := c.Workload.Duration.D()
+		at := nd.Start.D()
+		for i := 1; ; i++ {
+			tmpl := rng.IntN(len(nd.Faults))
+			dur := nd.For.draw(rng)
+			if at+dur >= run {
+				break
+			}
+			f := parseFault(errs, c.nemesis.where+".nemesis", tmpl, withWindow(&nd.Faults[tmpl], at, dur, fmt.Sprintf("nemesis-%d", i)),
+				c.nemesis.targets, c.nemesis.serverKinds, run, c.Workload.Keys.Count)
+			if f == nil {
+				break
+			}
+			faultsOut = append(faultsOut, f)
+			at += max(dur, nd.Every.draw(rng))
+		}
+		checkOverlaps(errs, c.nemesis.where, faultsOut)
+		c.Faults = faultsOut
+	}
+	if len(errs.List) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // expandTrials turns a case with trials into one case per trial.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,6 +177,79 @@ func TestTrialsExpand(t *testing.T) {
 	for _, bad := range []string{"{count: 0}", "{count: 2, need: 3}", "{count: 101}"} {
 		if _, err := Parse("t.yaml", []byte("name: t\ncases: [{name: r, backend: local, trials: "+bad+"}]\n")); err == nil || !strings.Contains(err.Error(), "trials") {
 			t.Errorf("trials %s: %v", bad, err)
+		}
+	}
+}
+
+const nemesisScenario = `
+name: n
+seed: 5
+workload: {duration: 30s}
+cases:
+  - name: a
+    backend: redis
+    faults: [{type: kill, target: redis-1, at: 500ms, for: 100ms}]
+    nemesis:
+      start: 1s
+      every: {min: 2s, max: 5s}
+      for: {min: 1s, max: 3s}
+      faults:
+        - {type: pause, target: holder}
+        - {type: latency, target: link:redis-1, latency: 20ms}
+        - {type: partition, target: link:resource}
+`
+
+func schedule(c *Case) string {
+	var b strings.Builder
+	for _, f := range c.Faults {
+		fmt.Fprintf(&b, "%s %s %s %s %s; ", f.Name, f.Type, f.Target, f.At, f.For)
+	}
+	return b.String()
+}
+
+// TestNemesisSchedule: the same seed gives the same schedule, another seed
+// another one; windows stay inside the run and never overlap.
+func TestNemesisSchedule(t *testing.T) {
+	s1, err := Parse("n.yaml", []byte(nemesisScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := Parse("n.yaml", []byte(nemesisScenario))
+	a, b := schedule(s1.Cases[0]), schedule(s2.Cases[0])
+	if a != b {
+		t.Fatalf("same seed, different schedules:\n%s\n%s", a, b)
+	}
+	c := s1.Cases[0]
+	if len(c.Faults) < 5 || c.Faults[0].Name != "kill-1" {
+		t.Fatalf("schedule too short or fixed fault lost: %s", a)
+	}
+	var prevEnd time.Duration
+	for _, f := range c.Faults[1:] {
+		if f.At < prevEnd || f.At+f.For >= 30*time.Second || f.For < time.Second || f.For > 3*time.Second {
+			t.Errorf("bad window %s at %s for %s (previous ended %s)", f.Name, f.At, f.For, prevEnd)
+		}
+		prevEnd = f.At + f.For
+	}
+	if err := s2.Reseed(6); err != nil {
+		t.Fatal(err)
+	}
+	if schedule(s2.Cases[0]) == a {
+		t.Errorf("seeds 5 and 6 drew the same schedule: %s", a)
+	}
+	if err := s2.Reseed(5); err != nil || schedule(s2.Cases[0]) != a {
+		t.Errorf("reseeding with 5 did not replay the schedule: %v", err)
+	}
+}
+
+func TestNemesisBadInput(t *testing.T) {
+	for _, tt := range []struct{ nem, want string }{
+		{"{every: {min: 1s, max: 2s}, for: {min: 1s, max: 1s}, faults: []}", "no faults"},
+		{"{every: {min: 0s, max: 2s}, for: {min: 1s, max: 1s}, faults: [{type: pause, target: holder}]}", "every"},
+		{"{every: {min: 1s, max: 2s}, for: {min: 1s, max: 1s}, faults: [{type: pause, target: redis-7}]}", `"redis-7" does not exist`},
+	} {
+		_, err := Parse("n.yaml", []byte("name: n\ncases: [{name: a, backend: redis, nemesis: "+tt.nem+"}]\n"))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("nemesis %s: %v, want %q", tt.nem, err, tt.want)
 		}
 	}
 }
