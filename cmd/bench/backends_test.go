@@ -30,44 +30,44 @@ cases:
   - {name: redis, backend: redis}
   - name: redis-pause
     backend: redis
-    workload: {duration: 5s}
+    workload: {duration: 5s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 3s}]
     expect: {violations: true}
   - {name: redlock, backend: redlock}
   - name: redlock-pause
     backend: redlock
-    workload: {duration: 5s}
+    workload: {duration: 5s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 3s}]
     expect: {violations: true}
   - {name: redis-sentinel, backend: redis-sentinel}
   - name: redis-sentinel-pause
     backend: redis-sentinel
-    workload: {duration: 5s}
+    workload: {duration: 5s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 3s}]
     expect: {violations: true}
   - {name: etcd, backend: etcd}
   - name: etcd-pause
     backend: etcd
-    workload: {duration: 6s}
+    workload: {duration: 6s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 4s}]
     expect: {violations: true}
   - {name: consul, backend: consul, options: {session_ttl: 10s, lock_delay: 1ms}}
   - name: consul-pause
     backend: consul
     options: {session_ttl: 10s, lock_delay: 1ms}
-    workload: {duration: 28s, acquire_timeout: 30s}
+    workload: {duration: 28s, acquire_timeout: 30s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 24s}]
     expect: {violations: true}
   - {name: zookeeper, backend: zookeeper}
   - name: zookeeper-pause
     backend: zookeeper
-    workload: {duration: 6s}
+    workload: {duration: 6s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 4s}]
     expect: {violations: true}
   - {name: postgres, backend: postgres}
   - name: postgres-pause
     backend: postgres
-    workload: {duration: 5s}
+    workload: {duration: 5s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 3s}]
     expect: {violations: false}
 `
