@@ -62,7 +62,8 @@ func New(runID, logDir string) (*Cluster, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
-	dataDir, err := os.MkdirTemp("", "lockbench-data-")
+	CleanStale()
+	dataDir, err := os.MkdirTemp("", fmt.Sprintf("lockbench-data-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -341,6 +342,26 @@ func (c *Cluster) Close() error {
 		errs = append(errs, fmt.Errorf("remove data dir: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// CleanStale removes the data dirs left by harnesses that were killed
+// (SIGKILL cannot be caught, so their teardown never ran). A dir is stale
+// when the process id in its name is no longer alive.
+func CleanStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lockbench-data-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "lockbench-data-%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue // its harness still runs
+		}
+		os.RemoveAll(d) // best effort: a dir we cannot remove is reported by the next run's test
+	}
 }
 
 // Tail returns the last n lines of a file, for error messages.
