@@ -71,6 +71,13 @@ type Extender interface {
 	Extend(ctx context.Context, l Lease) error
 }
 
+// Forger is implemented by Lockers that can build a lease for a key that is
+// not the caller's (a wrong token), to test how a release with it is
+// treated: a safe algorithm refuses it, an unsafe one removes the lock.
+type Forger interface {
+	Forge(key string) Lease
+}
+
 // ServerSpec is one server a backend's cluster needs.
 type ServerSpec struct {
 	Kind string // "redis"

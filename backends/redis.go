@@ -323,7 +323,17 @@ func (r *redisExtLocker) Extend(ctx context.Context, lease Lease) error {
 // Close does nothing: the client's pool belongs to the instance (Shared).
 func (r *redisLocker) Close() error { return nil }
 
+// Forge returns a lease on key with a random value: not the holder's.
+func (r *redisLocker) Forge(key string) Lease {
+	v, err := randomValue()
+	if err != nil {
+		v = "forged"
+	}
+	return &redisLease{key: key, value: v}
+}
+
 var (
 	_ Locker   = (*redisLocker)(nil)
 	_ Extender = (*redisExtLocker)(nil)
+	_ Forger   = (*redisLocker)(nil)
 )

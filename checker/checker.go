@@ -115,6 +115,9 @@ type Result struct {
 	// longer the caller's: the idempotent, token-checked release at work.
 	ReleasesNotHeld int `json:"releases_not_held"`
 	LeasesLost      int `json:"leases_lost"`
+	// WrongTokenReleases counts releases with a wrong token that the
+	// backend accepted (removing a lock that was not the caller's).
+	WrongTokenReleases int `json:"wrong_token_releases_accepted"`
 	// TokenRegressions counts acquisitions whose fencing token was not
 	// higher than an earlier holder's on the same key (a counter reset by
 	// a failover or a restart without persistence). 0 for tokenless backends.
@@ -229,6 +232,8 @@ func (c *Case) Add(e *history.Event) {
 		case history.OpLost:
 			c.res.LeasesLost++
 			c.drop(e.Key, e.Proc, e.T)
+		case history.OpForeignRelease:
+			c.res.WrongTokenReleases++
 		}
 	case history.Fail:
 		switch e.F {

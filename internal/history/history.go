@@ -42,6 +42,10 @@ const (
 	// OpLost is recorded (type ok) when the client library signals that the
 	// lease is no longer held: the client stops believing it holds the lock.
 	OpLost = "lost"
+	// OpForeignRelease is a client misbehaving on purpose: releasing the
+	// key it holds with a wrong token (a lease value that is not its own).
+	// ok means the backend removed the lock anyway.
+	OpForeignRelease = "release-wrong-token"
 )
 
 // Mark names (field F of mark events).

@@ -40,6 +40,11 @@ type Workload struct {
 	// lost before the write (default true: the careful client). false
 	// models work that cannot be interrupted once started.
 	AbortOnLost *bool `yaml:"abort_on_lost" json:"abort_on_lost"`
+	// WrongTokenRelease is the probability (0..1) that a client, at the
+	// end of its critical section, first releases its key with a wrong
+	// token (the seeds' "liberação com token errado"); the backend must
+	// support it (the redis family does).
+	WrongTokenRelease float64 `yaml:"wrong_token_release" json:"wrong_token_release"`
 }
 
 // Keys selects lock keys.
@@ -130,6 +135,9 @@ func (w *Workload) Validate() []string {
 	}
 	if w.AutoExtend.Every < 0 || w.AutoExtend.Max < 0 {
 		p = append(p, "auto_extend: every and max must not be negative")
+	}
+	if w.WrongTokenRelease < 0 || w.WrongTokenRelease > 1 {
+		p = append(p, fmt.Sprintf("wrong_token_release: %v is outside 0..1", w.WrongTokenRelease))
 	}
 	if w.AutoExtend.Every > 0 && w.AutoExtend.Every >= w.TTL {
 		p = append(p, fmt.Sprintf("auto_extend.every: %s must be shorter than ttl %s", w.AutoExtend.Every, w.TTL))

@@ -203,11 +203,35 @@ func (c *client) ev(typ history.Type, f, key string) history.Event {
 // cycle is one acquire, critical section, release, think.
 func (c *client) cycle(ctx context.Context) {
 	key := c.keys.Next()
+	c.misbehave(ctx, key)
 	lease, ok := c.acquire(ctx, key)
 	if ok {
 		c.critical(ctx, key, lease)
 	}
 	sleep(ctx, c.w.Think.Draw(c.r))
+}
+
+// misbehave, with the workload's probability, releases key with a wrong
+// token before trying to acquire it: a client that does not hold the lock
+// removing it. A safe backend refuses (fail); an unsafe one accepts (ok),
+// and whoever held the key now shares it with the next client.
+func (c *client) misbehave(ctx context.Context, key string) {
+	f, ok := c.locker.(backends.Forger)
+	if !ok || c.w.WrongTokenRelease == 0 || c.r.Float64() >= c.w.WrongTokenRelease {
+		return
+	}
+	c.em.emit(c.ev(history.Invoke, history.OpForeignRelease, key))
+	fctx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
+	err := c.locker.Release(fctx, f.Forge(key))
+	cancel()
+	e := c.ev(history.OK, history.OpForeignRelease, key)
+	switch {
+	case errors.Is(err, backends.ErrNotHeld):
+		e.Type, e.Err = history.Fail, err.Error()
+	case err != nil:
+		e.Type, e.Err = history.Info, err.Error()
+	}
+	c.em.emit(e)
 }
 
 // acquire retries with exponential backoff and jitter until the lock is
