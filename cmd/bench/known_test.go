@@ -10,7 +10,7 @@ import (
 // `make test` (about 3 minutes); `make known` runs all of it.
 var knownSubset = []string{
 	"R1-redis-pause", "R2-release-after-expiry", "R3-redis-clock-jump",
-	"E1-etcd-pause", "Z1-zookeeper-pause", "P1-postgres-pause",
+	"E1-etcd-pause", "Z1-zookeeper-pause", "P1-postgres-pause", "M1-wrong-token-release",
 }
 
 // TestKnownAnswers: the harness reproduces, on this machine, the outcomes
