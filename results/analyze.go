@@ -103,8 +103,35 @@ func rows(cases []CaseSummary) []RowSummary {
 
 // CaseSummary is one case's verdicts and metrics.
 type CaseSummary struct {
-	Check   checker.Result `json:"check"`
-	Metrics Metrics        `json:"metrics"`
+	Check      checker.Result `json:"check"`
+	Metrics    Metrics        `json:"metrics"`
+	Thresholds []Verdict      `json:"thresholds,omitempty"`
+}
+
+// evaluate applies the case's thresholds. A threshold that no longer
+// parses (a history from another version) fails rather than passes.
+func (c *CaseSummary) evaluate() {
+	for _, src := range c.Check.Meta.Thresholds {
+		t, err := ParseThreshold(src)
+		if err != nil {
+			c.Thresholds = append(c.Thresholds, Verdict{Threshold: Threshold{Source: src}, Pass: false})
+			continue
+		}
+		c.Thresholds = append(c.Thresholds, t.Evaluate(c))
+	}
+}
+
+// ThresholdsFailed counts failed thresholds over all cases.
+func (s *Summary) ThresholdsFailed() int {
+	n := 0
+	for _, c := range s.Cases {
+		for _, v := range c.Thresholds {
+			if !v.Pass {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // AnalyzeFile checks the history at path.
@@ -131,7 +158,9 @@ func Analyze(r *history.Reader) (*Summary, error) {
 	finish := func() {
 		if chk != nil {
 			res := chk.Result()
-			s.Cases = append(s.Cases, CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)})
+			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)}
+			cs.evaluate()
+			s.Cases = append(s.Cases, cs)
 		}
 		chk, agg = nil, nil
 	}

@@ -113,6 +113,9 @@ func WriteReport(w io.Writer, s *Summary) error {
 		for _, u := range r.Unmet {
 			fmt.Fprintf(&b, "- **unmet expectation**: %s\n", u)
 		}
+		for _, v := range c.Thresholds {
+			fmt.Fprintf(&b, "- threshold %s\n", v.String())
+		}
 		for _, why := range r.Invalid {
 			fmt.Fprintf(&b, "- **invalid**: %s\n", why)
 		}
@@ -189,6 +192,9 @@ func (s *Summary) Lines() []string {
 		}
 		for _, i := range r.Invalid {
 			out = append(out, "    invalid: "+i)
+		}
+		for _, v := range c.Thresholds {
+			out = append(out, "    "+v.String())
 		}
 	}
 	for _, r := range s.Rows {

@@ -7,7 +7,7 @@
 //	bench worker                      (internal) one application instance
 //
 // Exit codes are documented in package exitcode and the README: 0 ok,
-// 1 harness error, 100 unexpected safety violation, 101 invalid run,
+// 1 harness error, 99 threshold failed, 100 unexpected safety violation, 101 invalid run,
 // 102 expected violation not reproduced, 104 bad usage or config,
 // 105 interrupted.
 package main
@@ -46,6 +46,7 @@ Run 'bench run -h' for the run flags.
 Exit codes:
   0   every case valid and as expected
   1   harness error (a server would not start, a missing binary, I/O)
+  99  a threshold failed (after every safety expectation held)
   100 safety violation where the scenario expected none
   101 invalid run (no work done, a fault never fired, history cut short)
   102 an expected violation did not appear (known answer not reproduced)
@@ -157,6 +158,8 @@ func verdictError(s *results.Summary) error {
 		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", v["invalid"]), exitcode.Invalid)
 	case v["not-reproduced"] > 0:
 		return exitcode.With(fmt.Errorf("%d case(s) did not show the outcome the scenario expects", v["not-reproduced"]), exitcode.NotReproduced)
+	case s.ThresholdsFailed() > 0:
+		return exitcode.With(fmt.Errorf("%d threshold(s) failed", s.ThresholdsFailed()), exitcode.Threshold)
 	}
 	return nil
 }

@@ -171,6 +171,8 @@ func TestExitCodes(t *testing.T) {
 		{"check garbage", []string{"check", garbage}, exitcode.Config, "garbage.jsonl:1: not a history event"},
 		{"check empty", []string{"check", empty}, exitcode.Config, "no case"},
 		{"check missing", []string{"check", "/nonexistent.jsonl"}, exitcode.Config, "no such file"},
+		{"run bad threshold", []string{"run", writeScenario(t, "name: x\nthresholds: [\"acquire_p99 < 5\"]\ncases: [{name: a, backend: local}]\n")}, exitcode.Config, "give a unit"},
+		{"threshold fails", []string{"run", "-q", "-o", t.TempDir(), writeScenario(t, "name: x\nworkload: {duration: 500ms}\nthresholds: [\"throughput > 100000000/s\", \"violations > 0\"]\ncases: [{name: a, backend: local, expect: {violations: true}}]\n")}, exitcode.Threshold, "1 threshold(s) failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,8 @@ const (
 	// Harness: lockbench itself failed (a server would not start, a file
 	// could not be written, a missing binary).
 	Harness Code = 1
-	// Threshold: a performance threshold failed (reserved).
+	// Threshold: a threshold of the scenario failed (acquire_p99 < 50ms),
+	// while every safety expectation held.
 	Threshold Code = 99
 	// Violation: a safety violation where the scenario expected none
 	// (mutual exclusion broken, stale writes accepted, lost updates).

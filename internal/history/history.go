@@ -113,6 +113,9 @@ type CaseMeta struct {
 	Trial  int    `json:"trial,omitempty"`  // 1-based
 	Trials int    `json:"trials,omitempty"` // how many trials the row has
 	Need   int    `json:"need,omitempty"`   // how many must meet the expectation
+	// Thresholds are pass/fail criteria on the case's metrics, as written
+	// ("acquire_p99 < 50ms"); see results.ParseThreshold.
+	Thresholds []string `json:"thresholds,omitempty"`
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/results"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,6 +49,8 @@ type Case struct {
 	Row           string
 	Trial, Trials int
 	Need          int // trials that must meet the expectation
+	// Thresholds are the scenario's and the case's, validated.
+	Thresholds []string
 
 	nemesis *nemesis
 }
@@ -67,7 +70,7 @@ func (c *Case) Meta() history.CaseMeta {
 	m := history.CaseMeta{Name: c.Name, Backend: c.BackendName, Fenced: c.Backend.Fenced(),
 		Duration: int64(c.Workload.Duration), Expect: c.Expect,
 		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count,
-		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need}
+		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
 	for _, f := range c.Faults {
 		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For)})
 	}
@@ -80,6 +83,7 @@ type file struct {
 	Description string    `yaml:"description"`
 	Seed        *int64    `yaml:"seed"`
 	Workload    yaml.Node `yaml:"workload"`
+	Thresholds  []string  `yaml:"thresholds"`
 	Cases       []caseDoc `yaml:"cases"`
 }
 
@@ -90,8 +94,9 @@ type caseDoc struct {
 	Workload yaml.Node   `yaml:"workload"`
 	Faults   []yaml.Node `yaml:"faults"`
 	Expect   expectDoc   `yaml:"expect"`
-	Trials   *trialsDoc  `yaml:"trials"`
-	Nemesis  *nemesisDoc `yaml:"nemesis"`
+	Trials     *trialsDoc  `yaml:"trials"`
+	Nemesis    *nemesisDoc `yaml:"nemesis"`
+	Thresholds []string    `yaml:"thresholds"`
 }
 
 // nemesisDoc draws faults from a seeded random schedule: starting at Start,
@@ -197,6 +202,13 @@ func Parse(path string, src []byte) (*Scenario, error) {
 		c := parseCase(errs, i, cd, base)
 		if c == nil {
 			continue
+		}
+		for _, src := range append(append([]string(nil), f.Thresholds...), cd.Thresholds...) {
+			if _, err := results.ParseThreshold(src); err != nil {
+				errs.add(0, "cases[%d] (%s).thresholds: %v", i, c.Name, err)
+				continue
+			}
+			c.Thresholds = append(c.Thresholds, src)
 		}
 		if seen[c.Name] {
 			errs.add(0, "cases[%d].name: %q is used twice", i, c.Name)

@@ -255,3 +255,17 @@ func TestNemesisBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestThresholdsValidated(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\nthresholds: [\"violations == 0\"]\ncases:\n  - {name: a, backend: local, thresholds: [\"acquire_p99 < 50ms\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Cases[0].Thresholds; len(got) != 2 || got[1] != "acquire_p99 < 50ms" {
+		t.Errorf("thresholds = %v", got)
+	}
+	_, err = Parse("t.yaml", []byte("name: t\ncases:\n  - {name: a, backend: local, thresholds: [\"acquire_p99 < 50\", \"throughput > 5 per second\"]}\n"))
+	if err == nil || !strings.Contains(err.Error(), "give a unit") || !strings.Contains(err.Error(), "write it as N/s") {
+		t.Errorf("bad thresholds: %v", err)
+	}
+}
