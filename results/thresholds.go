@@ -99,7 +99,9 @@ func ParseThreshold(src string) (Threshold, error) {
 		return t, fmt.Errorf("threshold %q: unknown metric %q (known: %s)", src, t.Metric, strings.Join(ThresholdMetrics(), ", "))
 	}
 	num := rest
-	j := strings.IndexFunc(rest, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == '-' || r == '+' || r == 'e' || r == 'E') })
+	j := strings.IndexFunc(rest, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r == '.' || r == '-' || r == '+' || r == 'e' || r == 'E')
+	})
 	unit := ""
 	if j >= 0 {
 		num, unit = rest[:j], strings.TrimSpace(rest[j:])

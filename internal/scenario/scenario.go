@@ -88,12 +88,12 @@ type file struct {
 }
 
 type caseDoc struct {
-	Name     string      `yaml:"name"`
-	Backend  string      `yaml:"backend"`
-	Options  yaml.Node   `yaml:"options"`
-	Workload yaml.Node   `yaml:"workload"`
-	Faults   []yaml.Node `yaml:"faults"`
-	Expect   expectDoc   `yaml:"expect"`
+	Name       string      `yaml:"name"`
+	Backend    string      `yaml:"backend"`
+	Options    yaml.Node   `yaml:"options"`
+	Workload   yaml.Node   `yaml:"workload"`
+	Faults     []yaml.Node `yaml:"faults"`
+	Expect     expectDoc   `yaml:"expect"`
 	Trials     *trialsDoc  `yaml:"trials"`
 	Nemesis    *nemesisDoc `yaml:"nemesis"`
 	Thresholds []string    `yaml:"thresholds"`
