@@ -17,6 +17,7 @@ const (
 	SummaryFile = "summary.json"
 	ReportFile  = "report.md"
 	LatencyPlot = "latency" // .png and .svg
+	BenchFile   = "bench.txt"
 )
 
 // Summary is summary.json: the verdicts and metrics of every case.

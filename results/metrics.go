@@ -9,6 +9,7 @@
 //	  summary.json    per case: verdicts, resource damage, metrics, validity
 //	  report.md       the table a person reads, and the first violations in words
 //	  latency.png/svg acquire latency distribution per case
+//	  bench.txt       the cases in Go benchmark format, for benchstat
 //	  logs/<case>/    server and worker logs
 package results
 

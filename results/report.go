@@ -30,6 +30,17 @@ func WriteAll(dir string, s *Summary) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	bt, err := os.Create(filepath.Join(dir, BenchFile))
+	if err != nil {
+		return fmt.Errorf("create bench.txt: %w", err)
+	}
+	if err := WriteBenchTxt(bt, s); err != nil {
+		bt.Close()
+		return fmt.Errorf("write bench.txt: %w", err)
+	}
+	if err := bt.Close(); err != nil {
+		return fmt.Errorf("write bench.txt: %w", err)
+	}
 	return WriteLatencyPlot(filepath.Join(dir, LatencyPlot), s)
 }
 

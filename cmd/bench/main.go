@@ -40,6 +40,7 @@ Usage:
   bench check HISTORY.jsonl         re-check a stored history and print the verdicts
   bench list [SCENARIO_DIR]         list backends, fault types and scenario files
   bench table RESULTS_DIR...        print the rows of results folders as a Markdown table
+  bench compare OLD NEW             compare two results folders (or folders of repeated runs)
 
 Run 'bench run -h' for the run flags.
 
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdList(args[1:], stdout)
 	case "table":
 		return cmdTable(args[1:], stdout)
+	case "compare":
+		return cmdCompare(args[1:], stdout, stderr)
 	case "worker":
 		return worker.Run(ctx, stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -340,4 +343,50 @@ func shortVersion(v string) string {
 		return "consul " + strings.TrimPrefix(f[1], "v")
 	}
 	return v
+}
+
+// cmdCompare compares two results folders, or two folders of repeated runs,
+// benchstat style, and fails on a significant regression beyond the noise
+// floor (99) or on any safety count rising from zero (100).
+func cmdCompare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	alpha := fs.Float64("alpha", results.DefaultCompareOptions.Alpha, "significance level of the Mann-Whitney U test")
+	noise := fs.Float64("noise", results.DefaultCompareOptions.NoiseFloor*100, "noise floor in percent: smaller changes never fail")
+	if err := fs.Parse(args); err != nil {
+		return exitcode.With(err, exitcode.Config)
+	}
+	if fs.NArg() != 2 || *alpha <= 0 || *alpha >= 1 || *noise < 0 {
+		return exitcode.With(errors.New("usage: bench compare [-alpha 0.05] [-noise 10] OLD NEW (results folders, or folders of results folders)"), exitcode.Config)
+	}
+	old, err := results.LoadSet(fs.Arg(0))
+	if err != nil {
+		return exitcode.With(err, exitcode.Config)
+	}
+	cur, err := results.LoadSet(fs.Arg(1))
+	if err != nil {
+		return exitcode.With(err, exitcode.Config)
+	}
+	for _, set := range [][]*results.Summary{old, cur} {
+		for _, s := range set {
+			if v := s.Verdicts(); v["invalid"] > 0 {
+				return exitcode.With(fmt.Errorf("run %s has invalid cases: it cannot be a baseline or a candidate", s.RunID), exitcode.Invalid)
+			}
+		}
+	}
+	c := results.Compare(old, cur, results.CompareOptions{Alpha: *alpha, NoiseFloor: *noise / 100})
+	if len(c.Deltas) == 0 {
+		return exitcode.With(errors.New("the two sets have no case in common"), exitcode.Config)
+	}
+	if err := c.Write(stdout); err != nil {
+		return err
+	}
+	perf, safety := c.Regressions()
+	switch {
+	case safety > 0:
+		return exitcode.With(fmt.Errorf("%d safety count(s) went from zero to non-zero", safety), exitcode.Violation)
+	case perf > 0:
+		return exitcode.With(fmt.Errorf("%d significant regression(s) beyond the %.0f%% noise floor", perf, *noise), exitcode.Threshold)
+	}
+	return nil
 }

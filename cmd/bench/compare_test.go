@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/results"
+)
+
+// writeRun writes a crafted results folder holding only summary.json.
+func writeRun(t *testing.T, dir string, p99 float64, violations int) {
+	t.Helper()
+	s := results.Summary{Cases: []results.CaseSummary{{
+		Check:   checker.Result{Case: "redis", Backend: "redis", Status: "ok", Violations: violations},
+		Metrics: results.Metrics{AcquiresPerSec: 100, AcquireLatency: results.Percentiles{P50: 1, P99: p99}},
+	}}, Rows: []results.RowSummary{{Row: "redis", Verdict: "reproduced"}}}
+	b, _ := json.Marshal(s)
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompareCommand(t *testing.T) {
+	root := t.TempDir()
+	base, slow, unsafe := filepath.Join(root, "base"), filepath.Join(root, "slow"), filepath.Join(root, "unsafe")
+	for i, p := range []float64{10, 10.2, 9.9, 10.1, 9.8, 10.3, 10, 9.7} {
+		writeRun(t, filepath.Join(base, "run"+string(rune('a'+i))), p, 0)
+		writeRun(t, filepath.Join(slow, "run"+string(rune('a'+i))), 2*p, 0)
+	}
+	writeRun(t, unsafe, 10, 4)
+	tests := []struct {
+		name     string
+		old, new string
+		code     exitcode.Code
+		out      string
+	}{
+		{"same runs", base, base, exitcode.OK, "~"},
+		{"latency doubled over 8 runs", base, slow, exitcode.Threshold, "regression"},
+		{"violations appear", filepath.Join(base, "runa"), unsafe, exitcode.Violation, "safety-regression"},
+		{"missing folder", base, filepath.Join(root, "nope"), exitcode.Config, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runInProcess(t, "compare", tt.old, tt.new)
+			if got := exitcode.Of(err); got != tt.code {
+				t.Errorf("exit %d, want %d (%v)\n%s", got, tt.code, err, out)
+			}
+			if !strings.Contains(out, tt.out) {
+				t.Errorf("output lacks %q:\n%s", tt.out, out)
+			}
+		})
+	}
+}

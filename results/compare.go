@@ -1,0 +1,244 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// CompareOptions configure Compare.
+type CompareOptions struct {
+	// Alpha is the significance level of the Mann-Whitney U test (0.05).
+	Alpha float64
+	// NoiseFloor is the smallest relative change (0.10 = 10%) that can
+	// fail a comparison: statistically significant is not the same as
+	// large, and this machine is shared and noisy.
+	NoiseFloor float64
+}
+
+// DefaultCompareOptions are benchstat's alpha and a 10% noise floor.
+var DefaultCompareOptions = CompareOptions{Alpha: 0.05, NoiseFloor: 0.10}
+
+// Delta is one metric of one case compared between two sets of runs.
+type Delta struct {
+	Case     string   `json:"case"`
+	Metric   string   `json:"metric"`
+	OldN     int      `json:"old_n"`
+	NewN     int      `json:"new_n"`
+	Old      float64  `json:"old_median"`
+	New      float64  `json:"new_median"`
+	OldRange string   `json:"old_ci"` // ± as benchstat prints it
+	NewRange string   `json:"new_ci"`
+	Change   string   `json:"change"` // "+12.30%" or "~" when not significant
+	P        float64  `json:"p"`
+	Verdict  string   `json:"verdict"` // ok, regression, improvement, safety-regression
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Comparison is the result of comparing two sets of runs.
+type Comparison struct {
+	Deltas []Delta `json:"deltas"`
+}
+
+// Regressions counts performance and safety regressions.
+func (c *Comparison) Regressions() (perf, safety int) {
+	for _, d := range c.Deltas {
+		switch d.Verdict {
+		case "regression":
+			perf++
+		case "safety-regression":
+			safety++
+		}
+	}
+	return perf, safety
+}
+
+type cmpMetric struct {
+	name          string
+	lowerIsBetter bool
+	safety        bool // any rise from zero fails, whatever the statistics
+	get           func(c *CaseSummary) float64
+}
+
+var cmpMetrics = []cmpMetric{
+	{"acquire_p50_ms", true, false, func(c *CaseSummary) float64 { return c.Metrics.AcquireLatency.P50 }},
+	{"acquire_p99_ms", true, false, func(c *CaseSummary) float64 { return c.Metrics.AcquireLatency.P99 }},
+	{"acquires_per_s", false, false, func(c *CaseSummary) float64 { return c.Metrics.AcquiresPerSec }},
+	{"violations", true, true, func(c *CaseSummary) float64 { return float64(c.Check.Violations) }},
+	{"stale_writes_accepted", true, true, func(c *CaseSummary) float64 { return float64(c.Check.Resource.StaleAccepted) }},
+	{"lost_updates", true, true, func(c *CaseSummary) float64 { return float64(c.Check.Resource.LostUpdates) }},
+}
+
+// Compare compares every case present in both sets, metric by metric, like
+// benchstat: medians with confidence intervals, a Mann-Whitney U test, and
+// "~" when the difference is not significant. A performance metric
+// regresses only when the change is significant and beyond the noise floor
+// in the bad direction; too few samples give a warning, never a failure. A
+// safety count (violations, stale writes accepted, lost updates) that goes
+// from zero in every old run to non-zero in any new run always fails.
+func Compare(old, new []*Summary, opt CompareOptions) *Comparison {
+	th := benchmath.DefaultThresholds
+	th.CompareAlpha = opt.Alpha
+	byCase := func(set []*Summary) map[string][]*CaseSummary {
+		out := map[string][]*CaseSummary{}
+		for _, s := range set {
+			for i := range s.Cases {
+				c := &s.Cases[i]
+				out[c.Check.Case] = append(out[c.Check.Case], c)
+			}
+		}
+		return out
+	}
+	oc, nc := byCase(old), byCase(new)
+	var names []string
+	for name := range oc {
+		if _, ok := nc[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	res := &Comparison{}
+	for _, name := range names {
+		for _, m := range cmpMetrics {
+			ov, nv := values(oc[name], m.get), values(nc[name], m.get)
+			os, ns := benchmath.NewSample(ov, &th), benchmath.NewSample(nv, &th)
+			osum := benchmath.AssumeNothing.Summary(os, 0.95)
+			nsum := benchmath.AssumeNothing.Summary(ns, 0.95)
+			cmp := benchmath.AssumeNothing.Compare(os, ns)
+			d := Delta{Case: name, Metric: m.name, OldN: len(ov), NewN: len(nv), Old: osum.Center, New: nsum.Center,
+				OldRange: osum.PctRangeString(), NewRange: nsum.PctRangeString(), Change: cmp.FormatDelta(osum.Center, nsum.Center), P: cmp.P, Verdict: "ok"}
+			for _, w := range append(append(osum.Warnings, nsum.Warnings...), cmp.Warnings...) {
+				d.Warnings = append(d.Warnings, w.Error())
+			}
+			if m.safety {
+				if maxOf(ov) == 0 && maxOf(nv) > 0 {
+					d.Verdict = "safety-regression"
+				}
+				res.Deltas = append(res.Deltas, d)
+				continue
+			}
+			if cmp.P < cmp.Alpha && osum.Center != 0 {
+				rel := (nsum.Center - osum.Center) / math.Abs(osum.Center)
+				worse := rel > 0
+				if !m.lowerIsBetter {
+					worse = rel < 0
+				}
+				switch {
+				case math.Abs(rel) < opt.NoiseFloor:
+				case worse:
+					d.Verdict = "regression"
+				default:
+					d.Verdict = "improvement"
+				}
+			}
+			res.Deltas = append(res.Deltas, d)
+		}
+	}
+	return res
+}
+
+func values(cs []*CaseSummary, get func(*CaseSummary) float64) []float64 {
+	out := make([]float64, len(cs))
+	for i, c := range cs {
+		out[i] = get(c)
+	}
+	return out
+}
+
+func maxOf(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// Write prints the comparison as a table, benchstat style, with warnings.
+func (c *Comparison) Write(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-28s %-22s %14s %8s %14s %8s %10s %-12s %s\n", "case", "metric", "old", "±", "new", "±", "change", "p, n", "verdict")
+	var notes []string
+	for _, d := range c.Deltas {
+		note := ""
+		if len(d.Warnings) > 0 {
+			notes = append(notes, strings.Join(d.Warnings, "; "))
+			note = fmt.Sprintf(" (%d)", len(notes))
+		}
+		fmt.Fprintf(&b, "%-28s %-22s %14.3f %8s %14.3f %8s %10s p=%.3f n=%d+%d %s%s\n", d.Case, d.Metric, d.Old, d.OldRange, d.New, d.NewRange, d.Change, d.P, d.OldN, d.NewN, d.Verdict, note)
+	}
+	for i, n := range notes {
+		fmt.Fprintf(&b, "(%d) %s\n", i+1, n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// LoadSet reads the summaries of a results folder, or of every results
+// folder directly inside dir (a set of repeated runs).
+func LoadSet(dir string) ([]*Summary, error) {
+	read := func(p string) (*Summary, error) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var s Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		return &s, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, SummaryFile)); err == nil {
+		s, err := read(filepath.Join(dir, SummaryFile))
+		if err != nil {
+			return nil, err
+		}
+		return []*Summary{s}, nil
+	}
+	matches, err := filepath.Glob(filepath.Join(dir, "*", SummaryFile))
+	if err != nil {
+		return nil, err
+	}
+	if len(matches) == 0 {
+		return nil, fmt.Errorf("%s: no %s in it or in its subfolders", dir, SummaryFile)
+	}
+	sort.Strings(matches)
+	var out []*Summary
+	for _, m := range matches {
+		s, err := read(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// WriteBenchTxt writes the summary in the Go benchmark format, so that stock
+// benchstat can compare results folders too:
+//
+//	BenchmarkLock/case=redis/backend=redis  <acquisitions>  <mean acquire ns> ns/op  <acq/s> acquires/s ...
+func WriteBenchTxt(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	b.WriteString("pkg: lockbench\n")
+	for _, u := range []string{"violations", "stale-accepted", "lost-updates"} {
+		fmt.Fprintf(&b, "Unit %s assume=exact\n", u)
+	}
+	for _, c := range s.Cases {
+		m := c.Metrics
+		if m.Acquisitions == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "BenchmarkLock/case=%s/backend=%s %d %.0f ns/op %.2f acquires/s %.0f p50-ns %.0f p99-ns %d violations %d stale-accepted %d lost-updates\n",
+			c.Check.Case, c.Check.Backend, m.Acquisitions, m.AcquireLatency.Mean*1e6, m.AcquiresPerSec,
+			m.AcquireLatency.P50*1e6, m.AcquireLatency.P99*1e6, c.Check.Violations, c.Check.Resource.StaleAccepted, c.Check.Resource.LostUpdates)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
