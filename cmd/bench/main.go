@@ -124,6 +124,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	opts := runner.Options{ResultsRoot: *out, Dir: *dir, Only: only, Log: stderr}
 	if *quiet {
 		opts.Log = io.Discard
+	} else if isTerminal(stderr) {
+		opts.Progress = stderr // a live status line; CI logs (not a terminal) stay quiet
+		opts.Log = clearLine{stderr}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "seed" {

@@ -131,6 +131,10 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		}
 	}
 
+	r.acquired.Store(0)
+	r.fault.Store("")
+	stopProgress := r.progress(c, idx)
+	defer stopProgress()
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	var fwg sync.WaitGroup
 	rng := r.rng(cr.idx)
@@ -253,6 +257,9 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 		case worker.MarkTick:
 			cr.r.m.push(src, &e, true)
 		default:
+			if e.F == history.OpAcquire && e.Type == history.OK {
+				cr.r.acquired.Add(1)
+			}
 			if e.F == history.OpAcquire {
 				cr.liveMu.Lock()
 				if e.Type == history.Invoke {
@@ -330,6 +337,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, choice uint6
 	}
 	rec.Applied = true
 	rec.StartNs = monoclock.Since(cr.r.base)
+	cr.r.fault.Store(fmt.Sprintf("%s (%s %s)", f.Name, f.Type, target))
 	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultStart, Fault: f.Name, Target: target})
 	fmt.Fprintf(cr.r.log, "  fault %s: %s on %s for %s\n", f.Name, f.Type, target, f.For)
 	sleepCtx(ctx, f.For)
@@ -340,6 +348,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, choice uint6
 		fmt.Fprintf(cr.r.log, "  fault %s: heal: %v\n", f.Name, err)
 	}
 	rec.EndNs = monoclock.Since(cr.r.base)
+	cr.r.fault.Store("")
 	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError})
 }
 
@@ -477,4 +486,38 @@ func (e *faultEnv) healthy(target string) error {
 		}
 	}
 	return nil
+}
+
+// progress prints a status line for the case every second until stopped.
+func (r *run) progress(c *scenario.Case, idx int) (stop func()) {
+	w := r.opts.Progress
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				f, _ := r.fault.Load().(string)
+				if f == "" {
+					f = "none"
+				}
+				fmt.Fprintf(w, "\r\033[K[%d/%d %s] %s/%s  acquisitions %d  fault: %s", idx+1, r.ncases, c.Name,
+					time.Since(start).Round(time.Second), c.Workload.Duration, r.acquired.Load(), f)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -43,6 +44,10 @@ type Options struct {
 	WorkerCommand func() (string, []string)
 	// Log receives progress lines.
 	Log io.Writer
+	// Progress, when set, receives a status line every second (elapsed,
+	// acquisitions so far, current fault), rewritten in place: for a
+	// terminal, not for CI logs.
+	Progress io.Writer
 }
 
 // Outcome is what a run produced.
@@ -88,6 +93,10 @@ type run struct {
 	faults *json.Encoder
 	fmu    sync.Mutex
 	log    io.Writer
+
+	ncases   int
+	acquired atomic.Int64 // successful acquisitions of the current case, live
+	fault    atomic.Value // string: faults in effect now
 }
 
 // Run executes the scenario. The returned error carries an exit code; a run
@@ -174,6 +183,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	}()
 
 	var runErr error
+	r.ncases = len(cases)
 	for i, c := range cases {
 		if ctx.Err() != nil {
 			break
