@@ -90,6 +90,11 @@ type Env interface {
 	Restart(ctx context.Context, server string) error
 	// Server returns a server's real address (not its proxy) and kind.
 	Server(name string) (addr, kind string, err error)
+	// Peers lists the other members of a server's cluster.
+	Peers(name string) []string
+	// Cut drops the packets from one server to another (one direction),
+	// below TCP: TCP and UDP alike.
+	Cut(from, to string) (undo func() error, err error)
 }
 
 // Heal undoes a fault.
@@ -116,6 +121,9 @@ type Info struct {
 	// Emulated says how the fault is emulated rather than real; reports
 	// repeat it.
 	Emulated string
+	// NeedsFirewall marks faults made with iptables: they need root and
+	// servers that use their own address as source.
+	NeedsFirewall bool
 	New      func(decode Decoder) (Fault, error)
 }
 
@@ -176,6 +184,12 @@ func namesLocked() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Named is implemented by faults whose options name more servers (the
+// other side of a split); the scenario checks that they exist.
+type Named interface {
+	Names() []string
 }
 
 // linkName strips the "link:" prefix.

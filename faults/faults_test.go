@@ -28,7 +28,9 @@ import (
 type testEnv struct {
 	toxi    *cluster.Toxi
 	procs   map[string]*cluster.Process
-	servers map[string]string // name -> real address
+	servers map[string]string // name -> real address (or IP)
+	peers   map[string][]string
+	fw      *cluster.Firewall
 }
 
 func (e *testEnv) Link(name string) (*toxiclient.Proxy, error) { return e.toxi.Client.Proxy(name) }
@@ -45,6 +47,10 @@ func (e *testEnv) Server(name string) (string, string, error) {
 		return a, "redis", nil
 	}
 	return "", "", fmt.Errorf("no server %s", name)
+}
+func (e *testEnv) Peers(name string) []string { return e.peers[name] }
+func (e *testEnv) Cut(from, to string) (func() error, error) {
+	return e.fw.Drop(e.servers[from], e.servers[to])
 }
 func (e *testEnv) Restart(context.Context, string) error {
 	return errors.New("restart is not supported in this test")

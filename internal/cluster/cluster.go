@@ -47,7 +47,9 @@ type Cluster struct {
 	RunID   string
 	LogDir  string
 	Toxi    *Toxi
-	dataDir string
+	// Firewall cuts traffic between member addresses (created on first use).
+	Firewall *Firewall
+	dataDir  string
 
 	mu      sync.Mutex
 	servers map[string]*Server
@@ -63,6 +65,9 @@ func New(runID, logDir string) (*Cluster, error) {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	CleanStale()
+	if err := CleanStaleChains(); err != nil {
+		return nil, fmt.Errorf("remove iptables chains of dead runs: %w", err)
+	}
 	dataDir, err := os.MkdirTemp("", fmt.Sprintf("lockbench-data-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
@@ -78,7 +83,7 @@ func New(runID, logDir string) (*Cluster, error) {
 		os.RemoveAll(dataDir)
 		return nil, err
 	}
-	return &Cluster{RunID: runID, LogDir: logDir, Toxi: t, dataDir: dataDir, servers: map[string]*Server{}}, nil
+	return &Cluster{RunID: runID, LogDir: logDir, Toxi: t, Firewall: NewFirewall(), dataDir: dataDir, servers: map[string]*Server{}}, nil
 }
 
 // Start launches every server in specs, waits until each answers (and each
@@ -283,6 +288,34 @@ func firstLine(bin string, args ...string) string {
 	return line
 }
 
+// Peers lists the other servers of the same kind as name.
+func (c *Cluster) Peers(name string) []string {
+	s := c.Server(name)
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range c.Names() {
+		if o := c.Server(n); n != name && o.Spec.Kind == s.Spec.Kind {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Cut drops packets from server from to server to (one direction), by
+// their addresses.
+func (c *Cluster) Cut(from, to string) (func() error, error) {
+	a, b := c.Server(from), c.Server(to)
+	if a == nil || b == nil {
+		return nil, fmt.Errorf("cut %s -> %s: no such server", from, to)
+	}
+	if !BindsSource(a.Spec.Kind) || !BindsSource(b.Spec.Kind) {
+		return nil, fmt.Errorf("cut %s -> %s: %s servers do not use their own address as source; an address-level partition would not separate them", from, to, a.Spec.Kind)
+	}
+	return c.Firewall.Drop(a.IP, b.IP)
+}
+
 // Kill SIGKILLs the named server.
 func (c *Cluster) Kill(name string) error {
 	s := c.Server(name)
@@ -334,6 +367,9 @@ func (c *Cluster) Close() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if err := c.Firewall.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
 	}
 	if err := c.Toxi.Close(); err != nil {
 		errs = append(errs, err)

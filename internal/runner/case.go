@@ -463,6 +463,10 @@ func (e *faultEnv) Server(name string) (string, string, error) {
 	return s.Addr, s.Spec.Kind, nil
 }
 
+func (e *faultEnv) Peers(name string) []string { return e.cr.cl.Peers(name) }
+
+func (e *faultEnv) Cut(from, to string) (func() error, error) { return e.cr.cl.Cut(from, to) }
+
 func (e *faultEnv) Restart(ctx context.Context, server string) error {
 	return e.cr.cl.Restart(ctx, server)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/results"
@@ -539,6 +540,20 @@ func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[str
 		errs.add(n.Line, "%s: %s", fw, yamlMsg(err))
 		bad = true
 	}
+	if named, ok := ft.(faults.Named); ok && err == nil {
+		for _, name := range named.Names() {
+			if targets[name] != faults.Server {
+				errs.add(n.Line, "%s: %q does not exist in this case's cluster (servers: %s)", fw, name, serverNames(targets))
+				bad = true
+			}
+		}
+	}
+	if info.NeedsFirewall && !bad {
+		if msg := checkFirewall(f.Target, serverKinds); msg != "" {
+			errs.add(n.Line, "%s: %s", fw, msg)
+			bad = true
+		}
+	}
 	if bad {
 		return nil
 	}
@@ -556,6 +571,38 @@ func checkOverlaps(errs *Errors, where string, fs []*Fault) {
 			}
 		}
 	}
+}
+
+// checkFirewall says why an iptables partition cannot be made, or "".
+func checkFirewall(target string, serverKinds map[string]string) string {
+	if err := cluster.FirewallAvailable(); err != nil {
+		return err.Error()
+	}
+	kinds := map[string]bool{}
+	if k, ok := serverKinds[target]; ok {
+		kinds[k] = true
+	} else { // a role: every server that could be it
+		for _, k := range serverKinds {
+			kinds[k] = true
+		}
+	}
+	for k := range kinds {
+		if !cluster.BindsSource(k) {
+			return fmt.Sprintf("%s servers do not use their own address as the source of their peer connections, so an address-level partition would not separate them (use link faults; etcd's peer links are link:<member>-peer)", k)
+		}
+	}
+	return ""
+}
+
+func serverNames(targets map[string]faults.Kind) string {
+	var out []string
+	for n, k := range targets {
+		if k == faults.Server {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func sortedKeys(m map[string]faults.Kind) string {

@@ -102,6 +102,8 @@ func TestParseBad(t *testing.T) {
 		{"role on a link fault", base("    backend: redis\n    faults: [{type: partition, target: holder, at: 0s, for: 1s}]\n"), []string{`cannot target the "holder" role`}},
 		{"leader without a leader", base("    backend: redis\n    faults: [{type: kill, target: leader, at: 0s, for: 1s}]\n"), []string{`role "leader" cannot be resolved`}},
 		{"master outside sentinel", base("    backend: etcd\n    faults: [{type: kill, target: master, at: 0s, for: 1s}]\n"), []string{`role "master" cannot be resolved`}},
+		{"address partition on zookeeper", base("    backend: zookeeper\n    faults: [{type: isolate, target: zookeeper-1, at: 0s, for: 1s}]\n"), []string{"zookeeper servers do not use their own address"}},
+		{"split with a missing member", base("    backend: consul\n    faults: [{type: split, target: consul-1, group: [consul-9], at: 0s, for: 1s}]\n"), []string{`"consul-9" does not exist`}},
 		{"holder of a missing key", base("    backend: redis\n    faults: [{type: pause, target: holder-of:k3, at: 0s, for: 1s}]\n"), []string{`"holder-of:k3" names no key`}},
 		{"pause longer than the run", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 5s}]\n"), []string{"ends after the case's duration 2s"}},
 		{"zero fault window", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 0s}]\n"), []string{"for: must be a positive duration"}},

@@ -1,0 +1,129 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Partitions below TCP: iptables DROP rules between member addresses, so
+// that TCP and UDP (Consul's gossip) are cut alike, between members of a
+// cluster rather than between clients and servers (use link faults for
+// those). Heal removes exactly the rules the fault added.
+
+func init() {
+	Register(Info{Name: "isolate", Summary: "cut a member (or the leader) off from every other member, both ways (iptables)", Targets: []Kind{Server}, NeedsFirewall: true, New: newIsolate})
+	Register(Info{Name: "split", Summary: "split the members: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server}, NeedsFirewall: true, New: newSplit})
+	Register(Info{Name: "one-way", Summary: "drop what a member sends to `to` (default: every other member), one direction only (iptables)", Targets: []Kind{Server}, NeedsFirewall: true, New: newOneWay})
+}
+
+// cutFault cuts, for a resolved target, the directed pairs that plan
+// returns.
+type cutFault struct {
+	plan  func(env Env, target string) ([][2]string, error)
+	names []string
+}
+
+func (f cutFault) Names() []string { return f.names }
+
+func (f cutFault) Start(ctx context.Context, env Env, target string) (Heal, error) {
+	pairs, err := f.plan(env, target)
+	if err != nil {
+		return nil, err
+	}
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("%s has no peer to cut it from", target)
+	}
+	var undo []func() error
+	heal := func(context.Context) error {
+		var errs []error
+		for _, u := range undo {
+			errs = append(errs, u())
+		}
+		return errors.Join(errs...)
+	}
+	for _, p := range pairs {
+		u, err := env.Cut(p[0], p[1])
+		if err != nil {
+			return nil, errors.Join(err, heal(ctx))
+		}
+		undo = append(undo, u)
+	}
+	return heal, nil
+}
+
+func both(a, b []string) [][2]string {
+	var out [][2]string
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, [2]string{x, y}, [2]string{y, x})
+		}
+	}
+	return out
+}
+
+func newIsolate(decode Decoder) (Fault, error) {
+	var none struct{}
+	if err := decode(&none); err != nil {
+		return nil, err
+	}
+	return cutFault{plan: func(env Env, target string) ([][2]string, error) {
+		return both([]string{target}, env.Peers(target)), nil
+	}}, nil
+}
+
+// SplitOptions configure the split fault.
+type SplitOptions struct {
+	// Group are the members on the target's side.
+	Group []string `yaml:"group"`
+}
+
+func newSplit(decode Decoder) (Fault, error) {
+	var o SplitOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	return cutFault{names: o.Group, plan: func(env Env, target string) ([][2]string, error) {
+		peers := env.Peers(target)
+		side := []string{target}
+		for _, g := range o.Group {
+			if !slices.Contains(peers, g) {
+				return nil, fmt.Errorf("split: %s is not a peer of %s", g, target)
+			}
+			if g != target {
+				side = append(side, g)
+			}
+		}
+		var other []string
+		for _, p := range peers {
+			if !slices.Contains(side, p) {
+				other = append(other, p)
+			}
+		}
+		return both(side, other), nil
+	}}, nil
+}
+
+// OneWayOptions configure the one-way fault.
+type OneWayOptions struct {
+	To []string `yaml:"to"` // default: every other member
+}
+
+func newOneWay(decode Decoder) (Fault, error) {
+	var o OneWayOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	return cutFault{names: o.To, plan: func(env Env, target string) ([][2]string, error) {
+		to := o.To
+		if len(to) == 0 {
+			to = env.Peers(target)
+		}
+		var out [][2]string
+		for _, t := range to {
+			out = append(out, [2]string{target, t})
+		}
+		return out, nil
+	}}, nil
+}
