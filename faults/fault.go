@@ -124,7 +124,7 @@ type Info struct {
 	// NeedsFirewall marks faults made with iptables: they need root and
 	// servers that use their own address as source.
 	NeedsFirewall bool
-	New      func(decode Decoder) (Fault, error)
+	New           func(decode Decoder) (Fault, error)
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

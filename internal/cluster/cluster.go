@@ -44,9 +44,9 @@ func (s *Server) Process() *Process {
 // every client link. Close tears everything down and is safe to call more
 // than once.
 type Cluster struct {
-	RunID   string
-	LogDir  string
-	Toxi    *Toxi
+	RunID  string
+	LogDir string
+	Toxi   *Toxi
 	// Firewall cuts traffic between member addresses (created on first use).
 	Firewall *Firewall
 	dataDir  string
