@@ -29,15 +29,16 @@ func init() {
 
 // startReplicated starts a master (the first spec) and its replicas. Every
 // server announces its client proxy, so Sentinel and clients reach each one
-// through toxiproxy, and replicas replicate from the master's proxy (until a
-// failover, when Sentinel points them at the new master's announced
-// address). Settings: min-replicas-to-write, min-replicas-max-lag.
+// through toxiproxy. Replicas replicate from the master's own replication
+// proxy, link:redis-1-repl, so that replication can be cut separately
+// (until a failover, when Sentinel points them at the new master's
+// announced address). Settings: min-replicas-to-write, min-replicas-max-lag.
 func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	bin, err := binaries["redis"]()
 	if err != nil {
 		return err
 	}
-	var masterProxy string
+	var masterRepl string
 	for i, sp := range specs {
 		ip := c.allocIP()
 		port, err := FreePort(ip)
@@ -67,9 +68,13 @@ func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpe
 			}
 		}
 		if i == 0 {
-			masterProxy = s.Proxy.Listen
+			repl, err := c.proxy(sp.Name+"-repl", s.Addr)
+			if err != nil {
+				return err
+			}
+			masterRepl = repl.Listen
 		} else {
-			mh, mp, _ := net.SplitHostPort(masterProxy)
+			mh, mp, _ := net.SplitHostPort(masterRepl)
 			args = append(args, "--replicaof", mh, mp)
 		}
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }

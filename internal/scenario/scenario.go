@@ -424,6 +424,12 @@ func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 			t[s.Name] = faults.Server
 			t["link:"+s.Name] = faults.Link
 			kindOfServer[s.Name] = s.Kind
+			switch {
+			case s.Kind == "etcd":
+				t["link:"+s.Name+"-peer"] = faults.Link
+			case s.Kind == "redis-replicated" && s.Name == "redis-1":
+				t["link:"+s.Name+"-repl"] = faults.Link
+			}
 		}
 	}
 	return t, kindOfServer

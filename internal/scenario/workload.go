@@ -40,6 +40,9 @@ type Workload struct {
 	// lost before the write (default true: the careful client). false
 	// models work that cannot be interrupted once started.
 	AbortOnLost *bool `yaml:"abort_on_lost" json:"abort_on_lost"`
+	// StartAfter delays every client's first acquisition, e.g. so that a
+	// fault scheduled at 0s is in effect before any lock is taken.
+	StartAfter config.Duration `yaml:"start_after" json:"start_after"`
 	// WrongTokenRelease is the probability (0..1) that a client, at the
 	// end of its critical section, first releases its key with a wrong
 	// token (the seeds' "liberação com token errado"); the backend must
@@ -135,6 +138,9 @@ func (w *Workload) Validate() []string {
 	}
 	if w.AutoExtend.Every < 0 || w.AutoExtend.Max < 0 {
 		p = append(p, "auto_extend: every and max must not be negative")
+	}
+	if w.StartAfter < 0 || w.StartAfter >= w.Duration {
+		p = append(p, fmt.Sprintf("start_after: %s must be at least 0 and shorter than duration %s", w.StartAfter, w.Duration))
 	}
 	if w.WrongTokenRelease < 0 || w.WrongTokenRelease > 1 {
 		p = append(p, fmt.Sprintf("wrong_token_release: %v is outside 0..1", w.WrongTokenRelease))

@@ -172,6 +172,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		go func() {
 			defer wg.Done()
 			defer cl.res.Close()
+			sleep(ctx, w.StartAfter.D())
 			for !stopping.Load() && ctx.Err() == nil {
 				cl.cycle(ctx)
 			}
