@@ -219,6 +219,21 @@ func (c *Cluster) await(ctx context.Context, s *Server) error {
 	return nil
 }
 
+// awaitAll waits for every member of an ensemble that was spawned, then
+// puts a client proxy in front of each.
+func (c *Cluster) awaitAll(ctx context.Context, servers []*Server) error {
+	for _, s := range servers {
+		if err := c.await(ctx, s); err != nil {
+			return err
+		}
+		var err error
+		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // poll calls try every 50ms until it succeeds, p exits, ctx ends or the
 // timeout passes.
 func poll(ctx context.Context, p *Process, timeout time.Duration, try func() error) error {

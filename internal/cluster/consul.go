@@ -20,13 +20,7 @@ const ConsulVersion = "v1.14.11"
 func init() {
 	starters["consul"] = startConsul
 	binaries["consul"] = func() (string, error) { return cachedBinary("LOCKBENCH_CONSUL", "consul", ConsulVersion) }
-	versions["consul"] = func() string {
-		bin, err := binaries["consul"]()
-		if err != nil {
-			return "unknown"
-		}
-		return firstLine(bin, "version")
-	}
+	versions["consul"] = func() string { return versionOf("consul", "version") }
 }
 
 // startConsul starts Consul servers, each on its own loopback address
@@ -64,16 +58,7 @@ func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) e
 			return err
 		}
 	}
-	for _, s := range servers {
-		if err := c.await(ctx, s); err != nil {
-			return err
-		}
-		var err error
-		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.awaitAll(ctx, servers)
 }
 
 // consulReady checks that a server knows a leader and n raft peers.

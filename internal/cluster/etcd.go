@@ -42,16 +42,20 @@ func cachedBinary(env, name, version string) (string, error) {
 	return p, nil
 }
 
+// versionOf runs the binary of a server kind with args and returns the
+// first line it prints.
+func versionOf(kind string, args ...string) string {
+	bin, err := binaries[kind]()
+	if err != nil {
+		return "unknown"
+	}
+	return firstLine(bin, args...)
+}
+
 func init() {
 	starters["etcd"] = startEtcd
 	binaries["etcd"] = func() (string, error) { return cachedBinary("LOCKBENCH_ETCD", "etcd", EtcdVersion) }
-	versions["etcd"] = func() string {
-		bin, err := binaries["etcd"]()
-		if err != nil {
-			return "unknown"
-		}
-		return firstLine(bin, "--version")
-	}
+	versions["etcd"] = func() string { return versionOf("etcd", "--version") }
 }
 
 // startEtcd starts an etcd cluster, each member on its own loopback
@@ -101,16 +105,7 @@ func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) err
 			return err
 		}
 	}
-	for _, s := range servers {
-		if err := c.await(ctx, s); err != nil {
-			return err
-		}
-		var err error
-		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.awaitAll(ctx, servers)
 }
 
 // etcdHealthy asks a member's /health endpoint, which is true once the

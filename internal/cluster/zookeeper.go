@@ -107,16 +107,7 @@ func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 			return err
 		}
 	}
-	for _, s := range servers {
-		if err := c.await(ctx, s); err != nil {
-			return err
-		}
-		var err error
-		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.awaitAll(ctx, servers)
 }
 
 // zkMode asks a member `srvr` and returns its mode (leader, follower).
