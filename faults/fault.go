@@ -13,6 +13,7 @@
 //	instance-N      worker instance N (an application replica, its own process)
 //	<server>        a server of the case's cluster, e.g. redis-1
 //	link:<server>   the client->server link of a server, through toxiproxy
+//	link:<server>@instance-N  the same link for one instance only
 //	link:resource   the clients' link to the protected resource
 //
 // Roles are resolved at the moment of injection, because the interesting

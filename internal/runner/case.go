@@ -102,7 +102,11 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	}
 	endpoints := cl.Endpoints()
 	for i := 1; i <= c.Workload.Instances; i++ {
-		if err := cr.startWorker(ctx, i, endpoints, resProxy.Listen, logDir); err != nil {
+		eps, err := cr.instanceLinks(i, endpoints)
+		if err != nil {
+			return err
+		}
+		if err := cr.startWorker(ctx, i, eps, resProxy.Listen, logDir); err != nil {
 			return err
 		}
 	}
@@ -184,6 +188,33 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	}
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseEnd})
 	return nil
+}
+
+// instanceLinks gives instance n its own proxy in front of each server that
+// a fault of the case targets per instance (link:<server>@instance-<n>), so
+// that one instance can be cut from some servers while others are not
+// (Kleppmann's Redlock example needs it). The per-instance proxy leads to the
+// shared one, so link:<server> faults still apply to everyone. Servers no
+// such fault names are reached directly through the shared proxy.
+func (cr *caseRun) instanceLinks(n int, shared map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(shared))
+	for name, addr := range shared {
+		out[name] = addr
+	}
+	inst := fmt.Sprintf("instance-%d", n)
+	for _, f := range cr.c.Faults {
+		link, isLink := strings.CutPrefix(f.Target, "link:")
+		server, _, perInstance := strings.Cut(link, "@")
+		if !isLink || !perInstance || out[server] != shared[server] {
+			continue // not a per-instance link, or already made for this server
+		}
+		p, err := cr.cl.Toxi.Proxy(server+"@"+inst, shared[server])
+		if err != nil {
+			return nil, err
+		}
+		out[server] = p.Listen
+	}
+	return out, nil
 }
 
 func (cr *caseRun) sortedWorkers() []*workerProc {

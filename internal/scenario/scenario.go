@@ -424,6 +424,9 @@ func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 			t[s.Name] = faults.Server
 			t["link:"+s.Name] = faults.Link
 			kindOfServer[s.Name] = s.Kind
+			for i := 1; i <= c.Workload.Instances; i++ {
+				t[fmt.Sprintf("link:%s@instance-%d", s.Name, i)] = faults.Link
+			}
 			switch {
 			case s.Kind == "etcd":
 				t["link:"+s.Name+"-peer"] = faults.Link
@@ -614,10 +617,12 @@ func serverNames(targets map[string]faults.Kind) string {
 func sortedKeys(m map[string]faults.Kind) string {
 	var ks []string
 	for k := range m {
-		ks = append(ks, k)
+		if !strings.Contains(k, "@") {
+			ks = append(ks, k)
+		}
 	}
 	sort.Strings(ks)
-	return strings.Join(append(ks, faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleLeader, faults.RoleMaster), ", ")
+	return strings.Join(append(ks, "link:<server>@instance-N", faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleLeader, faults.RoleMaster), ", ")
 }
 
 func backendNames() string {

@@ -25,6 +25,7 @@ cases:
       - {type: pause, target: holder, at: 1s, for: 1s}
       - {type: latency, target: link:redis-1, at: 500ms, for: 1s, latency: 20ms, jitter: 5ms}
       - {type: kill, target: redis-1, at: 2s, for: 500ms}
+      - {type: partition, target: link:redis-1@instance-2, at: 2600ms, for: 100ms}
   - name: e
     backend: etcd
     workload: {keys: {count: 2}}
@@ -52,7 +53,7 @@ func TestParseGood(t *testing.T) {
 	if s.Cases[2].Workload.TTL.D() != time.Second {
 		t.Errorf("case b should keep the default ttl, got %s", s.Cases[2].Workload.TTL)
 	}
-	if len(a.Faults) != 3 || a.Faults[0].Name != "pause-1" || a.Faults[1].At != 500*time.Millisecond {
+	if len(a.Faults) != 4 || a.Faults[0].Name != "pause-1" || a.Faults[1].At != 500*time.Millisecond {
 		t.Errorf("faults = %+v", a.Faults)
 	}
 	if a.Expect.Violations == nil || *a.Expect.Violations || a.Expect.StaleAccepted == nil || *a.Expect.StaleAccepted {
@@ -98,6 +99,7 @@ func TestParseBad(t *testing.T) {
 		{"missing target", base("    backend: local\n    faults: [{type: pause, at: 1s, for: 500ms}]\n"), []string{"faults[0].target: missing"}},
 		{"target does not exist", base("    backend: redis\n    faults: [{type: kill, target: redis-3, at: 1s, for: 500ms}]\n"), []string{`"redis-3" does not exist`, "redis-1"}},
 		{"instance does not exist", base("    backend: local\n    faults: [{type: pause, target: instance-9, at: 1s, for: 500ms}]\n"), []string{`"instance-9" does not exist`}},
+		{"per-instance link of a missing instance", base("    backend: redis\n    faults: [{type: partition, target: link:redis-1@instance-3, at: 1s, for: 500ms}]\n"), []string{`"link:redis-1@instance-3" does not exist`}},
 		{"wrong target kind", base("    backend: redis\n    faults: [{type: latency, target: redis-1, at: 0s, for: 1s, latency: 5ms}]\n"), []string{"latency cannot act on server"}},
 		{"role on a link fault", base("    backend: redis\n    faults: [{type: partition, target: holder, at: 0s, for: 1s}]\n"), []string{`cannot target the "holder" role`}},
 		{"leader without a leader", base("    backend: redis\n    faults: [{type: kill, target: leader, at: 0s, for: 1s}]\n"), []string{`role "leader" cannot be resolved`}},
