@@ -230,18 +230,43 @@ cases:
     faults: [{type: pause, target: instance-1, at: 500ms, for: 50s}]
 `
 
+const longPartition = `
+name: long-partition
+workload: {duration: 60s, instances: 1, clients: 1}
+cases:
+  - name: consul
+    backend: consul
+    options: {session_ttl: 10s}
+    faults: [{type: isolate, target: consul-2, at: 500ms, for: 50s}]
+`
+
 // TestNoChildSurvives starts a run in a child bench process, stops it once
-// the case is under way (one instance paused), and checks that no process
-// it started, no toxiproxy port and no temp dir is left: after SIGINT (a
-// clean teardown, exit code 105) and after SIGKILL of the harness itself
-// (the parent-death signal takes the children along).
+// the case is under way (one instance paused, or a member isolated with
+// iptables), and checks that no process it started, no iptables chain and no
+// temp dir is left: after SIGINT (a clean teardown, exit code 105) and after
+// SIGKILL of the harness itself (the parent-death signal takes the children
+// along; the next run removes the chain and the data dir it left).
 func TestNoChildSurvives(t *testing.T) {
 	needRedis(t)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
-		t.Run(sig.String(), func(t *testing.T) {
+	type variant struct {
+		name, scenario, fired string
+		sig                   syscall.Signal
+	}
+	variants := []variant{
+		{"pause/interrupt", longRun, "fault pause-1: pause on instance-1", syscall.SIGINT},
+		{"pause/killed", longRun, "fault pause-1: pause on instance-1", syscall.SIGKILL},
+	}
+	if cluster.FirewallAvailable() == nil {
+		variants = append(variants,
+			variant{"iptables/interrupt", longPartition, "fault isolate-1: isolate on consul-2", syscall.SIGINT},
+			variant{"iptables/killed", longPartition, "fault isolate-1: isolate on consul-2", syscall.SIGKILL})
+	}
+	for _, v := range variants {
+		sig := v.sig
+		t.Run(v.name, func(t *testing.T) {
 			tmp := t.TempDir()
 			out := filepath.Join(tmp, "out")
-			cmd := exec.Command(os.Args[0], "run", "-dir", out, writeScenario(t, longRun))
+			cmd := exec.Command(os.Args[0], "run", "-dir", out, writeScenario(t, v.scenario))
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			logPath := filepath.Join(tmp, "stderr.log")
 			logf, err := os.Create(logPath)
@@ -261,12 +286,12 @@ func TestNoChildSurvives(t *testing.T) {
 			})
 			// The history on disk waits for the paused instance (events are
 			// written in time order), so watch the progress log instead.
-			waitFor(t, 30*time.Second, "the pause to fire", func() bool {
+			waitFor(t, 60*time.Second, "the fault to fire", func() bool {
 				b, _ := os.ReadFile(logPath)
-				return bytes.Contains(b, []byte("fault pause-1: pause on instance-1"))
+				return bytes.Contains(b, []byte(v.fired))
 			})
 			kids := childrenOf(pid)
-			if len(kids) < 3 { // redis-server and two workers at least
+			if len(kids) < 2 { // a server and a worker at least
 				t.Fatalf("found %d tagged children of the run (%v), want >= 3", len(kids), kids)
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
@@ -300,6 +325,9 @@ func TestNoChildSurvives(t *testing.T) {
 			left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*"))
 			if len(left) > 0 {
 				t.Errorf("temp dirs left behind: %v", left)
+			}
+			if rules, err := exec.Command("iptables", "-w", "-S").Output(); err == nil && bytes.Contains(rules, []byte(fmt.Sprintf("%s%d", cluster.ChainPrefix, pid))) {
+				t.Errorf("iptables chain of run %d left behind:\n%s", pid, rules)
 			}
 		})
 	}
