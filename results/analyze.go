@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/history"
@@ -104,10 +105,16 @@ func rows(cases []CaseSummary) []RowSummary {
 
 // CaseSummary is one case's verdicts and metrics.
 type CaseSummary struct {
-	Check      checker.Result `json:"check"`
-	Metrics    Metrics        `json:"metrics"`
-	Thresholds []Verdict      `json:"thresholds,omitempty"`
+	Check   checker.Result `json:"check"`
+	Metrics Metrics        `json:"metrics"`
+	// Linearizability is porcupine's verdict on the lock service's own
+	// history (see checker.LinOps).
+	Linearizability checker.LinResult `json:"linearizability"`
+	Thresholds      []Verdict         `json:"thresholds,omitempty"`
 }
+
+// LinTimeout bounds the porcupine check of one key.
+var LinTimeout = 10 * time.Second
 
 // evaluate applies the case's thresholds. A threshold that no longer
 // parses (a history from another version) fails rather than passes.
@@ -155,15 +162,20 @@ func Analyze(r *history.Reader) (*Summary, error) {
 	var (
 		chk *checker.Case
 		agg *Aggregator
+		lin *checker.LinOps
 	)
 	finish := func() {
 		if chk != nil {
 			res := chk.Result()
 			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)}
+			cs.Linearizability = lin.CheckLinearizable(res.Meta.Fenced, LinTimeout)
+			if !res.Valid && cs.Linearizability.Verdict == checker.Ok {
+				cs.Linearizability.Verdict = checker.Unknown // an invalid run proves nothing
+			}
 			cs.evaluate()
 			s.Cases = append(s.Cases, cs)
 		}
-		chk, agg = nil, nil
+		chk, agg, lin = nil, nil, nil
 	}
 	for r.Next() {
 		e := r.Event()
@@ -175,6 +187,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			}
 			chk = checker.NewCase(meta)
 			agg = NewAggregator(e.T)
+			lin = checker.NewLinOps()
 			continue
 		}
 		if chk == nil {
@@ -182,6 +195,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		}
 		chk.Add(e)
 		agg.Add(e)
+		lin.Add(e)
 		if e.Type == history.Mark && e.F == history.MarkCaseEnd {
 			finish()
 		}

@@ -30,6 +30,9 @@ func WriteAll(dir string, s *Summary) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	if err := writeLinearizationViews(dir, s); err != nil {
+		return err
+	}
 	bt, err := os.Create(filepath.Join(dir, BenchFile))
 	if err != nil {
 		return fmt.Errorf("create bench.txt: %w", err)
@@ -117,6 +120,15 @@ func WriteReport(w io.Writer, s *Summary) error {
 			r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
 		if !r.Meta.Fenced {
 			b.WriteString("- this backend issues no fencing token: the fenced resource cannot tell holders apart\n")
+		}
+		lin := c.Linearizability
+		fmt.Fprintf(&b, "- linearizability of the lock history (porcupine, mutex model per key): %s", lin.Verdict)
+		if lin.Fenced != "" {
+			fmt.Fprintf(&b, "; fenced model (tokens must grow): %s", lin.Fenced)
+		}
+		b.WriteString("\n")
+		for _, k := range sortedKeys(lin.Info) {
+			fmt.Fprintf(&b, "  - key %s: %s — see [%s](%s)\n", k, lin.Keys[k], linViewName(r.Case, k), linViewName(r.Case, k))
 		}
 		if r.TokenRegressions > 0 {
 			fmt.Fprintf(&b, "- **fencing token went backwards** %d times (a counter lost in a failover or restart): the fenced resource then rejects legitimate holders\n", r.TokenRegressions)
@@ -223,4 +235,13 @@ func hasTrials(s *Summary) bool {
 		}
 	}
 	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
