@@ -65,6 +65,18 @@ type Metrics struct {
 
 	segs []*segment
 	wins []window
+	// series holds per-interval counts for the time-series plot: bounded
+	// by the case's duration over SeriesStep.
+	series []point
+	start  int64
+}
+
+// SeriesStep is the width of one point of the time series.
+const SeriesStep = 250 * 1e6 // ns
+
+type point struct {
+	acq   int
+	maxMs float64
 }
 
 // Aggregator computes Metrics from a case's events.
@@ -81,7 +93,7 @@ type Aggregator struct {
 // NewAggregator returns an aggregator for a case that started at start.
 func NewAggregator(start int64) *Aggregator {
 	return &Aggregator{
-		m: Metrics{acq: hdrhistogram.New(histMin, histMax, histSig), hold: hdrhistogram.New(histMin, histMax, histSig),
+		m: Metrics{start: start, acq: hdrhistogram.New(histMin, histMax, histSig), hold: hdrhistogram.New(histMin, histMax, histSig),
 			segs: []*segment{newSegment(start)}},
 		start:    start,
 		end:      start,
@@ -117,9 +129,14 @@ func (a *Aggregator) Add(e *history.Event) {
 		case history.OK:
 			a.m.Acquisitions++
 			seg.acq++
+			p := a.point(e.T)
+			p.acq++
 			if t, ok := a.invoked[e.Proc]; ok {
 				_ = a.m.acq.RecordValue(us(e.T - t)) // clamped to the range: cannot fail
 				_ = seg.hist.RecordValue(us(e.T - t))
+				if ms := float64(e.T-t) / 1e6; ms > p.maxMs {
+					p.maxMs = ms
+				}
 			}
 			a.heldFrom[e.Proc] = e.T
 			from, ok := a.lastAcq[e.Key]
@@ -165,6 +182,22 @@ func (a *Aggregator) Add(e *history.Event) {
 		}
 		a.m.segs = append(a.m.segs, newSegment(e.T))
 	}
+}
+
+// point returns the series point of time t, growing the series as needed
+// (up to one hour of points).
+func (a *Aggregator) point(t int64) *point {
+	i := int((t - a.start) / SeriesStep)
+	if i < 0 {
+		i = 0
+	}
+	if i > 14400 {
+		i = 14400
+	}
+	for len(a.m.series) <= i {
+		a.m.series = append(a.m.series, point{})
+	}
+	return &a.m.series[i]
 }
 
 // CloseWith finishes the metrics, splitting violations into phases with

@@ -33,6 +33,13 @@ func WriteAll(dir string, s *Summary) error {
 	if err := writeLinearizationViews(dir, s); err != nil {
 		return err
 	}
+	for i := range s.Cases {
+		if len(s.Cases[i].Metrics.wins) > 0 {
+			if err := WriteTimeSeries(dir, &s.Cases[i]); err != nil {
+				return err
+			}
+		}
+	}
 	bt, err := os.Create(filepath.Join(dir, BenchFile))
 	if err != nil {
 		return fmt.Errorf("create bench.txt: %w", err)
@@ -141,6 +148,9 @@ func WriteReport(w io.Writer, s *Summary) error {
 		}
 		for _, why := range r.Invalid {
 			fmt.Fprintf(&b, "- **invalid**: %s\n", why)
+		}
+		if len(c.Metrics.wins) > 0 {
+			fmt.Fprintf(&b, "\n![%s over time](%s.png)\n", r.Case, timeseriesName(r.Case))
 		}
 		if ph := c.Metrics.Phases; len(ph) > 0 {
 			b.WriteString("\n| fault | target | phase | seconds | acquisitions | acq/s | failed | unknown | p50 ms | p99 ms | max ms | violations |\n")
