@@ -33,6 +33,12 @@ func WriteAll(dir string, s *Summary) error {
 	if err := writeLinearizationViews(dir, s); err != nil {
 		return err
 	}
+	if err := WriteMatrix(filepath.Join(dir, MatrixPlot), s); err != nil {
+		return err
+	}
+	if err := WriteScatter(filepath.Join(dir, ScatterPlot), s); err != nil {
+		return err
+	}
 	for i := range s.Cases {
 		if len(s.Cases[i].Metrics.wins) > 0 {
 			if err := WriteTimeSeries(dir, &s.Cases[i]); err != nil {
@@ -114,6 +120,7 @@ func WriteReport(w io.Writer, s *Summary) error {
 		}
 	}
 	b.WriteString("\n![acquire latency distribution](latency.png)\n\n")
+	b.WriteString("![violations by backend and fault](matrix.png)\n\n![latency against safety](scatter.png)\n\n")
 	b.WriteString("## Cases\n\n")
 	for _, c := range s.Cases {
 		r := c.Check
