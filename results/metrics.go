@@ -15,6 +15,7 @@ package results
 
 import (
 	"math"
+	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockbench/lockbench/checker"
@@ -69,7 +70,18 @@ type Metrics struct {
 	// by the case's duration over SeriesStep.
 	series []point
 	start  int64
+	// spans are believed-held intervals for the holder timeline (capped).
+	spans []span
 }
+
+// span is one client's believed hold of a key.
+type span struct {
+	proc, key  string
+	start, end int64
+}
+
+// MaxSpans caps the intervals kept for the timeline plot of one case.
+const MaxSpans = 4000
 
 // SeriesStep is the width of one point of the time series.
 const SeriesStep = 250 * 1e6 // ns
@@ -84,9 +96,10 @@ type Aggregator struct {
 	m        Metrics
 	start    int64
 	end      int64
-	invoked  map[string]int64 // proc -> acquire invoke time
-	heldFrom map[string]int64 // proc -> acquire ok time
-	lastAcq  map[string]int64 // key -> last ok acquire time
+	invoked  map[string]int64  // proc -> acquire invoke time
+	heldFrom map[string]int64  // proc -> acquire ok time
+	heldKey  map[string]string // proc -> key it holds
+	lastAcq  map[string]int64  // key -> last ok acquire time
 	maxGap   int64
 }
 
@@ -99,6 +112,7 @@ func NewAggregator(start int64) *Aggregator {
 		end:      start,
 		invoked:  map[string]int64{},
 		heldFrom: map[string]int64{},
+		heldKey:  map[string]string{},
 		lastAcq:  map[string]int64{},
 	}
 }
@@ -139,6 +153,7 @@ func (a *Aggregator) Add(e *history.Event) {
 				}
 			}
 			a.heldFrom[e.Proc] = e.T
+			a.heldKey[e.Proc] = e.Key
 			from, ok := a.lastAcq[e.Key]
 			if !ok {
 				from = a.start
@@ -158,7 +173,15 @@ func (a *Aggregator) Add(e *history.Event) {
 	case e.Type == history.Invoke && e.F == history.OpRelease:
 		if t, ok := a.heldFrom[e.Proc]; ok {
 			_ = a.m.hold.RecordValue(us(e.T - t))
-			delete(a.heldFrom, e.Proc)
+		}
+		a.endSpan(e.Proc, e.T)
+	case e.Type == history.OK && e.F == history.OpLost:
+		a.endSpan(e.Proc, e.T)
+	case e.Type == history.Mark && e.F == history.MarkCrash:
+		for proc := range a.heldFrom {
+			if strings.HasPrefix(proc, e.Proc+"c") {
+				a.endSpan(proc, e.T)
+			}
 		}
 	case e.Type == history.OK && e.F == history.OpRelease:
 		a.m.Releases++
@@ -182,6 +205,19 @@ func (a *Aggregator) Add(e *history.Event) {
 		}
 		a.m.segs = append(a.m.segs, newSegment(e.T))
 	}
+}
+
+// endSpan closes proc's believed hold at t.
+func (a *Aggregator) endSpan(proc string, t int64) {
+	from, ok := a.heldFrom[proc]
+	if !ok {
+		return
+	}
+	if len(a.m.spans) < MaxSpans {
+		a.m.spans = append(a.m.spans, span{proc: proc, key: a.heldKey[proc], start: from, end: t})
+	}
+	delete(a.heldFrom, proc)
+	delete(a.heldKey, proc)
 }
 
 // point returns the series point of time t, growing the series as needed
@@ -210,6 +246,9 @@ func (a *Aggregator) CloseWith(viol []checker.Segment) Metrics {
 
 // Close finishes the metrics.
 func (a *Aggregator) Close() Metrics {
+	for proc := range a.heldFrom { // still held at the end
+		a.endSpan(proc, a.end)
+	}
 	m := a.m
 	m.DurationS = float64(a.end-a.start) / 1e9
 	if m.DurationS > 0 {

@@ -40,8 +40,14 @@ func WriteAll(dir string, s *Summary) error {
 		return err
 	}
 	for i := range s.Cases {
-		if len(s.Cases[i].Metrics.wins) > 0 {
-			if err := WriteTimeSeries(dir, &s.Cases[i]); err != nil {
+		c := &s.Cases[i]
+		if len(c.Metrics.wins) > 0 {
+			if err := WriteTimeSeries(dir, c); err != nil {
+				return err
+			}
+		}
+		if len(c.Metrics.wins) > 0 || c.Check.Violations > 0 {
+			if err := WriteTimeline(dir, c); err != nil {
 				return err
 			}
 		}
@@ -158,6 +164,9 @@ func WriteReport(w io.Writer, s *Summary) error {
 		}
 		if len(c.Metrics.wins) > 0 {
 			fmt.Fprintf(&b, "\n![%s over time](%s.png)\n", r.Case, timeseriesName(r.Case))
+		}
+		if len(c.Metrics.wins) > 0 || r.Violations > 0 {
+			fmt.Fprintf(&b, "\n![who held the lock when](%s.png)\n", timelineName(r.Case))
 		}
 		if ph := c.Metrics.Phases; len(ph) > 0 {
 			b.WriteString("\n| fault | target | phase | seconds | acquisitions | acq/s | failed | unknown | p50 ms | p99 ms | max ms | violations |\n")

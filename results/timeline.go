@@ -1,0 +1,100 @@
+package results
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// timelineName is the base name of a case's holder timeline.
+func timelineName(caseName string) string { return "timeline-" + caseName }
+
+// laneTicks labels the lanes with client names.
+type laneTicks []string
+
+func (l laneTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for i, n := range l {
+		ts = append(ts, plot.Tick{Value: float64(i) + 0.5, Label: n})
+	}
+	return ts
+}
+
+// WriteTimeline draws who believed they held the case's first key when:
+// one lane per client, each hold a bar, holds that overlap another
+// client's in red, fault windows shaded.
+func WriteTimeline(dir string, c *CaseSummary) error {
+	m := c.Metrics
+	if len(m.spans) == 0 {
+		return nil
+	}
+	key := m.spans[0].key
+	var spans []span
+	lanes := map[string]int{}
+	var names []string
+	for _, s := range m.spans {
+		if s.key != key {
+			continue
+		}
+		spans = append(spans, s)
+		if _, ok := lanes[s.proc]; !ok {
+			lanes[s.proc] = 0
+			names = append(names, s.proc)
+		}
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		lanes[n] = i
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	overlaps := make([]bool, len(spans))
+	for i := range spans { // sorted by start: compare with later ones until they start after i ends
+		for j := i + 1; j < len(spans) && spans[j].start < spans[i].end; j++ {
+			if spans[j].proc != spans[i].proc {
+				overlaps[i], overlaps[j] = true, true
+			}
+		}
+	}
+	sec := func(t int64) float64 { return float64(t-m.start) / 1e9 }
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s (%s): who held %s when — overlaps in red", c.Check.Case, c.Check.Backend, key)
+	p.X.Label.Text = "seconds since the case started (faults shaded)"
+	p.Y.Tick.Marker = laneTicks(names)
+	var wins [][2]float64
+	for _, w := range m.wins {
+		end := w.end
+		if end < w.start {
+			end = w.start
+		}
+		wins = append(wins, [2]float64{sec(w.start), sec(end)})
+	}
+	p.Add(shade{windows: wins, fill: color.NRGBA{230, 90, 90, 55}})
+	blue, red := color.NRGBA{0, 114, 178, 255}, color.NRGBA{213, 40, 30, 255}
+	for i, s := range spans {
+		col := blue
+		if overlaps[i] {
+			col = red
+		}
+		y := float64(lanes[s.proc])
+		x0, x1 := sec(s.start), sec(s.end)
+		if x1-x0 < 0.002 {
+			x1 = x0 + 0.002 // keep very short holds visible
+		}
+		p.Add(rect{x0: x0, y0: y + 0.2, x1: x1, y1: y + 0.8, fill: col})
+	}
+	p.Add(plotter.NewGrid())
+	p.X.Min, p.X.Max = 0, sec(m.start)+m.DurationS
+	p.Y.Min, p.Y.Max = 0, float64(len(names))
+	h := vg.Length(1.2+0.35*float64(len(names))) * vg.Inch
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(10*vg.Inch, h, filepath.Join(dir, timelineName(c.Check.Case))+"."+ext); err != nil {
+			return fmt.Errorf("save timeline of %s: %w", c.Check.Case, err)
+		}
+	}
+	return nil
+}
