@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,17 +19,6 @@ func WriteAll(dir string, s *Summary) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write summary: %w", err)
-	}
-	f, err := os.Create(filepath.Join(dir, ReportFile))
-	if err != nil {
-		return fmt.Errorf("create report: %w", err)
-	}
-	if err := WriteReport(f, s); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write report: %w", err)
 	}
 	if err := writeLinearizationViews(dir, s); err != nil {
 		return err
@@ -63,7 +53,17 @@ func WriteAll(dir string, s *Summary) error {
 	if err := bt.Close(); err != nil {
 		return fmt.Errorf("write bench.txt: %w", err)
 	}
-	return WriteLatencyPlot(filepath.Join(dir, LatencyPlot), s)
+	if err := WriteLatencyPlot(filepath.Join(dir, LatencyPlot), s); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	if err := WriteReport(&md, s); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReportFile), md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return WriteHTML(dir, md.Bytes(), "lockbench report: "+s.Scenario)
 }
 
 func yesno(b *bool) string {
