@@ -215,6 +215,13 @@ func WriteScatter(base string, s *Summary) error {
 	}
 	p.Add(lab)
 	p.Y.Min = 0
+	// Explicit bounds: a single backend (or equal latencies) would give a
+	// zero-width log axis, which gonum cannot draw.
+	lo, hi := math.Inf(1), 0.0
+	for _, pt := range pts {
+		lo, hi = math.Min(lo, pt.X), math.Max(hi, pt.X)
+	}
+	p.X.Min, p.X.Max = lo/2, hi*2
 	for _, ext := range []string{"png", "svg"} {
 		if err := p.Save(8*vg.Inch, 5*vg.Inch, base+"."+ext); err != nil {
 			return fmt.Errorf("save scatter: %w", err)

@@ -49,6 +49,7 @@ func WriteLatencyPlot(base string, s *Summary) error {
 	p.Add(plotter.NewGrid())
 	maxX := 2.0
 	lines := 0
+	lo, hi := math.Inf(1), 0.0
 	for i, c := range s.Cases {
 		h := c.Metrics.LatencyHistogram()
 		if h == nil || h.TotalCount() == 0 {
@@ -65,6 +66,7 @@ func WriteLatencyPlot(base string, s *Summary) error {
 				v = 0.001
 			}
 			pts = append(pts, plotter.XY{X: x, Y: v})
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
 			if x > maxX {
 				maxX = x
 			}
@@ -87,6 +89,11 @@ func WriteLatencyPlot(base string, s *Summary) error {
 		p.Title.Text += " (no acquisitions)"
 	}
 	p.X.Min, p.X.Max = 0, math.Ceil(maxX)
+	if hi > 0 {
+		// Explicit bounds: equal latencies would give a zero-height log
+		// axis, which gonum cannot draw.
+		p.Y.Min, p.Y.Max = lo/2, hi*2
+	}
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	p.Legend.Padding = vg.Points(2)
 	p.Legend.YOffs = -vg.Points(4)
