@@ -12,7 +12,7 @@ RESULTS    ?= results
 APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
-.PHONY: help setup apt-packages servers build bench quick known test vet fmt-check clean
+.PHONY: help setup apt-packages servers build bench quick known screenshot test vet fmt-check clean
 
 ## help: list the targets
 help:
@@ -80,3 +80,10 @@ known: setup build
 	  echo "== $$f"; ./$(BIN) run -q -dir $$d/$$(basename $$f .yaml) $$f; \
 	done; \
 	./$(BIN) table $$d/*/
+
+## screenshot: render RUN=<results folder>/report.html in headless Chromium (installed if missing) to report.png
+screenshot:
+	@[ -n "$(RUN)" ] || { echo "usage: make screenshot RUN=results/<folder>" >&2; exit 2; }
+	@command -v chromium >/dev/null || { echo "installing chromium with apt-get"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@scripts/screenshot.sh "$(RUN)/report.html" "$(RUN)/report.png"
