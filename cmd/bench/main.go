@@ -322,10 +322,12 @@ func runVersions(dir string) string {
 	if json.Unmarshal(b, &info) != nil {
 		return "?"
 	}
+	seen := map[string]bool{}
 	var out []string
 	for k, v := range info.Versions {
-		if strings.HasSuffix(k, "-server") && !strings.HasPrefix(k, "sentinel") && !strings.HasPrefix(k, "redis-replicated") {
-			out = append(out, shortVersion(v))
+		if sv := shortVersion(v); strings.HasSuffix(k, "-server") && !seen[sv] {
+			seen[sv] = true
+			out = append(out, sv)
 		}
 	}
 	sort.Strings(out)
