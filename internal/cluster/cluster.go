@@ -123,6 +123,21 @@ func (c *Cluster) allocIP() string {
 	return fmt.Sprintf("127.0.0.%d", 9+c.nextIP)
 }
 
+// newServer gives a server of a single-port kind its own address and a
+// free port there, and registers it.
+func (c *Cluster) newServer(sp backends.ServerSpec) (*Server, int, error) {
+	ip := c.allocIP()
+	port, err := FreePort(ip)
+	if err != nil {
+		return nil, 0, err
+	}
+	s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
+	if err := c.add(s); err != nil {
+		return nil, 0, err
+	}
+	return s, port, nil
+}
+
 // add registers a server and creates its data dir and log path.
 func (c *Cluster) add(s *Server) error {
 	s.Dir = filepath.Join(c.dataDir, s.Spec.Name)

@@ -64,15 +64,11 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	for _, sp := range specs {
-		ip := c.allocIP()
-		port, err := FreePort(ip)
+		s, port, err := c.newServer(sp)
 		if err != nil {
 			return err
 		}
-		s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
-		if err := c.add(s); err != nil {
-			return err
-		}
+		ip := s.IP
 		if err := os.Chown(s.Dir, uid, gid); err != nil {
 			return fmt.Errorf("%s data dir: %w", sp.Name, err)
 		}

@@ -35,15 +35,11 @@ func startRedis(ctx context.Context, c *Cluster, specs []backends.ServerSpec) er
 		return err
 	}
 	for _, sp := range specs {
-		ip := c.allocIP()
-		port, err := FreePort(ip)
+		s, port, err := c.newServer(sp)
 		if err != nil {
 			return err
 		}
-		s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
-		if err := c.add(s); err != nil {
-			return err
-		}
+		ip := s.IP
 		args := []string{"--port", fmt.Sprint(port), "--bind", ip, "--dir", s.Dir,
 			"--save", "", "--daemonize", "no", "--protected-mode", "no"}
 		switch sp.Persistence {

@@ -40,15 +40,11 @@ func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpe
 	}
 	var masterRepl string
 	for i, sp := range specs {
-		ip := c.allocIP()
-		port, err := FreePort(ip)
+		s, port, err := c.newServer(sp)
 		if err != nil {
 			return err
 		}
-		s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
-		if err := c.add(s); err != nil {
-			return err
-		}
+		ip := s.IP
 		// The proxy exists before the server so that it can announce it.
 		if s.Proxy, err = c.proxy(sp.Name, s.Addr); err != nil {
 			return err
@@ -121,15 +117,11 @@ func startSentinels(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 	mh, mp, _ := net.SplitHostPort(master.Proxy.Listen)
 	wantReplicas, _ := strconv.Atoi(set["replicas"])
 	for _, sp := range specs {
-		ip := c.allocIP()
-		port, err := FreePort(ip)
+		s, port, err := c.newServer(sp)
 		if err != nil {
 			return err
 		}
-		s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
-		if err := c.add(s); err != nil {
-			return err
-		}
+		ip := s.IP
 		conf := []string{fmt.Sprintf("port %d", port), "bind " + ip, "dir " + s.Dir, "protected-mode no",
 			fmt.Sprintf("sentinel monitor %s %s %s %s", SentinelMaster, mh, mp, set["quorum"]),
 			fmt.Sprintf("sentinel down-after-milliseconds %s %s", SentinelMaster, set["down-after-milliseconds"]),
