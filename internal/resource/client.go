@@ -61,6 +61,13 @@ func (c *Client) Write(ctx context.Context, key string, rr ReadResult, token uin
 	return wr, nil
 }
 
+// Abandon tells the resource this client gave up its work on key without
+// writing.
+func (c *Client) Abandon(ctx context.Context, key string) error {
+	_, err := c.call(ctx, fmt.Sprintf("A %s %s\n", key, c.proc))
+	return err
+}
+
 func (c *Client) call(ctx context.Context, req string) (string, error) {
 	if c.conn == nil {
 		var d net.Dialer

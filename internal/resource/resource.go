@@ -22,6 +22,7 @@
 //
 //	R <key> <token> <proc>                  -> <unfenced> <fenced|-1>
 //	W <key> <u-read> <f-read> <token> <proc> -> <ok|lost> <accepted|rejected|stale>
+//	A <key> <proc>                          -> ok   (the client abandoned its work)
 package resource
 
 import (
@@ -157,6 +158,9 @@ func (s *Server) handle(f []string) (string, error) {
 		u, fv, verdict, reuse := s.read(f[1], tok, f[3])
 		s.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: f[3], Key: f[1], Token: tok, Fenced: verdict, Reuse: reuse})
 		return fmt.Sprintf("%d %d", u, fv), nil
+	case f[0] == "A" && len(f) == 3:
+		s.Forget(f[2])
+		return "ok", nil
 	case f[0] == "W" && len(f) == 6:
 		ur, err1 := strconv.ParseInt(f[2], 10, 64)
 		fr, err2 := strconv.ParseInt(f[3], 10, 64)

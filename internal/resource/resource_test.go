@@ -124,3 +124,21 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestAbandonLeavesTheCriticalSection(t *testing.T) {
+	s, _ := start(t)
+	a := NewClient(s.Addr(), "A")
+	defer a.Close()
+	if _, err := a.Read(ctx(t), "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if s.InCriticalSection()["A"] != "k" {
+		t.Fatal("A should be in its critical section after reading")
+	}
+	if err := a.Abandon(ctx(t), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, in := s.InCriticalSection()["A"]; in {
+		t.Error("A is still counted as a holder after abandoning its work")
+	}
+}

@@ -328,6 +328,15 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 			c.lg.Printf("%s: resource write %s: %v", c.proc, key, err)
 		}
 		cancel()
+	} else {
+		// The work was abandoned (the lease was lost): tell the resource,
+		// so that this client no longer counts as inside its critical
+		// section for faults aimed at the holder.
+		fctx, cancel := opCtx()
+		if err := c.res.Abandon(fctx, key); err != nil {
+			c.lg.Printf("%s: resource abandon %s: %v", c.proc, key, err)
+		}
+		cancel()
 	}
 
 	close(stopWatch)
