@@ -43,11 +43,8 @@ func newConsul(decode Decoder) (Backend, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	if o.Servers == 0 {
-		o.Servers = 3
-	}
-	if o.Servers < 1 || o.Servers > 7 {
-		return nil, fmt.Errorf("servers: %d is outside 1..7", o.Servers)
+	if err := count("servers", &o.Servers, 3, 7); err != nil {
+		return nil, err
 	}
 	if o.SessionTTL == 0 {
 		o.SessionTTL = config.Duration(15 * time.Second)

@@ -49,18 +49,11 @@ func newEtcd(decode Decoder) (Backend, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	if o.Members == 0 {
-		o.Members = 3
+	if err := count("members", &o.Members, 3, 7); err != nil {
+		return nil, err
 	}
-	if o.Members < 1 || o.Members > 7 {
-		return nil, fmt.Errorf("members: %d is outside 1..7", o.Members)
-	}
-	switch o.Wait {
-	case "":
-		o.Wait = "block"
-	case "block", "try":
-	default:
-		return nil, fmt.Errorf("wait: %q is not one of block, try", o.Wait)
+	if err := oneOf("wait", &o.Wait, "block", "try"); err != nil {
+		return nil, err
 	}
 	if o.SessionTTL < 0 || o.HeartbeatInterval < 0 || o.ElectionTimeout < 0 {
 		return nil, errors.New("session_ttl, heartbeat_interval and election_timeout must not be negative")

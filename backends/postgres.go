@@ -50,19 +50,11 @@ func newPostgres(decode Decoder) (Backend, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	switch o.Scope {
-	case "":
-		o.Scope = "session"
-	case "session", "transaction":
-	default:
-		return nil, fmt.Errorf("scope: %q is not one of session, transaction", o.Scope)
+	if err := oneOf("scope", &o.Scope, "session", "transaction"); err != nil {
+		return nil, err
 	}
-	switch o.Wait {
-	case "":
-		o.Wait = "try"
-	case "try", "block":
-	default:
-		return nil, fmt.Errorf("wait: %q is not one of try, block", o.Wait)
+	if err := oneOf("wait", &o.Wait, "try", "block"); err != nil {
+		return nil, err
 	}
 	if o.TCPKeepalivesIdle < 0 || o.TCPKeepalivesInterval < 0 || o.TCPKeepalivesCount < 0 || o.TCPUserTimeout < 0 || o.ClientConnectionCheckInterval < 0 {
 		return nil, errors.New("keepalive settings must not be negative")

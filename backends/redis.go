@@ -121,12 +121,8 @@ func newRedisMode(mode redisMode) Constructor {
 }
 
 func (o *RedisOptions) validate() error {
-	switch o.Persistence {
-	case "":
-		o.Persistence = "none"
-	case "none", "everysec", "always":
-	default:
-		return fmt.Errorf("persistence: %q is not one of none, everysec, always", o.Persistence)
+	if err := oneOf("persistence", &o.Persistence, persistenceModes...); err != nil {
+		return err
 	}
 	if o.Fencing == nil {
 		t := true

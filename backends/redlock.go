@@ -48,11 +48,8 @@ func newRedlock(decode Decoder) (Backend, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	if o.Nodes == 0 {
-		o.Nodes = 5
-	}
-	if o.Nodes < 1 || o.Nodes > 9 {
-		return nil, fmt.Errorf("nodes: %d is outside 1..9", o.Nodes)
+	if err := count("nodes", &o.Nodes, 5, 9); err != nil {
+		return nil, err
 	}
 	if o.Tries < 0 {
 		return nil, errors.New("tries: must not be negative")
@@ -62,12 +59,8 @@ func newRedlock(decode Decoder) (Backend, error) {
 			return nil, fmt.Errorf("%s: %v is outside [0, 1)", name, *f)
 		}
 	}
-	switch o.Persistence {
-	case "":
-		o.Persistence = "none"
-	case "none", "everysec", "always":
-	default:
-		return nil, fmt.Errorf("persistence: %q is not one of none, everysec, always", o.Persistence)
+	if err := oneOf("persistence", &o.Persistence, persistenceModes...); err != nil {
+		return nil, err
 	}
 	return &redlockBackend{opt: o}, nil
 }

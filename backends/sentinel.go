@@ -48,17 +48,11 @@ func newSentinel(decode Decoder) (Backend, error) {
 	if err := o.RedisOptions.validate(); err != nil {
 		return nil, err
 	}
-	if o.Replicas == 0 {
-		o.Replicas = 2
+	if err := count("replicas", &o.Replicas, 2, 2); err != nil {
+		return nil, err
 	}
-	if o.Replicas < 1 || o.Replicas > 2 {
-		return nil, fmt.Errorf("replicas: %d is outside 1..2", o.Replicas)
-	}
-	if o.Sentinels == 0 {
-		o.Sentinels = 3
-	}
-	if o.Sentinels < 1 || o.Sentinels > 5 {
-		return nil, fmt.Errorf("sentinels: %d is outside 1..5", o.Sentinels)
+	if err := count("sentinels", &o.Sentinels, 3, 5); err != nil {
+		return nil, err
 	}
 	if o.Quorum == 0 {
 		o.Quorum = o.Sentinels/2 + 1

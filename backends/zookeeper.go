@@ -46,11 +46,8 @@ func newZooKeeper(decode Decoder) (Backend, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	if o.Members == 0 {
-		o.Members = 3
-	}
-	if o.Members < 1 || o.Members > 7 {
-		return nil, fmt.Errorf("members: %d is outside 1..7", o.Members)
+	if err := count("members", &o.Members, 3, 7); err != nil {
+		return nil, err
 	}
 	if o.TickTime == 0 {
 		o.TickTime = config.Duration(500 * time.Millisecond)
@@ -64,12 +61,8 @@ func newZooKeeper(decode Decoder) (Backend, error) {
 	if st := o.SessionTimeout.D(); st > 0 && (st < 2*o.TickTime.D() || st > 20*o.TickTime.D()) {
 		return nil, fmt.Errorf("session_timeout: %s is outside the server's range [2, 20]×tick_time = [%s, %s]", st, 2*o.TickTime.D(), 20*o.TickTime.D())
 	}
-	switch o.Wait {
-	case "":
-		o.Wait = "block"
-	case "block", "try":
-	default:
-		return nil, fmt.Errorf("wait: %q is not one of block, try", o.Wait)
+	if err := oneOf("wait", &o.Wait, "block", "try"); err != nil {
+		return nil, err
 	}
 	return &zkBackend{opt: o}, nil
 }

@@ -27,13 +27,7 @@ const envBeBench = "LOCKBENCH_TEST_BE_BENCH"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envBeBench) == "1" {
-		ctx, stop := signalContext()
-		err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-		}
-		os.Exit(int(exitcode.Of(err)))
+		main() // exits
 	}
 	os.Setenv(envBeBench, "1")
 	os.Exit(m.Run())
