@@ -16,7 +16,7 @@ GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
 ## help: list the targets
 help:
-	@sed -n 's/^## //p' $(MAKEFILE_LIST) | column -t -s ':'
+	@sed -n 's/^## //p' $(MAKEFILE_LIST) | awk -F': ' '{ printf "%-11s %s\n", $$1, $$2 }'
 
 ## setup: install the servers (Debian packages as root, etcd and Consul built once) and Go modules; quiet when done
 setup: apt-packages servers
