@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/internal/history"
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/report"
 )
 
 // backendsScenario runs every lock backend on its real cluster through its
@@ -85,8 +86,8 @@ func TestBackendsAgainstRealClusters(t *testing.T) {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	sum := readSummary(t, dir)
-	tokens := tokensByCase(t, filepath.Join(dir, results.HistoryFile))
-	byName := map[string]results.CaseSummary{}
+	tokens := tokensByCase(t, filepath.Join(dir, layout.HistoryFile))
+	byName := map[string]report.CaseSummary{}
 	for _, c := range sum.Cases {
 		byName[c.Check.Case] = c
 	}

@@ -9,19 +9,20 @@ import (
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/exitcode"
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/report"
 )
 
 // writeRun writes a crafted results folder holding only summary.json.
 func writeRun(t *testing.T, dir string, p99 float64, violations int) {
 	t.Helper()
-	s := results.Summary{Cases: []results.CaseSummary{{
+	s := report.Summary{Cases: []report.CaseSummary{{
 		Check:   checker.Result{Case: "redis", Backend: "redis", Status: "ok", Violations: violations},
-		Metrics: results.Metrics{AcquiresPerSec: 100, AcquireLatency: results.Percentiles{P50: 1, P99: p99}},
-	}}, Rows: []results.RowSummary{{Row: "redis", Verdict: "reproduced"}}}
+		Metrics: report.Metrics{AcquiresPerSec: 100, AcquireLatency: report.Percentiles{P50: 1, P99: p99}},
+	}}, Rows: []report.RowSummary{{Row: "redis", Verdict: "reproduced"}}}
 	b, _ := json.Marshal(s)
 	os.MkdirAll(dir, 0o755)
-	if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, layout.SummaryFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,10 +27,11 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/runner"
 	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/internal/worker"
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/report"
 )
 
 const usage = `bench: benchmark and chaos-test distributed locks
@@ -101,7 +102,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", envOr("RESULTS_DIR", "results"), "folder under which the run's results folder is created (env RESULTS_DIR)")
-	dir := fs.String("dir", "", "exact results folder to write (overrides -o)")
+	dir := fs.String("dir", "", "exact results folder to write (overrides -o); refused if it holds files, unless -clean")
+	clean := fs.Bool("clean", false, "with -dir: remove what the folder holds before the run")
 	seed := fs.Int64("seed", 0, "override the scenario's seed (replays a run's workload choices and fault schedule)")
 	var only listFlag
 	fs.Var(&only, "case", "run only this case (repeatable)")
@@ -121,7 +123,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exitcode.With(err, exitcode.Config)
 	}
-	opts := runner.Options{ResultsRoot: *out, Dir: *dir, Only: only, Log: stderr}
+	opts := runner.Options{ResultsRoot: *out, Dir: *dir, Clean: *clean, Only: only, Log: stderr}
 	if *quiet {
 		opts.Log = io.Discard
 	} else if isTerminal(stderr) {
@@ -140,22 +142,46 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	outcome, err := runner.Run(ctx, sc, opts)
-	if outcome != nil && outcome.Summary != nil {
-		for _, l := range outcome.Summary.Lines() {
+	if outcome == nil {
+		return err
+	}
+	// Whatever happened, judge what was recorded: a partial results folder
+	// still says what the run saw before it stopped.
+	sum, aerr := analyseRun(outcome)
+	if sum != nil {
+		for _, l := range sum.Lines() {
 			fmt.Fprintln(stdout, l)
 		}
-		fmt.Fprintf(stdout, "results: %s\n", outcome.Dir)
 	}
+	fmt.Fprintf(stdout, "results: %s\n", outcome.Dir)
 	if err != nil {
 		return err
 	}
-	return verdictError(outcome.Summary)
+	if aerr != nil {
+		return aerr
+	}
+	return verdictError(sum)
+}
+
+// analyseRun checks the history a run recorded and writes its summary,
+// report and plots into the results folder.
+func analyseRun(o *runner.Outcome) (*report.Summary, error) {
+	sum, err := report.AnalyzeFile(filepath.Join(o.Dir, layout.HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	sum.Scenario, sum.Seed, sum.RunID = o.Info.Scenario, o.Info.Seed, o.Info.RunID
+	sum.Versions = o.Info.Versions
+	if err := report.WriteAll(o.Dir, sum); err != nil {
+		return sum, err
+	}
+	return sum, nil
 }
 
 // verdictError turns row verdicts (a case over its trials) into the run's
 // exit code: a safety violation outranks an invalid run, which outranks a
 // known answer that was not reproduced.
-func verdictError(s *results.Summary) error {
+func verdictError(s *report.Summary) error {
 	v := s.Verdicts()
 	switch {
 	case v["violation"] > 0:
@@ -182,9 +208,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	path := fs.Arg(0)
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, results.HistoryFile)
+		path = filepath.Join(path, layout.HistoryFile)
 	}
-	sum, err := results.AnalyzeFile(path)
+	sum, err := report.AnalyzeFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return exitcode.With(err, exitcode.Config)
@@ -281,7 +307,7 @@ func cmdTable(args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout, "|---|---|---|---|---:|---:|---:|---:|---|")
 	var failed int
 	for _, dir := range args {
-		sum, err := results.AnalyzeFile(filepath.Join(dir, results.HistoryFile))
+		sum, err := report.AnalyzeFile(filepath.Join(dir, layout.HistoryFile))
 		if err != nil {
 			return exitcode.With(fmt.Errorf("%s: %w", dir, err), exitcode.Config)
 		}
@@ -312,7 +338,7 @@ func cmdTable(args []string, stdout io.Writer) error {
 
 // runVersions lists the server versions recorded in a results folder.
 func runVersions(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, results.RunFile))
+	b, err := os.ReadFile(filepath.Join(dir, layout.RunFile))
 	if err != nil {
 		return "?"
 	}
@@ -356,30 +382,30 @@ func shortVersion(v string) string {
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	alpha := fs.Float64("alpha", results.DefaultCompareOptions.Alpha, "significance level of the Mann-Whitney U test")
-	noise := fs.Float64("noise", results.DefaultCompareOptions.NoiseFloor*100, "noise floor in percent: smaller changes never fail")
+	alpha := fs.Float64("alpha", report.DefaultCompareOptions.Alpha, "significance level of the Mann-Whitney U test")
+	noise := fs.Float64("noise", report.DefaultCompareOptions.NoiseFloor*100, "noise floor in percent: smaller changes never fail")
 	if err := fs.Parse(args); err != nil {
 		return exitcode.With(err, exitcode.Config)
 	}
 	if fs.NArg() != 2 || *alpha <= 0 || *alpha >= 1 || *noise < 0 {
 		return exitcode.With(errors.New("usage: bench compare [-alpha 0.05] [-noise 10] OLD NEW (results folders, or folders of results folders)"), exitcode.Config)
 	}
-	old, err := results.LoadSet(fs.Arg(0))
+	old, err := report.LoadSet(fs.Arg(0))
 	if err != nil {
 		return exitcode.With(err, exitcode.Config)
 	}
-	cur, err := results.LoadSet(fs.Arg(1))
+	cur, err := report.LoadSet(fs.Arg(1))
 	if err != nil {
 		return exitcode.With(err, exitcode.Config)
 	}
-	for _, set := range [][]*results.Summary{old, cur} {
+	for _, set := range [][]*report.Summary{old, cur} {
 		for _, s := range set {
 			if v := s.Verdicts(); v["invalid"] > 0 {
 				return exitcode.With(fmt.Errorf("run %s has invalid cases: it cannot be a baseline or a candidate", s.RunID), exitcode.Invalid)
 			}
 		}
 	}
-	c := results.Compare(old, cur, results.CompareOptions{Alpha: *alpha, NoiseFloor: *noise / 100})
+	c := report.Compare(old, cur, report.CompareOptions{Alpha: *alpha, NoiseFloor: *noise / 100})
 	if len(c.Deltas) == 0 {
 		return exitcode.With(errors.New("the two sets have no case in common"), exitcode.Config)
 	}

@@ -17,7 +17,8 @@ import (
 
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/report"
 )
 
 // envBeBench makes the test binary behave as the bench command. The runner
@@ -91,7 +92,7 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	sum := readSummary(t, dir)
-	byName := map[string]results.CaseSummary{}
+	byName := map[string]report.CaseSummary{}
 	for _, c := range sum.Cases {
 		byName[c.Check.Case] = c
 	}
@@ -104,8 +105,8 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 	if c := byName["redis-del-slow"]; c.Check.Violations == 0 || c.Check.ReleasesNotHeld+c.Metrics.Releases == 0 {
 		t.Errorf("redis-del-slow: violations=%d; DEL on release must let a third client in", c.Check.Violations)
 	}
-	for _, f := range []string{results.RunFile, results.HistoryFile, results.FaultsFile, results.SummaryFile, results.ReportFile, "latency.png", "latency.svg"} {
-		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || (st.Size() == 0 && f != results.FaultsFile) {
+	for _, f := range []string{layout.RunFile, layout.HistoryFile, layout.FaultsFile, layout.SummaryFile, layout.ReportFile, "latency.png", "latency.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || (st.Size() == 0 && f != layout.FaultsFile) {
 			t.Errorf("results folder lacks %s: %v", f, err)
 		}
 	}
@@ -113,13 +114,13 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 		Seed     int64             `json:"seed"`
 		Versions map[string]string `json:"versions"`
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, results.RunFile))
+	b, _ := os.ReadFile(filepath.Join(dir, layout.RunFile))
 	if err := json.Unmarshal(b, &info); err != nil || info.Seed != 3 || !strings.Contains(info.Versions["redis-server"], "Redis server v=") {
 		t.Errorf("run.json: seed=%d versions=%v err=%v", info.Seed, info.Versions, err)
 	}
 
 	// bench check reproduces the verdict lines of the run.
-	checkOut, _, err := runInProcess(t, "check", filepath.Join(dir, results.HistoryFile))
+	checkOut, _, err := runInProcess(t, "check", filepath.Join(dir, layout.HistoryFile))
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
@@ -130,13 +131,13 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 	}
 }
 
-func readSummary(t *testing.T, dir string) *results.Summary {
+func readSummary(t *testing.T, dir string) *report.Summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	b, err := os.ReadFile(filepath.Join(dir, layout.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s results.Summary
+	var s report.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}

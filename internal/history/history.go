@@ -114,7 +114,7 @@ type CaseMeta struct {
 	Trials int    `json:"trials,omitempty"` // how many trials the row has
 	Need   int    `json:"need,omitempty"`   // how many must meet the expectation
 	// Thresholds are pass/fail criteria on the case's metrics, as written
-	// ("acquire_p99 < 50ms"); see results.ParseThreshold.
+	// ("acquire_p99 < 50ms"); see package threshold.
 	Thresholds []string `json:"thresholds,omitempty"`
 }
 

@@ -1,8 +1,8 @@
 // Package runner is the coordinator of a run: for each case of a scenario it
-// starts the backend's cluster behind toxiproxy, the protected resource and
-// the worker processes, runs the workload with its fault schedule, merges
-// the workers' events into history.jsonl, tears everything down, and finally
-// writes the results folder.
+// starts the backend's cluster, the protected resource and the worker
+// processes, runs the workload with its fault schedule, merges the workers'
+// events into history.jsonl and tears everything down. It records; it does
+// not judge: the CLI hands the history to the checker and the report layer.
 package runner
 
 import (
@@ -24,17 +24,20 @@ import (
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/scenario"
-	"github.com/lockbench/lockbench/results"
 )
 
 // Options configure a run.
 type Options struct {
 	// ResultsRoot is the folder under which the run's folder is created.
 	ResultsRoot string
-	// Dir, if set, is the exact results folder to use instead.
+	// Dir, if set, is the exact results folder to use instead. It must be
+	// empty or missing unless Clean is set.
 	Dir string
+	// Clean allows Dir to hold an earlier run, whose files are removed.
+	Clean bool
 	// Seed overrides the scenario's seed when non-nil.
 	Seed *int64
 	// Only runs just the cases with these names (all when empty).
@@ -50,10 +53,10 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Outcome is what a run produced.
+// Outcome is what a run produced: its results folder and run.json.
 type Outcome struct {
-	Dir     string
-	Summary *results.Summary
+	Dir  string
+	Info RunInfo
 }
 
 // RunInfo is run.json.
@@ -129,22 +132,28 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	started := time.Now()
 	r.id = fmt.Sprintf("%s-%s-%d", started.UTC().Format("20060102T150405Z"), sc.Name, os.Getpid())
 	r.dir = opts.Dir
-	if r.dir == "" {
+	if r.dir != "" {
+		if err := layout.Claim(r.dir, opts.Clean); err != nil {
+			if errors.Is(err, layout.ErrExists) {
+				return nil, exitcode.With(err, exitcode.Config)
+			}
+			return nil, err
+		}
+	} else {
 		root := opts.ResultsRoot
 		if root == "" {
 			root = "results"
 		}
-		r.dir = filepath.Join(root, started.UTC().Format("20060102-150405")+"-"+sc.Name)
+		if r.dir, err = layout.New(root, sc.Name, started); err != nil {
+			return nil, err
+		}
 	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create results folder: %w", err)
-	}
-	hf, err := os.Create(filepath.Join(r.dir, results.HistoryFile))
+	hf, err := os.Create(filepath.Join(r.dir, layout.HistoryFile))
 	if err != nil {
 		return nil, fmt.Errorf("create history: %w", err)
 	}
 	defer hf.Close()
-	ff, err := os.Create(filepath.Join(r.dir, results.FaultsFile))
+	ff, err := os.Create(filepath.Join(r.dir, layout.FaultsFile))
 	if err != nil {
 		return nil, fmt.Errorf("create faults file: %w", err)
 	}
@@ -159,7 +168,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	for _, c := range cases {
 		info.Cases = append(info.Cases, c.Name)
 	}
-	if err := writeJSON(filepath.Join(r.dir, results.RunFile), info); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(r.log, "run %s: seed %d, %d case(s), results in %s\n", sc.Name, r.seed, len(cases), r.dir)
@@ -203,25 +212,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	interrupted := ctx.Err() != nil
 	info.Finished = time.Now()
 	info.Interrupted = interrupted
-	if err := writeJSON(filepath.Join(r.dir, results.RunFile), info); err != nil && runErr == nil {
+	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil && runErr == nil {
 		runErr = err
 	}
 	if err := hf.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close history: %w", err)
 	}
-	// Whatever happened, judge what was recorded: a partial results folder
-	// still says what the run saw before it stopped.
-	sum, aerr := results.AnalyzeFile(filepath.Join(r.dir, results.HistoryFile))
-	if aerr == nil {
-		sum.Scenario, sum.Seed, sum.RunID = sc.Name, r.seed, r.id
-		sum.Versions = info.Versions
-		if werr := results.WriteAll(r.dir, sum); werr != nil && runErr == nil {
-			runErr = werr
-		}
-	} else if runErr == nil {
-		runErr = aerr
-	}
-	out := &Outcome{Dir: r.dir, Summary: sum}
+	out := &Outcome{Dir: r.dir, Info: info}
 	if interrupted {
 		return out, exitcode.With(fmt.Errorf("interrupted: %w", context.Cause(ctx)), exitcode.Interrupted)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/history"
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/internal/threshold"
 	"gopkg.in/yaml.v3"
 )
 
@@ -205,7 +205,7 @@ func Parse(path string, src []byte) (*Scenario, error) {
 			continue
 		}
 		for _, src := range append(append([]string(nil), f.Thresholds...), cd.Thresholds...) {
-			if _, err := results.ParseThreshold(src); err != nil {
+			if _, err := threshold.Parse(src); err != nil {
 				errs.add(0, "cases[%d] (%s).thresholds: %v", i, c.Name, err)
 				continue
 			}

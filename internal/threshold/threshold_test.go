@@ -1,13 +1,11 @@
-package results
+package threshold
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/lockbench/lockbench/checker"
 )
 
-func TestParseThreshold(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		src    string
 		metric string
@@ -24,6 +22,7 @@ func TestParseThreshold(t *testing.T) {
 		{"throughput >= 12.5", "throughput", ">=", 12.5, ""},
 		{"lost_updates != 3", "lost_updates", "!=", 3, ""},
 		{"longest_gap < 1m", "longest_gap", "<", 60000, ""},
+		{"handoff_p99 < 20ms", "handoff_p99", "<", 20, ""},
 		// errors
 		{"", "", "", 0, "want <metric> <op> <value>"},
 		{"< 5ms", "", "", 0, "want <metric> <op> <value>"},
@@ -37,10 +36,11 @@ func TestParseThreshold(t *testing.T) {
 		{"throughput > 500ms", "", "", 0, "write it as N/s"},
 		{"violations == 0ms", "", "", 0, "takes no unit"},
 		{"violations == NaN", "", "", 0, "is not a number"},
+		{"violations == Inf", "", "", 0, "is not a number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			got, err := ParseThreshold(tt.src)
+			got, err := Parse(tt.src)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.err)
@@ -57,24 +57,25 @@ func TestParseThreshold(t *testing.T) {
 	}
 }
 
-func TestEvaluateThreshold(t *testing.T) {
-	c := &CaseSummary{Check: checker.Result{Violations: 2}, Metrics: Metrics{AcquiresPerSec: 480.4, AcquireLatency: Percentiles{P99: 31.2}}}
+func TestJudge(t *testing.T) {
 	for _, tt := range []struct {
-		src  string
-		pass bool
-		show string
+		src      string
+		observed float64
+		pass     bool
+		show     string
 	}{
-		{"acquire_p99 < 50ms", true, "✓ 'acquire_p99 < 50ms' acquire_p99=31.2ms"},
-		{"acquire_p99 < 30ms", false, "✗ 'acquire_p99 < 30ms' acquire_p99=31.2ms"},
-		{"violations == 0", false, "✗ 'violations == 0' violations=2"},
-		{"throughput > 500/s", false, "✗ 'throughput > 500/s' throughput=480.4/s"},
-		{"throughput >= 480.4/s", true, "✓ 'throughput >= 480.4/s' throughput=480.4/s"},
+		{"acquire_p99 < 50ms", 31.2, true, "✓ 'acquire_p99 < 50ms' acquire_p99=31.2ms"},
+		{"acquire_p99 < 30ms", 31.2, false, "✗ 'acquire_p99 < 30ms' acquire_p99=31.2ms"},
+		{"violations == 0", 2, false, "✗ 'violations == 0' violations=2"},
+		{"throughput > 500/s", 480.4, false, "✗ 'throughput > 500/s' throughput=480.4/s"},
+		{"throughput >= 480.4/s", 480.4000001, true, "✓ 'throughput >= 480.4/s' throughput=480.4/s"},
+		{"lost_updates != 3", 3, false, "✗ 'lost_updates != 3' lost_updates=3"},
 	} {
-		th, err := ParseThreshold(tt.src)
+		th, err := Parse(tt.src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := th.Evaluate(c)
+		v := th.Judge(tt.observed)
 		if v.Pass != tt.pass || v.String() != tt.show {
 			t.Errorf("%s: pass=%v %q, want %v %q", tt.src, v.Pass, v.String(), tt.pass, tt.show)
 		}

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lockbench/lockbench/internal/layout"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden/")
@@ -24,7 +26,7 @@ func TestGoldenResults(t *testing.T) {
 	if err := WriteAll(dir, sum); err != nil {
 		t.Fatal(err)
 	}
-	files := []string{ReportFile, SummaryFile, BenchFile, "latency.svg", "matrix.svg", "scatter.svg", "timeline-overlap.svg"}
+	files := []string{layout.ReportFile, layout.SummaryFile, layout.BenchFile, "latency.svg", "matrix.svg", "scatter.svg", "timeline-overlap.svg"}
 	for _, f := range files {
 		got, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {

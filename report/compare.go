@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockbench/lockbench/internal/layout"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -194,19 +195,19 @@ func LoadSet(dir string) ([]*Summary, error) {
 		}
 		return &s, nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, SummaryFile)); err == nil {
-		s, err := read(filepath.Join(dir, SummaryFile))
+	if _, err := os.Stat(filepath.Join(dir, layout.SummaryFile)); err == nil {
+		s, err := read(filepath.Join(dir, layout.SummaryFile))
 		if err != nil {
 			return nil, err
 		}
 		return []*Summary{s}, nil
 	}
-	matches, err := filepath.Glob(filepath.Join(dir, "*", SummaryFile))
+	matches, err := filepath.Glob(filepath.Join(dir, "*", layout.SummaryFile))
 	if err != nil {
 		return nil, err
 	}
 	if len(matches) == 0 {
-		return nil, fmt.Errorf("%s: no %s in it or in its subfolders", dir, SummaryFile)
+		return nil, fmt.Errorf("%s: no %s in it or in its subfolders", dir, layout.SummaryFile)
 	}
 	sort.Strings(matches)
 	var out []*Summary

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lockbench/lockbench/internal/layout"
 )
 
 // WriteAll writes summary.json, report.md and the plots into dir.
@@ -17,7 +19,7 @@ func WriteAll(dir string, s *Summary) error {
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, layout.SummaryFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	if err := writeLinearizationViews(dir, s); err != nil {
@@ -42,7 +44,7 @@ func WriteAll(dir string, s *Summary) error {
 			}
 		}
 	}
-	bt, err := os.Create(filepath.Join(dir, BenchFile))
+	bt, err := os.Create(filepath.Join(dir, layout.BenchFile))
 	if err != nil {
 		return fmt.Errorf("create bench.txt: %w", err)
 	}
@@ -60,7 +62,7 @@ func WriteAll(dir string, s *Summary) error {
 	if err := WriteReport(&md, s); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ReportFile), md.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, layout.ReportFile), md.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return WriteHTML(dir, md.Bytes(), "lockbench report: "+s.Scenario)

@@ -11,7 +11,7 @@
 //	  latency.png/svg acquire latency distribution per case
 //	  bench.txt       the cases in Go benchmark format, for benchstat
 //	  logs/<case>/    server and worker logs
-package results
+package report
 
 import (
 	"math"
@@ -54,15 +54,25 @@ type Metrics struct {
 	ExtensionsFailed int         `json:"extensions_failed"`
 	LeasesLost       int         `json:"leases_lost"`
 	AcquireLatency   Percentiles `json:"acquire_latency"`
-	HoldTime         Percentiles `json:"hold_time"`
+	// Handoff is the hand-off latency under contention: from the moment a
+	// holder starts releasing a key that another client is waiting for to
+	// the moment the next holder's acquire of that key returns. It measures
+	// the lock's own hand-over, which the acquire latency mixes with the
+	// waiting for the holder's work and with the retry backoff.
+	Handoff  Percentiles `json:"handoff_latency"`
+	HoldTime Percentiles `json:"hold_time"`
+	// Dropped counts open-loop attempts that could not start on time
+	// because every client was busy (k6's dropped_iterations).
+	Dropped int `json:"acquires_dropped"`
 	// LongestGapMs is the longest time any key went without a successful
 	// acquisition while the case ran: how long the lock was unavailable.
 	LongestGapMs float64 `json:"longest_gap_ms"`
 	// Phases split the metrics before, during and after each fault window.
 	Phases []Phase `json:"phases,omitempty"`
 
-	acq  *hdrhistogram.Histogram
-	hold *hdrhistogram.Histogram
+	acq     *hdrhistogram.Histogram
+	hold    *hdrhistogram.Histogram
+	handoff *hdrhistogram.Histogram
 
 	segs []*segment
 	wins []window
@@ -101,19 +111,27 @@ type Aggregator struct {
 	heldKey  map[string]string // proc -> key it holds
 	lastAcq  map[string]int64  // key -> last ok acquire time
 	maxGap   int64
+	// waiting counts the acquires in flight per key; handFrom is when a
+	// holder started releasing a key somebody was waiting for.
+	waiting  map[string]int
+	waitKey  map[string]string // proc -> key of its acquire in flight
+	handFrom map[string]int64
 }
 
 // NewAggregator returns an aggregator for a case that started at start.
 func NewAggregator(start int64) *Aggregator {
 	return &Aggregator{
 		m: Metrics{start: start, acq: hdrhistogram.New(histMin, histMax, histSig), hold: hdrhistogram.New(histMin, histMax, histSig),
-			segs: []*segment{newSegment(start)}},
+			handoff: hdrhistogram.New(histMin, histMax, histSig), segs: []*segment{newSegment(start)}},
 		start:    start,
 		end:      start,
 		invoked:  map[string]int64{},
 		heldFrom: map[string]int64{},
 		heldKey:  map[string]string{},
 		lastAcq:  map[string]int64{},
+		waiting:  map[string]int{},
+		waitKey:  map[string]string{},
+		handFrom: map[string]int64{},
 	}
 }
 
@@ -138,6 +156,8 @@ func (a *Aggregator) Add(e *history.Event) {
 	switch {
 	case e.Type == history.Invoke && e.F == history.OpAcquire:
 		a.invoked[e.Proc] = e.T
+		a.waitKey[e.Proc] = e.Key
+		a.waiting[e.Key]++
 	case e.F == history.OpAcquire && e.Type != history.Invoke:
 		switch e.Type {
 		case history.OK:
@@ -154,6 +174,10 @@ func (a *Aggregator) Add(e *history.Event) {
 			}
 			a.heldFrom[e.Proc] = e.T
 			a.heldKey[e.Proc] = e.Key
+			if from, ok := a.handFrom[e.Key]; ok {
+				_ = a.m.handoff.RecordValue(us(e.T - from))
+				delete(a.handFrom, e.Key)
+			}
 			from, ok := a.lastAcq[e.Key]
 			if !ok {
 				from = a.start
@@ -170,7 +194,14 @@ func (a *Aggregator) Add(e *history.Event) {
 			seg.unknown++
 		}
 		delete(a.invoked, e.Proc)
+		if k, ok := a.waitKey[e.Proc]; ok {
+			a.waiting[k]--
+			delete(a.waitKey, e.Proc)
+		}
 	case e.Type == history.Invoke && e.F == history.OpRelease:
+		if a.waiting[e.Key] > 0 {
+			a.handFrom[e.Key] = e.T
+		}
 		if t, ok := a.heldFrom[e.Proc]; ok {
 			_ = a.m.hold.RecordValue(us(e.T - t))
 		}
@@ -264,6 +295,7 @@ func (a *Aggregator) Close() Metrics {
 	}
 	m.LongestGapMs = float64(a.maxGap) / 1e6
 	m.AcquireLatency = percentiles(m.acq)
+	m.Handoff = percentiles(m.handoff)
 	m.HoldTime = percentiles(m.hold)
 	return m
 }

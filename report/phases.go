@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"github.com/HdrHistogram/hdrhistogram-go"

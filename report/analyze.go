@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"errors"
@@ -8,18 +8,11 @@ import (
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/threshold"
 )
 
-// The files of a results folder.
-const (
-	RunFile     = "run.json"
-	HistoryFile = "history.jsonl"
-	FaultsFile  = "faults.jsonl"
-	SummaryFile = "summary.json"
-	ReportFile  = "report.md"
-	LatencyPlot = "latency" // .png and .svg
-	BenchFile   = "bench.txt"
-)
+// LatencyPlot is the base name of the latency plot (.png and .svg).
+const LatencyPlot = "latency"
 
 // Summary is summary.json: the verdicts and metrics of every case.
 type Summary struct {
@@ -109,25 +102,12 @@ type CaseSummary struct {
 	Metrics Metrics        `json:"metrics"`
 	// Linearizability is porcupine's verdict on the lock service's own
 	// history (see checker.LinOps).
-	Linearizability checker.LinResult `json:"linearizability"`
-	Thresholds      []Verdict         `json:"thresholds,omitempty"`
+	Linearizability checker.LinResult   `json:"linearizability"`
+	Thresholds      []threshold.Verdict `json:"thresholds,omitempty"`
 }
 
 // LinTimeout bounds the porcupine check of one key.
 var LinTimeout = 10 * time.Second
-
-// evaluate applies the case's thresholds. A threshold that no longer
-// parses (a history from another version) fails rather than passes.
-func (c *CaseSummary) evaluate() {
-	for _, src := range c.Check.Meta.Thresholds {
-		t, err := ParseThreshold(src)
-		if err != nil {
-			c.Thresholds = append(c.Thresholds, Verdict{Threshold: Threshold{Source: src}, Pass: false})
-			continue
-		}
-		c.Thresholds = append(c.Thresholds, t.Evaluate(c))
-	}
-}
 
 // ThresholdsFailed counts failed thresholds over all cases.
 func (s *Summary) ThresholdsFailed() int {
