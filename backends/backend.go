@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -93,9 +94,14 @@ type ServerSpec struct {
 
 // Env is what a worker needs to reach the cluster.
 type Env struct {
-	// Endpoints maps a server name to the address clients dial: the
-	// toxiproxy proxy in front of it, so that link faults apply.
+	// Endpoints maps a server name to its real address. Clients dial it
+	// through Dial, which routes it (directly, or through the proxy of a
+	// link fault), so a client given an address at run time (by a
+	// Sentinel) is routed the same way.
 	Endpoints map[string]string
+	// Dial connects to a real server address; every client library must
+	// use it for every connection. Nil means a plain dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TTL is the lease time of the scenario's workload.
 	TTL time.Duration
 	// Instance is the worker instance number (1-based), Client the client
@@ -103,6 +109,15 @@ type Env struct {
 	Instance, Client int
 	// Shared holds what the clients of one instance share.
 	Shared *Shared
+}
+
+// Dialer returns Dial, or a plain dialer when it is nil.
+func (e Env) Dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if e.Dial != nil {
+		return e.Dial
+	}
+	var d net.Dialer
+	return d.DialContext
 }
 
 // Shared holds resources that the clients of one instance share, created
@@ -158,6 +173,26 @@ type Backend interface {
 	Fenced() bool
 	// Open connects one client of a worker instance to the cluster.
 	Open(ctx context.Context, env Env) (Locker, error)
+}
+
+// Router is implemented by backends whose clients do not dial every server
+// of the cluster: Dials lists the servers that instance n of instances
+// connects to. A fault aimed at a link an instance never uses is rejected
+// before the run. Backends without it dial every server.
+type Router interface {
+	Dials(instance, instances int) []string
+}
+
+// Dials lists the servers that instance n's clients of backend b connect to.
+func Dials(b Backend, instance, instances int) []string {
+	if r, ok := b.(Router); ok {
+		return r.Dials(instance, instances)
+	}
+	var out []string
+	for _, s := range b.Servers() {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // Decoder decodes a backend's options into v, rejecting unknown fields.

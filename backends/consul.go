@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/lockbench/lockbench/internal/config"
 )
 
@@ -71,16 +72,26 @@ func (b *consulBackend) Servers() []ServerSpec {
 
 func (b *consulBackend) Fenced() bool { return true }
 
+// Dials: each instance talks to one agent, as applications talk to their
+// local agent; instances are spread over the servers.
+func (b *consulBackend) Dials(instance, _ int) []string {
+	return []string{b.agent(instance)}
+}
+
+func (b *consulBackend) agent(instance int) string {
+	return fmt.Sprintf("consul-%d", (instance-1)%b.opt.Servers+1)
+}
+
 func (b *consulBackend) Open(ctx context.Context, env Env) (Locker, error) {
-	// Each instance talks to "its" agent, as applications talk to their
-	// local agent; instances are spread over the servers.
-	name := fmt.Sprintf("consul-%d", (env.Instance-1)%b.opt.Servers+1)
+	name := b.agent(env.Instance)
 	addr, ok := env.Endpoints[name]
 	if !ok {
 		return nil, fmt.Errorf("no endpoint for %s", name)
 	}
 	v, err := env.Shared.Get("consul", func() (any, func() error, error) {
-		cl, err := api.NewClient(&api.Config{Address: addr})
+		tr := cleanhttp.DefaultPooledTransport()
+		tr.DialContext = env.Dialer()
+		cl, err := api.NewClient(&api.Config{Address: addr, Transport: tr})
 		if err != nil {
 			return nil, nil, fmt.Errorf("consul client for %s: %w", addr, err)
 		}

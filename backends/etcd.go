@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // etcd is a lock on an etcd cluster through the official client's
@@ -104,7 +106,11 @@ func (b *etcdBackend) Open(ctx context.Context, env Env) (Locker, error) {
 			}
 			eps = append(eps, "http://"+addr)
 		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: b.opt.DialTimeout.D(), Logger: zap.NewNop()})
+		dial := env.Dialer()
+		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: b.opt.DialTimeout.D(), Logger: zap.NewNop(),
+			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return dial(ctx, "tcp", addr)
+			})}})
 		if err != nil {
 			return nil, nil, fmt.Errorf("etcd client for %s: %w", strings.Join(eps, ","), err)
 		}

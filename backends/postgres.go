@@ -95,7 +95,12 @@ func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	if b.opt.ConnectTimeout > 0 {
 		dsn += fmt.Sprintf(" connect_timeout=%d", max(1, int(b.opt.ConnectTimeout.D().Seconds())))
 	}
-	l := &pgLocker{dsn: dsn, opt: b.opt}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres config: %w", err)
+	}
+	cfg.DialFunc = pgconn.DialFunc(env.Dialer())
+	l := &pgLocker{cfg: cfg, opt: b.opt}
 	// Create the token sequence once per instance; instances may race, and
 	// IF NOT EXISTS can still collide in the catalog, so retry once.
 	if _, err := env.Shared.Get("pg-sequence", func() (any, func() error, error) {
@@ -119,7 +124,7 @@ func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
 // pgLocker is one client: one connection, opened lazily and dropped after
 // any error whose effect on the session is unknown.
 type pgLocker struct {
-	dsn  string
+	cfg  *pgx.ConnConfig
 	opt  PostgresOptions
 	conn *pgx.Conn
 	tx   pgx.Tx
@@ -136,7 +141,7 @@ func (l *pgLease) Token() uint64         { return l.token }
 func (l *pgLease) Lost() <-chan struct{} { return nil }
 
 func (p *pgLocker) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, p.dsn)
+	conn, err := pgx.ConnectConfig(ctx, p.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres-1: %w", err)
 	}

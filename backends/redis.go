@@ -162,6 +162,7 @@ func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	}
 	ro := b.opt.clientOptions()
 	ro.Addr = addr
+	ro.Dialer = env.Dialer()
 	// One go-redis client (one connection pool) per application instance,
 	// as an application would have.
 	v, err := env.Shared.Get("redis", func() (any, func() error, error) {

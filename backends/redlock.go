@@ -94,7 +94,7 @@ func (b *redlockBackend) Open(ctx context.Context, env Env) (Locker, error) {
 				return nil, nil, fmt.Errorf("no endpoint for %s", name)
 			}
 			ro := &redis.Options{Addr: addr, ReadTimeout: b.opt.ReadTimeout.D(), WriteTimeout: b.opt.WriteTimeout.D(),
-				DialTimeout: b.opt.DialTimeout.D(), ContextTimeoutEnabled: true}
+				DialTimeout: b.opt.DialTimeout.D(), ContextTimeoutEnabled: true, Dialer: env.Dialer()}
 			if b.opt.MaxRetries != nil {
 				ro.MaxRetries = *b.opt.MaxRetries
 			}

@@ -115,7 +115,7 @@ func (b *sentinelBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		ro := b.opt.clientOptions()
 		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "lockbench", SentinelAddrs: sentinels,
 			DialTimeout: ro.DialTimeout, ReadTimeout: ro.ReadTimeout, WriteTimeout: ro.WriteTimeout,
-			PoolSize: ro.PoolSize, MaxRetries: ro.MaxRetries, ContextTimeoutEnabled: true})
+			PoolSize: ro.PoolSize, MaxRetries: ro.MaxRetries, ContextTimeoutEnabled: true, Dialer: env.Dialer()})
 		if err := c.Ping(ctx).Err(); err != nil {
 			c.Close()
 			return nil, nil, fmt.Errorf("ping master through sentinels %v: %w", sentinels, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -121,7 +122,13 @@ func (b *zkBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		}
 		// The library logs to stdout by default, which is the worker's
 		// event stream: send its log to stderr.
-		conn, events, err := zk.Connect(servers, timeout, zk.WithLogger(log.New(os.Stderr, "zk ", log.Lmicroseconds)))
+		dial := env.Dialer()
+		conn, events, err := zk.Connect(servers, timeout, zk.WithLogger(log.New(os.Stderr, "zk ", log.Lmicroseconds)),
+			zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				return dial(ctx, network, address)
+			}))
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to zookeeper %v: %w", servers, err)
 		}

@@ -52,7 +52,11 @@ for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
 end
 return n`)
 
-func (j clockJump) Start(ctx context.Context, env Env, target string) (Heal, error) {
+// jumpWait is how long a clock jump waits for a live lock to act on: a
+// jump while nothing is held changes no lease, so it would prove nothing.
+const jumpWait = time.Second
+
+func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, error) {
 	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
@@ -62,8 +66,17 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (Heal, err
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	defer c.Close()
-	if err := jumpScript.Run(ctx, c, nil, "lockbench:lock:*", j.jump.Milliseconds()).Err(); err != nil {
+	var n int64
+	seen, err := pollUntil(ctx, jumpWait, func() (bool, error) {
+		n, err = jumpScript.Run(ctx, c, nil, "lockbench:lock:*", j.jump.Milliseconds()).Int64()
+		return n > 0, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("clock-jump on %s: %w", target, err)
 	}
-	return func(context.Context) error { return nil }, nil // time does not jump back
+	if !seen {
+		return nil, fmt.Errorf("clock-jump on %s: no lock was held there within %s, so the jump would shorten no lease", target, jumpWait)
+	}
+	// Time does not jump back: there is nothing to heal.
+	return &Effect{Seen: fmt.Sprintf("shortened the remaining TTL of %d live lock key(s) by %s", n, j.jump), Heal: noHeal}, nil
 }

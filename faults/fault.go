@@ -2,11 +2,16 @@
 // fault, each registered by name with a constructor that decodes its own
 // options strictly.
 //
-// A fault is started on a concrete target and returns a Heal function; the
-// runner records the window between a successful Start and the end of Heal
-// as the time the fault was really in effect (faults.jsonl, and fault marks
-// in the history). A fault that cannot be applied is reported, never
-// skipped: the run is then invalid.
+// A fault is started on a concrete target and returns an Effect: what was
+// seen when it was applied, a check of what held while it was in force, and
+// how to heal it. A fault counts as applied only when its effect was seen
+// (the process stopped, the link stopped answering, the rule dropped
+// packets, a new master took over): asking is not enough. The runner
+// records the window between a successful Start and the end of Heal as the
+// time the fault was really in effect (faults.jsonl, and fault marks in the
+// history), with what was observed. A fault that cannot be applied, or
+// whose effect was not seen, is reported, never skipped: the run is then
+// invalid, with the reason.
 //
 // Targets are named in scenario files as:
 //
@@ -15,6 +20,9 @@
 //	link:<server>   the client->server link of a server, through toxiproxy
 //	link:<server>@instance-N  the same link for one instance only
 //	link:resource   the clients' link to the protected resource
+//
+// A link that no fault acts on is direct: a client connects to the server
+// from its instance's own address, with no proxy in between.
 //
 // Roles are resolved at the moment of injection, because the interesting
 // faults hit whoever holds the lock or leads the cluster right then:
@@ -33,8 +41,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/internal/links"
 )
 
 // Kind is a kind of target.
@@ -93,19 +103,48 @@ type Env interface {
 	Server(name string) (addr, kind string, err error)
 	// Peers lists the other members of a server's cluster.
 	Peers(name string) []string
-	// Cut drops the packets from one server to another (one direction),
-	// below TCP: TCP and UDP alike.
-	Cut(from, to string) (undo func() error, err error)
+	// Cut drops the packets from one server or instance to another (one
+	// direction), below TCP: TCP and UDP alike.
+	Cut(from, to string) (Cut, error)
+
+	// Stopped reports whether every process of an instance's or a server's
+	// process group is stopped (SIGSTOP took effect).
+	Stopped(target string) (bool, error)
+	// Traffic returns what crossed a link so far ("redis-1",
+	// "redis-1@instance-2", "resource"), summed over the instances it
+	// carries, from reports the instances made after the call began.
+	Traffic(ctx context.Context, link string) (links.Counts, error)
+	// Leader returns the current leader or master, or an error when none
+	// can be found.
+	Leader(ctx context.Context) (string, error)
 }
 
-// Heal undoes a fault.
-type Heal func(ctx context.Context) error
+// Cut is an address-level rule in force.
+type Cut interface {
+	// Packets is how many packets the rule has dropped so far.
+	Packets() (int64, error)
+	// Undo removes the rule.
+	Undo() error
+}
+
+// Effect is a fault in force.
+type Effect struct {
+	// Seen says what was observed when the fault was applied. Start
+	// returns an Effect only once the fault's immediate effect was seen.
+	Seen string
+	// Check, if set, runs at the end of the window, before Heal. It says
+	// what was observed while the fault was in force, or returns an error
+	// saying what was not (the case is then invalid).
+	Check func(ctx context.Context) (string, error)
+	// Heal undoes the fault and says what it observed doing so.
+	Heal func(ctx context.Context) (string, error)
+}
 
 // Fault is one configured failure.
 type Fault interface {
-	// Start applies the fault to target (a concrete name, never a role) and
-	// returns how to undo it.
-	Start(ctx context.Context, env Env, target string) (Heal, error)
+	// Start applies the fault to target (a concrete name, never a role),
+	// observes that it took effect, and returns the Effect.
+	Start(ctx context.Context, env Env, target string) (*Effect, error)
 }
 
 // Decoder decodes a fault's options into v, rejecting unknown fields.
@@ -122,8 +161,8 @@ type Info struct {
 	// Emulated says how the fault is emulated rather than real; reports
 	// repeat it.
 	Emulated string
-	// NeedsFirewall marks faults made with iptables: they need root and
-	// servers that use their own address as source.
+	// NeedsFirewall marks faults made with iptables: they need root, and
+	// servers that use their own address as source (instances always do).
 	NeedsFirewall bool
 	New           func(decode Decoder) (Fault, error)
 }
@@ -195,3 +234,26 @@ type Named interface {
 
 // linkName strips the "link:" prefix.
 func linkName(target string) string { return strings.TrimPrefix(target, "link:") }
+
+// pollUntil calls cond every few milliseconds until it is true, an error
+// occurs, ctx ends or d passes; it reports whether cond became true.
+func pollUntil(ctx context.Context, d time.Duration, cond func() (bool, error)) (bool, error) {
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return ok, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// noHeal is the Heal of a fault with nothing to undo.
+func noHeal(context.Context) (string, error) { return "", nil }

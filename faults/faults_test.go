@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,18 +17,21 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/links"
 	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 )
 
-// testEnv is a faults.Env over a real in-process toxiproxy and real child
-// processes.
+// testEnv is a faults.Env over a real in-process toxiproxy, real child
+// processes and a real routed dialer, whose counters are the traffic a
+// fault observes.
 type testEnv struct {
 	toxi    *cluster.Toxi
 	procs   map[string]*cluster.Process
 	servers map[string]string // name -> real address (or IP)
 	peers   map[string][]string
 	fw      *cluster.Firewall
+	dialer  *links.Dialer
 }
 
 func (e *testEnv) Link(name string) (*toxiclient.Proxy, error) { return e.toxi.Client.Proxy(name) }
@@ -49,12 +50,23 @@ func (e *testEnv) Server(name string) (string, string, error) {
 	return "", "", fmt.Errorf("no server %s", name)
 }
 func (e *testEnv) Peers(name string) []string { return e.peers[name] }
-func (e *testEnv) Cut(from, to string) (func() error, error) {
-	return e.fw.Drop(e.servers[from], e.servers[to])
+func (e *testEnv) Cut(from, to string) (faults.Cut, error) {
+	return e.fw.Drop(cluster.Endpoint{IP: e.servers[from]}, cluster.Endpoint{IP: e.servers[to]})
 }
 func (e *testEnv) Restart(context.Context, string) error {
 	return errors.New("restart is not supported in this test")
 }
+func (e *testEnv) Stopped(target string) (bool, error) {
+	p := e.procs[target]
+	if p == nil {
+		return false, fmt.Errorf("no %s", target)
+	}
+	return p.Stopped()
+}
+func (e *testEnv) Traffic(_ context.Context, link string) (links.Counts, error) {
+	return e.dialer.Snapshot()[link], nil
+}
+func (e *testEnv) Leader(context.Context) (string, error) { return "", errors.New("no leader here") }
 
 // echoServer answers every line with the same line.
 func echoServer(t *testing.T) string {
@@ -79,18 +91,29 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func newEnv(t *testing.T) (*testEnv, string) {
+// newEnv starts an echo server behind a toxiproxy proxy named "echo". The
+// returned address is the echo server's real one: roundTrip dials it
+// through the env's dialer, which routes it through the proxy, as a worker
+// does. With direct set the route skips the proxy (a client that does not
+// go where the fault is).
+func newEnv(t *testing.T, direct bool) (*testEnv, string) {
 	t.Helper()
-	toxi, err := cluster.StartToxi()
+	toxi, err := cluster.StartToxi("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { toxi.Close() })
-	p, err := toxi.Proxy("echo", echoServer(t))
+	real := echoServer(t)
+	p, err := toxi.Proxy("echo", real)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testEnv{toxi: toxi, procs: map[string]*cluster.Process{}, servers: map[string]string{}}, p.Listen
+	route := links.Route{Name: "echo", Addr: real, Via: p.Listen}
+	if direct {
+		route.Via = ""
+	}
+	return &testEnv{toxi: toxi, procs: map[string]*cluster.Process{}, servers: map[string]string{},
+		dialer: links.NewDialer("", []links.Route{route})}, real
 }
 
 func build(t *testing.T, typ, opts string) faults.Fault {
@@ -117,11 +140,13 @@ func build(t *testing.T, typ, opts string) faults.Fault {
 	return f
 }
 
-// roundTrip sends one line and waits for its echo; it returns the time it
-// took, or an error (refused, timed out).
-func roundTrip(addr string, timeout time.Duration) (time.Duration, error) {
+// roundTrip sends one line through the env's dialer and waits for its
+// echo; it returns the time it took, or an error (refused, timed out).
+func roundTrip(env *testEnv, addr string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := env.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return 0, err
 	}
@@ -140,23 +165,81 @@ func roundTrip(addr string, timeout time.Duration) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-func TestLatency(t *testing.T) {
-	env, addr := newEnv(t)
-	heal, err := build(t, "latency", "latency: 150ms\njitter: 0ms\ndirection: upstream").Start(context.Background(), env, "link:echo")
+// settled waits until a link fault counts traffic.
+func settled() { time.Sleep(300 * time.Millisecond) }
+
+func check(t *testing.T, eff *faults.Effect) (string, error) {
+	t.Helper()
+	if eff.Check == nil {
+		return "", nil
+	}
+	return eff.Check(context.Background())
+}
+
+func heal(t *testing.T, eff *faults.Effect) {
+	t.Helper()
+	if _, err := eff.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLatencyIsObservedOnTheAnswers(t *testing.T) {
+	env, addr := newEnv(t, false)
+	eff, err := build(t, "latency", "latency: 150ms\njitter: 0ms\ndirection: upstream").Start(context.Background(), env, "link:echo")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(eff.Seen, "latency") {
+		t.Errorf("seen: %q", eff.Seen)
+	}
+	settled()
 	// A lower bound only: a delay fault can never make the trip faster.
-	if d, err := roundTrip(addr, 5*time.Second); err != nil || d < 150*time.Millisecond {
+	if d, err := roundTrip(env, addr, 5*time.Second); err != nil || d < 150*time.Millisecond {
 		t.Errorf("round trip under latency: %v %v, want >= 150ms", d, err)
 	}
-	if err := heal(context.Background()); err != nil {
-		t.Fatal(err)
+	if obs, err := check(t, eff); err != nil || !strings.Contains(obs, "late") {
+		t.Errorf("check: %q %v, want the late answer observed", obs, err)
 	}
+	heal(t, eff)
 	toxics, err := mustProxy(t, env).Toxics()
 	if err != nil || len(toxics) != 0 {
 		t.Errorf("toxics left after heal: %v %v", toxics, err)
 	}
+}
+
+// TestLinkFaultOnAnUnusedLinkIsNotObserved: a fault on a link that nobody
+// routes through did nothing, and must say so.
+func TestLinkFaultOnAnUnusedLinkIsNotObserved(t *testing.T) {
+	for _, typ := range []string{"latency", "partition", "drop"} {
+		t.Run(typ, func(t *testing.T) {
+			env, addr := newEnv(t, true) // the client goes around the proxy
+			opts := ""
+			if typ == "latency" {
+				opts = "latency: 100ms"
+			}
+			eff, err := build(t, typ, opts).Start(context.Background(), env, "link:echo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			settled()
+			if _, err := roundTrip(env, addr, time.Second); err != nil {
+				t.Fatalf("the direct route must work: %v", err)
+			}
+			if obs, err := check(t, eff); err == nil {
+				t.Errorf("a %s the client went around was observed: %q", typ, obs)
+			}
+			heal(t, eff)
+		})
+	}
+	env, _ := newEnv(t, false)
+	eff, err := build(t, "latency", "latency: 100ms").Start(context.Background(), env, "link:echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := check(t, eff); err == nil || !strings.Contains(err.Error(), "nothing used") {
+		t.Errorf("an idle link: %v, want 'nothing used'", err)
+	}
+	heal(t, eff)
 }
 
 func mustProxy(t *testing.T, env *testEnv) *toxiclient.Proxy {
@@ -168,48 +251,43 @@ func mustProxy(t *testing.T, env *testEnv) *toxiclient.Proxy {
 }
 
 func TestPartitionRefusesThenHeals(t *testing.T) {
-	env, addr := newEnv(t)
-	heal, err := build(t, "partition", "").Start(context.Background(), env, "link:echo")
+	env, addr := newEnv(t, false)
+	eff, err := build(t, "partition", "").Start(context.Background(), env, "link:echo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := roundTrip(addr, time.Second); err == nil || !strings.Contains(err.Error(), "refused") {
+	settled()
+	if _, err := roundTrip(env, addr, time.Second); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("round trip during partition: %v, want connection refused", err)
 	}
-	if err := heal(context.Background()); err != nil {
-		t.Fatal(err)
+	if obs, err := check(t, eff); err != nil || !strings.Contains(obs, "no answer") {
+		t.Errorf("check: %q %v", obs, err)
 	}
-	if _, err := roundTrip(addr, 2*time.Second); err != nil {
+	heal(t, eff)
+	if _, err := roundTrip(env, addr, 2*time.Second); err != nil {
 		t.Errorf("after heal: %v", err)
 	}
 }
 
 func TestDropHangsSilently(t *testing.T) {
-	env, addr := newEnv(t)
-	heal, err := build(t, "drop", "").Start(context.Background(), env, "link:echo")
+	env, addr := newEnv(t, false)
+	eff, err := build(t, "drop", "").Start(context.Background(), env, "link:echo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = roundTrip(addr, 300*time.Millisecond)
+	settled()
+	_, err = roundTrip(env, addr, 300*time.Millisecond)
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("round trip during drop: %v, want a timeout (no reset, no refusal)", err)
 	}
-	if err := heal(context.Background()); err != nil {
-		t.Fatal(err)
+	if _, err := check(t, eff); err != nil {
+		t.Errorf("check: %v", err)
 	}
-	if _, err := roundTrip(addr, 2*time.Second); err != nil {
+	heal(t, eff)
+	if _, err := roundTrip(env, addr, 2*time.Second); err != nil {
 		t.Errorf("after heal: %v", err)
 	}
-}
-
-func procState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "gone"
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return f[0]
 }
 
 func sleeper(t *testing.T) *cluster.Process {
@@ -222,39 +300,59 @@ func sleeper(t *testing.T) *cluster.Process {
 	return p
 }
 
-func TestPauseStopsAndResumes(t *testing.T) {
-	env, _ := newEnv(t)
+func TestPauseIsSeenStoppedAndResumes(t *testing.T) {
+	env, _ := newEnv(t, false)
 	p := sleeper(t)
 	env.procs["instance-1"] = p
-	heal, err := build(t, "pause", "").Start(context.Background(), env, "instance-1")
+	eff, err := build(t, "pause", "").Start(context.Background(), env, "instance-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, p.Pid(), "T")
-	if err := heal(context.Background()); err != nil {
+	if st, err := p.Stopped(); !st || err != nil || !strings.Contains(eff.Seen, "stopped") {
+		t.Errorf("after pause: stopped=%v %v, seen %q", st, err, eff.Seen)
+	}
+	if obs, err := eff.Heal(context.Background()); err != nil || obs != "resumed" {
+		t.Fatalf("heal: %q %v", obs, err)
+	}
+	if st, _ := p.Stopped(); st {
+		t.Error("still stopped after heal")
+	}
+}
+
+// TestPauseFailoverRequiredButAbsent: a pause that was required to make
+// another server lead is not observed when nobody leads.
+func TestPauseFailoverRequiredButAbsent(t *testing.T) {
+	env, _ := newEnv(t, false)
+	p := sleeper(t)
+	env.procs["redis-1"] = p
+	eff, err := build(t, "pause", "failover: true").Start(context.Background(), env, "redis-1")
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, p.Pid(), "S")
+	defer heal(t, eff)
+	if _, err := check(t, eff); err == nil || !strings.Contains(err.Error(), "failover") {
+		t.Errorf("check: %v, want a missing failover", err)
+	}
 }
 
 func TestKillInstance(t *testing.T) {
-	env, _ := newEnv(t)
+	env, _ := newEnv(t, false)
 	p := sleeper(t)
 	env.procs["instance-1"] = p
-	heal, err := build(t, "kill", "").Start(context.Background(), env, "instance-1")
+	eff, err := build(t, "kill", "").Start(context.Background(), env, "instance-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Alive() {
-		t.Error("killed process is alive")
+	if p.Alive() || !strings.Contains(eff.Seen, "exited") {
+		t.Errorf("killed process alive=%v, seen %q", p.Alive(), eff.Seen)
 	}
-	if err := heal(context.Background()); err != nil {
-		t.Errorf("an instance is not restarted, heal must be a no-op: %v", err)
+	if obs, err := eff.Heal(context.Background()); err != nil || obs != "" {
+		t.Errorf("an instance is not restarted, heal must be a no-op: %q %v", obs, err)
 	}
 }
 
 func TestFaultOnMissingTargetFails(t *testing.T) {
-	env, _ := newEnv(t)
+	env, _ := newEnv(t, false)
 	if _, err := build(t, "pause", "").Start(context.Background(), env, "instance-9"); err == nil {
 		t.Error("pause of a missing instance succeeded")
 	}
@@ -282,19 +380,7 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
-func waitState(t *testing.T, pid int, want string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for procState(pid) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d state %s, want %s", pid, procState(pid), want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestBandwidthSlicerResetPeer(t *testing.T) {
-	env, addr := newEnv(t)
 	for _, tt := range []struct {
 		typ, opts string
 		broken    bool // the round trip must fail while the fault is on
@@ -304,21 +390,24 @@ func TestBandwidthSlicerResetPeer(t *testing.T) {
 		{"reset-peer", "after: 0s", true},
 	} {
 		t.Run(tt.typ, func(t *testing.T) {
-			heal, err := build(t, tt.typ, tt.opts).Start(context.Background(), env, "link:echo")
+			env, addr := newEnv(t, false)
+			eff, err := build(t, tt.typ, tt.opts).Start(context.Background(), env, "link:echo")
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = roundTrip(addr, 2*time.Second)
+			settled()
+			_, err = roundTrip(env, addr, 2*time.Second)
 			if tt.broken && err == nil {
 				t.Errorf("round trip succeeded through %s", tt.typ)
 			}
 			if !tt.broken && err != nil {
 				t.Errorf("round trip through %s failed: %v", tt.typ, err)
 			}
-			if err := heal(context.Background()); err != nil {
-				t.Fatal(err)
+			if obs, err := check(t, eff); err != nil {
+				t.Errorf("check: %q %v", obs, err)
 			}
-			if _, err := roundTrip(addr, 2*time.Second); err != nil {
+			heal(t, eff)
+			if _, err := roundTrip(env, addr, 2*time.Second); err != nil {
 				t.Errorf("after heal: %v", err)
 			}
 		})
@@ -343,12 +432,20 @@ func TestClockJumpShortensLeases(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	ctx := context.Background()
+	// Nothing held: the jump would change no lease, so it is not applied.
+	if _, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, "redis-1"); err == nil || !strings.Contains(err.Error(), "no lock was held") {
+		t.Errorf("a jump with no lock held: %v", err)
+	}
 	c.Set(ctx, "lockbench:lock:a", "x", 10*time.Second)
 	c.Set(ctx, "lockbench:lock:b", "y", 2*time.Second)
 	c.Set(ctx, "lockbench:lock:forever", "z", 0)
 	c.Set(ctx, "other", "w", 10*time.Second)
-	if _, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, "redis-1"); err != nil {
+	eff, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, "redis-1")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(eff.Seen, "2 live lock key") {
+		t.Errorf("seen: %q", eff.Seen)
 	}
 	if ttl := c.PTTL(ctx, "lockbench:lock:a").Val(); ttl > 7*time.Second || ttl < 6*time.Second {
 		t.Errorf("a: PTTL %s after a 3s jump from 10s, want about 7s", ttl)

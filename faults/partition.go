@@ -7,15 +7,18 @@ import (
 	"slices"
 )
 
-// Partitions below TCP: iptables DROP rules between member addresses, so
-// that TCP and UDP (Consul's gossip) are cut alike, between members of a
-// cluster rather than between clients and servers (use link faults for
-// those). Heal removes exactly the rules the fault added.
+// Partitions below TCP: iptables DROP rules between addresses, so that TCP
+// and UDP (Consul's gossip) are cut alike. The target is a server (cut from
+// other members: the servers must use their own address as source) or a
+// worker instance (cut from the servers its clients dial; the servers see
+// the client vanish, which they never do behind a proxy). Heal removes
+// exactly the rules the fault added; the fault counts as applied only if
+// its rules dropped packets.
 
 func init() {
-	Register(Info{Name: "isolate", Summary: "cut a member (or the leader) off from every other member, both ways (iptables)", Targets: []Kind{Server}, NeedsFirewall: true, New: newIsolate})
-	Register(Info{Name: "split", Summary: "split the members: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server}, NeedsFirewall: true, New: newSplit})
-	Register(Info{Name: "one-way", Summary: "drop what a member sends to `to` (default: every other member), one direction only (iptables)", Targets: []Kind{Server}, NeedsFirewall: true, New: newOneWay})
+	Register(Info{Name: "isolate", Summary: "cut a member, or an instance, off from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
+	Register(Info{Name: "split", Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
+	Register(Info{Name: "one-way", Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
 }
 
 // cutFault cuts, for a resolved target, the directed pairs that plan
@@ -27,7 +30,7 @@ type cutFault struct {
 
 func (f cutFault) Names() []string { return f.names }
 
-func (f cutFault) Start(ctx context.Context, env Env, target string) (Heal, error) {
+func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, error) {
 	pairs, err := f.plan(env, target)
 	if err != nil {
 		return nil, err
@@ -35,22 +38,39 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (Heal, erro
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("%s has no peer to cut it from", target)
 	}
-	var undo []func() error
-	heal := func(context.Context) error {
+	var cuts []Cut
+	undo := func() error {
 		var errs []error
-		for _, u := range undo {
-			errs = append(errs, u())
+		for _, c := range cuts {
+			errs = append(errs, c.Undo())
 		}
 		return errors.Join(errs...)
 	}
 	for _, p := range pairs {
-		u, err := env.Cut(p[0], p[1])
+		c, err := env.Cut(p[0], p[1])
 		if err != nil {
-			return nil, errors.Join(err, heal(ctx))
+			return nil, errors.Join(err, undo())
 		}
-		undo = append(undo, u)
+		cuts = append(cuts, c)
 	}
-	return heal, nil
+	return &Effect{
+		Seen: fmt.Sprintf("%d DROP rule(s) in place", len(cuts)),
+		Check: func(context.Context) (string, error) {
+			var total int64
+			for _, c := range cuts {
+				n, err := c.Packets()
+				if err != nil {
+					return "", err
+				}
+				total += n
+			}
+			if total == 0 {
+				return "", fmt.Errorf("its %d rule(s) dropped no packet: nothing tried to cross the cut", len(cuts))
+			}
+			return fmt.Sprintf("dropped %d packet(s)", total), nil
+		},
+		Heal: func(context.Context) (string, error) { return "", undo() },
+	}, nil
 }
 
 func both(a, b []string) [][2]string {
@@ -75,7 +95,7 @@ func newIsolate(decode Decoder) (Fault, error) {
 
 // SplitOptions configure the split fault.
 type SplitOptions struct {
-	// Group are the members on the target's side.
+	// Group are the peers on the target's side.
 	Group []string `yaml:"group"`
 }
 
@@ -101,13 +121,18 @@ func newSplit(decode Decoder) (Fault, error) {
 				other = append(other, p)
 			}
 		}
+		if KindOf(target) == Instance {
+			// An instance's side is the instance alone: it keeps the
+			// group and loses the others. Members do not cut each other.
+			return both([]string{target}, other), nil
+		}
 		return both(side, other), nil
 	}}, nil
 }
 
 // OneWayOptions configure the one-way fault.
 type OneWayOptions struct {
-	To []string `yaml:"to"` // default: every other member
+	To []string `yaml:"to"` // default: every peer
 }
 
 func newOneWay(decode Decoder) (Fault, error) {

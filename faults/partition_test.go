@@ -49,63 +49,84 @@ func listen(t *testing.T, ip string) string {
 	return ln.Addr().String()
 }
 
-func firewallEnv(t *testing.T) *testEnv {
+// firewallEnv has three members a, b, c on addresses of a slot of its own.
+func firewallEnv(t *testing.T) (*testEnv, string, string, string) {
+	slot, err := cluster.AcquireSlot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	fw := cluster.NewFirewall()
-	t.Cleanup(func() { fw.Close() })
+	t.Cleanup(func() { fw.Close(); slot.Release() })
+	a, b, c := slot.Server(1), slot.Server(2), slot.Server(3)
 	return &testEnv{fw: fw,
-		servers: map[string]string{"a": "127.0.0.61", "b": "127.0.0.62", "c": "127.0.0.63"},
-		peers:   map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}}}
+		servers: map[string]string{"a": a, "b": b, "c": c},
+		peers:   map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}}}, a, b, c
 }
 
 func TestIsolateCutsBothWays(t *testing.T) {
 	needFirewall(t)
-	env := firewallEnv(t)
-	addrB, addrA, addrC := listen(t, "127.0.0.62"), listen(t, "127.0.0.61"), listen(t, "127.0.0.63")
-	heal, err := build(t, "isolate", "").Start(context.Background(), env, "a")
+	env, a, b, c := firewallEnv(t)
+	addrB, addrA, addrC := listen(t, b), listen(t, a), listen(t, c)
+	eff, err := build(t, "isolate", "").Start(context.Background(), env, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bound("127.0.0.61", addrB, 300*time.Millisecond) == nil || bound("127.0.0.62", addrA, 300*time.Millisecond) == nil {
+	if bound(a, addrB, 300*time.Millisecond) == nil || bound(b, addrA, 300*time.Millisecond) == nil {
 		t.Error("a and b still reach each other while a is isolated")
 	}
-	if err := bound("127.0.0.62", addrC, time.Second); err != nil {
+	if err := bound(b, addrC, time.Second); err != nil {
 		t.Errorf("b and c must still talk: %v", err)
 	}
-	if err := heal(context.Background()); err != nil {
+	if obs, err := check(t, eff); err != nil || !strings.Contains(obs, "dropped") {
+		t.Errorf("check: %q %v, want dropped packets observed", obs, err)
+	}
+	heal(t, eff)
+	if err := bound(a, addrB, time.Second); err != nil {
+		t.Errorf("after heal: %v", err)
+	}
+}
+
+// TestCutNobodyCrossesIsNotObserved: rules that drop nothing did nothing.
+func TestCutNobodyCrossesIsNotObserved(t *testing.T) {
+	needFirewall(t)
+	env, _, _, _ := firewallEnv(t)
+	eff, err := build(t, "isolate", "").Start(context.Background(), env, "a")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bound("127.0.0.61", addrB, time.Second); err != nil {
-		t.Errorf("after heal: %v", err)
+	defer heal(t, eff)
+	if _, err := check(t, eff); err == nil || !strings.Contains(err.Error(), "dropped no packet") {
+		t.Errorf("check: %v, want no packet dropped", err)
 	}
 }
 
 func TestSplitAndOneWay(t *testing.T) {
 	needFirewall(t)
-	env := firewallEnv(t)
-	addrC := listen(t, "127.0.0.63")
-	addrB := listen(t, "127.0.0.62")
-	heal, err := build(t, "split", "group: [b]").Start(context.Background(), env, "a")
+	env, a, b, c := firewallEnv(t)
+	addrC := listen(t, c)
+	addrB := listen(t, b)
+	eff, err := build(t, "split", "group: [b]").Start(context.Background(), env, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bound("127.0.0.62", addrC, 300*time.Millisecond) == nil {
+	if bound(b, addrC, 300*time.Millisecond) == nil {
 		t.Error("b reaches c across the split")
 	}
-	if err := bound("127.0.0.61", addrB, time.Second); err != nil {
+	if err := bound(a, addrB, time.Second); err != nil {
 		t.Errorf("a and b are on the same side: %v", err)
 	}
-	heal(context.Background())
+	heal(t, eff)
 
 	// One way, seen with UDP: a's datagrams to b are dropped, b's to a arrive.
-	heal, err = build(t, "one-way", "to: [b]").Start(context.Background(), env, "a")
+	eff, err = build(t, "one-way", "to: [b]").Start(context.Background(), env, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer heal(context.Background())
-	if udpArrives("127.0.0.61", "127.0.0.62") {
+	defer heal(t, eff)
+	if udpArrives(a, b) {
 		t.Error("a -> b arrived through a one-way cut")
 	}
-	if !udpArrives("127.0.0.62", "127.0.0.61") {
+	if !udpArrives(b, a) {
 		t.Error("b -> a was cut by a one-way fault from a")
 	}
 }

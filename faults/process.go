@@ -3,7 +3,9 @@ package faults
 import (
 	"context"
 	"fmt"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Process faults act on a whole process group: a worker instance (all its
@@ -15,21 +17,55 @@ func init() {
 	Register(Info{Name: "kill", Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, New: newKill})
 }
 
-type pause struct{}
+// stopWait bounds how long a signal may take to show its effect.
+const stopWait = 2 * time.Second
 
-func newPause(decode Decoder) (Fault, error) {
-	var none struct{}
-	if err := decode(&none); err != nil {
-		return nil, err
-	}
-	return pause{}, nil
+type pause struct{ leaderWatch }
+
+// PauseOptions configure the pause fault.
+type PauseOptions struct {
+	// Failover: the fault must make another server take over as leader or
+	// master before it heals (observed), or the case is invalid.
+	Failover bool `yaml:"failover"`
 }
 
-func (pause) Start(ctx context.Context, env Env, target string) (Heal, error) {
-	if err := env.Signal(target, syscall.SIGSTOP); err != nil {
+func newPause(decode Decoder) (Fault, error) {
+	var o PauseOptions
+	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	return func(context.Context) error { return env.Signal(target, syscall.SIGCONT) }, nil
+	return pause{leaderWatch{require: o.Failover}}, nil
+}
+
+func (p pause) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+	watch := p.watch(ctx, env, target)
+	if err := env.Signal(target, syscall.SIGSTOP); err != nil {
+		watch.stop()
+		return nil, err
+	}
+	stopped, err := pollUntil(ctx, stopWait, func() (bool, error) { return env.Stopped(target) })
+	if err != nil || !stopped {
+		watch.stop()
+		env.Signal(target, syscall.SIGCONT) // best effort: do not leave it half stopped
+		return nil, fmt.Errorf("SIGSTOP sent, but %s was not seen stopped within %s (%v)", target, stopWait, err)
+	}
+	return &Effect{
+		Seen:  fmt.Sprintf("every process of %s stopped", target),
+		Check: watch.check,
+		Heal: func(ctx context.Context) (string, error) {
+			if err := env.Signal(target, syscall.SIGCONT); err != nil {
+				return "", err
+			}
+			running, err := pollUntil(ctx, stopWait, func() (bool, error) {
+				s, err := env.Stopped(target)
+				return !s, err
+			})
+			if err != nil || !running {
+				return "", fmt.Errorf("SIGCONT sent, but %s still looks stopped (%v)", target, err)
+			}
+			return "resumed", nil
+		},
+	}, nil
 }
 
 // KillOptions configure the kill fault.
@@ -37,29 +73,123 @@ type KillOptions struct {
 	// Restart a killed server when the window ends (default true). An
 	// instance is never restarted.
 	Restart *bool `yaml:"restart"`
+	// Failover: killing the target must make another server take over as
+	// leader or master before the window ends (observed), or the case is
+	// invalid. Without it, a change of leader is recorded when seen.
+	Failover bool `yaml:"failover"`
 }
 
-type kill struct{ restart bool }
+type kill struct {
+	restart bool
+	leaderWatch
+}
 
 func newKill(decode Decoder) (Fault, error) {
 	var o KillOptions
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	return kill{restart: o.Restart == nil || *o.Restart}, nil
+	return kill{restart: o.Restart == nil || *o.Restart, leaderWatch: leaderWatch{require: o.Failover}}, nil
 }
 
-func (k kill) Start(ctx context.Context, env Env, target string) (Heal, error) {
+func (k kill) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+	watch := k.watch(ctx, env, target)
+	start := time.Now()
 	if err := env.Kill(target); err != nil {
+		watch.stop()
 		return nil, err
 	}
-	if KindOf(target) == Instance || !k.restart {
-		return func(context.Context) error { return nil }, nil
-	}
-	return func(ctx context.Context) error {
-		if err := env.Restart(ctx, target); err != nil {
-			return fmt.Errorf("restart %s: %w", target, err)
+	eff := &Effect{Seen: fmt.Sprintf("%s exited %s after SIGKILL", target, time.Since(start).Round(time.Millisecond)), Check: watch.check, Heal: noHeal}
+	if KindOf(target) == Server && k.restart {
+		eff.Heal = func(ctx context.Context) (string, error) {
+			begin := time.Now()
+			if err := env.Restart(ctx, target); err != nil {
+				return "", fmt.Errorf("restart %s: %w", target, err)
+			}
+			return fmt.Sprintf("restarted, answering after %s", time.Since(begin).Round(time.Millisecond)), nil
 		}
-		return nil
-	}, nil
+	}
+	return eff, nil
+}
+
+// leaderWatch observes, for a fault on a server, whether another server
+// took over as leader or master while the fault was in force.
+type leaderWatch struct{ require bool }
+
+type watching struct {
+	require bool
+	target  string
+	was     string // the leader when the fault began ("" if unknown)
+	begin   time.Time
+	done    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	next    string
+	after   time.Duration
+}
+
+// watch starts watching the leader when target is a server of a cluster
+// that has one; check then reports the take-over.
+func (w leaderWatch) watch(ctx context.Context, env Env, target string) *watching {
+	ws := &watching{require: w.require, target: target, begin: time.Now(), done: make(chan struct{})}
+	if KindOf(target) != Server {
+		return ws
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	ws.was, _ = env.Leader(lctx) // no leader kind, or none now: nothing to watch
+	cancel()
+	if ws.was != target {
+		return ws
+	}
+	ws.wg.Add(1)
+	go func() {
+		defer ws.wg.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ws.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lctx, cancel := context.WithTimeout(ctx, time.Second)
+			l, err := env.Leader(lctx)
+			cancel()
+			if err == nil && l != "" && l != target {
+				ws.mu.Lock()
+				ws.next, ws.after = l, time.Since(ws.begin)
+				ws.mu.Unlock()
+				return
+			}
+		}
+	}()
+	return ws
+}
+
+func (ws *watching) stop() {
+	select {
+	case <-ws.done:
+	default:
+		close(ws.done)
+	}
+	ws.wg.Wait()
+}
+
+func (ws *watching) check(context.Context) (string, error) {
+	ws.stop()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch {
+	case ws.next != "":
+		return fmt.Sprintf("%s took over from %s %s after the fault began", ws.next, ws.target, ws.after.Round(time.Millisecond)), nil
+	case ws.require && ws.was != ws.target:
+		return "", fmt.Errorf("a failover was required, but %s was not the leader when the fault began (the leader was %q)", ws.target, ws.was)
+	case ws.require:
+		return "", fmt.Errorf("no failover: %s was the leader and no other server took over before the fault healed", ws.target)
+	case ws.was == ws.target:
+		return fmt.Sprintf("%s was the leader; no other server took over while the fault was in force", ws.target), nil
+	}
+	return "", nil
 }

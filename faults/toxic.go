@@ -4,14 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/links"
 )
 
 // Link faults drive toxiproxy through its client API. Attribute names are
 // toxiproxy's own (latency, jitter, timeout); direction follows toxiproxy's
 // streams: upstream is client->server, downstream is server->client.
+//
+// A link fault is observed on the traffic of the instances it targets (see
+// package links): a partition or a drop must leave them without answers,
+// latency must make answers late, a reset must break connections. A link
+// that nobody used while the fault was in force is a fault that did
+// nothing: the case is invalid, saying so.
 
 func init() {
 	Register(Info{Name: "latency", Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
@@ -32,20 +43,90 @@ func streams(direction string) ([]string, error) {
 	return nil, fmt.Errorf("direction: %q is not one of both, upstream, downstream", direction)
 }
 
+// settle is how long after a link fault begins its traffic starts to
+// count: answers already on their way when it began may still arrive.
+const settle = 200 * time.Millisecond
+
+// linkWatch measures a link's traffic while a fault is in force.
+type linkWatch struct {
+	env    Env
+	link   string
+	mu     sync.Mutex
+	base   links.Counts
+	done   chan struct{}
+	judge  func(d links.Counts) (string, error)
+	target string
+}
+
+// watchLink takes the link's counters now, and again once the fault has
+// settled; check judges what crossed the link since.
+func watchLink(ctx context.Context, env Env, target string, judge func(d links.Counts) (string, error)) (*linkWatch, error) {
+	w := &linkWatch{env: env, link: linkName(target), done: make(chan struct{}), judge: judge, target: target}
+	b, err := env.Traffic(ctx, w.link)
+	if err != nil {
+		return nil, err
+	}
+	w.base = b
+	go func() {
+		select {
+		case <-time.After(settle):
+		case <-w.done:
+			return
+		}
+		if b, err := env.Traffic(ctx, w.link); err == nil {
+			w.mu.Lock()
+			w.base = b
+			w.mu.Unlock()
+		}
+	}()
+	return w, nil
+}
+
+func (w *linkWatch) check(ctx context.Context) (string, error) {
+	close(w.done)
+	cur, err := w.env.Traffic(ctx, w.link)
+	if err != nil {
+		return "", err
+	}
+	w.mu.Lock()
+	d := cur.Sub(w.base)
+	w.mu.Unlock()
+	if d.Attempts() == 0 {
+		return "", fmt.Errorf("nothing used %s while the fault was in force: the clients it targets do not route through it, or were idle", w.target)
+	}
+	return w.judge(d)
+}
+
+// noAnswers judges a partition or a drop: clients tried, nothing came back.
+func noAnswers(d links.Counts) (string, error) {
+	if d.BytesIn > 0 {
+		return "", fmt.Errorf("clients kept receiving through it (%d bytes, %d answers)", d.BytesIn, d.Answers())
+	}
+	return fmt.Sprintf("clients tried %d time(s) (%d dials, %d refused, %d bytes sent) and got no answer", d.Dials+d.DialErrors+boolInt(d.BytesOut > 0), d.Dials, d.DialErrors, d.BytesOut), nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // toxicFault adds one toxic per stream and removes them on heal.
 type toxicFault struct {
 	typ     string
 	streams []string
 	attrs   toxiclient.Attributes
+	judge   func(d links.Counts) (string, error)
 }
 
-func (f toxicFault) Start(ctx context.Context, env Env, target string) (Heal, error) {
+func (f toxicFault) Start(ctx context.Context, env Env, target string) (*Effect, error) {
 	p, err := env.Link(linkName(target))
 	if err != nil {
 		return nil, err
 	}
 	var added []string
-	remove := func(context.Context) error {
+	remove := func() error {
 		var errs []error
 		for _, name := range added {
 			if err := p.RemoveToxic(name); err != nil {
@@ -57,11 +138,33 @@ func (f toxicFault) Start(ctx context.Context, env Env, target string) (Heal, er
 	for _, s := range f.streams {
 		name := "lockbench_" + f.typ + "_" + s
 		if _, err := p.AddToxic(name, f.typ, s, 1, f.attrs); err != nil {
-			return nil, errors.Join(fmt.Errorf("add %s toxic to %s: %w", f.typ, p.Name, err), remove(ctx))
+			return nil, errors.Join(fmt.Errorf("add %s toxic to %s: %w", f.typ, p.Name, err), remove())
 		}
 		added = append(added, name)
 	}
-	return remove, nil
+	// Read the toxics back: they are what toxiproxy applies.
+	live, err := p.Toxics()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("read toxics of %s: %w", p.Name, err), remove())
+	}
+	var names []string
+	for _, t := range live {
+		if strings.HasPrefix(t.Name, "lockbench_"+f.typ) {
+			names = append(names, t.Stream)
+		}
+	}
+	if len(names) != len(f.streams) {
+		return nil, errors.Join(fmt.Errorf("toxiproxy lists %d %s toxic(s) on %s, want %d", len(names), f.typ, p.Name, len(f.streams)), remove())
+	}
+	w, err := watchLink(ctx, env, target, f.judge)
+	if err != nil {
+		return nil, errors.Join(err, remove())
+	}
+	return &Effect{
+		Seen:  fmt.Sprintf("toxiproxy applies %s on %s (%s)", f.typ, target, strings.Join(names, ", ")),
+		Check: w.check,
+		Heal:  func(context.Context) (string, error) { return "", remove() },
+	}, nil
 }
 
 // LatencyOptions configure the latency fault.
@@ -86,7 +189,19 @@ func newLatency(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toxicFault{typ: "latency", streams: s, attrs: toxiclient.Attributes{
+	lat := o.Latency.D()
+	judge := func(d links.Counts) (string, error) {
+		if d.Answers() == 0 {
+			return "no answer came back while it was in force: slower than the clients waited", nil
+		}
+		// Bucket edges are coarse (1-2-5), so half the latency is the
+		// least an answer that crossed the toxic can show.
+		if got := d.SlowestAtLeast(); got < lat/2 {
+			return "", fmt.Errorf("%d answers came back, the slowest in under %s: the %s latency did not reach them", d.Answers(), nextEdge(got), lat)
+		}
+		return fmt.Sprintf("%d answers, the slowest at least %s late", d.Answers(), d.SlowestAtLeast()), nil
+	}
+	return toxicFault{typ: "latency", streams: s, judge: judge, attrs: toxiclient.Attributes{
 		"latency": o.Latency.D().Milliseconds(), "jitter": o.Jitter.D().Milliseconds()}}, nil
 }
 
@@ -104,7 +219,7 @@ func newDrop(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toxicFault{typ: "timeout", streams: s, attrs: toxiclient.Attributes{"timeout": 0}}, nil
+	return toxicFault{typ: "timeout", streams: s, judge: noAnswers, attrs: toxiclient.Attributes{"timeout": 0}}, nil
 }
 
 type partition struct{}
@@ -117,7 +232,7 @@ func newPartition(decode Decoder) (Fault, error) {
 	return partition{}, nil
 }
 
-func (partition) Start(ctx context.Context, env Env, target string) (Heal, error) {
+func (partition) Start(ctx context.Context, env Env, target string) (*Effect, error) {
 	p, err := env.Link(linkName(target))
 	if err != nil {
 		return nil, err
@@ -125,12 +240,25 @@ func (partition) Start(ctx context.Context, env Env, target string) (Heal, error
 	if err := p.Disable(); err != nil {
 		return nil, fmt.Errorf("disable proxy %s: %w", p.Name, err)
 	}
-	return func(context.Context) error {
+	enable := func(context.Context) (string, error) {
 		if err := p.Enable(); err != nil {
-			return fmt.Errorf("enable proxy %s: %w", p.Name, err)
+			return "", fmt.Errorf("enable proxy %s: %w", p.Name, err)
 		}
-		return nil
-	}, nil
+		return "", nil
+	}
+	// The proxy no longer listens: a dial must be refused.
+	c, err := net.DialTimeout("tcp", p.Listen, time.Second)
+	if err == nil {
+		c.Close()
+		_, herr := enable(ctx)
+		return nil, errors.Join(fmt.Errorf("proxy %s disabled, but %s still accepts connections", p.Name, p.Listen), herr)
+	}
+	w, err := watchLink(ctx, env, target, noAnswers)
+	if err != nil {
+		_, herr := enable(ctx)
+		return nil, errors.Join(err, herr)
+	}
+	return &Effect{Seen: fmt.Sprintf("proxy %s refuses connections", p.Name), Check: w.check, Heal: enable}, nil
 }
 
 // BandwidthOptions configure the bandwidth fault.
@@ -151,7 +279,7 @@ func newBandwidth(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toxicFault{typ: "bandwidth", streams: s, attrs: toxiclient.Attributes{"rate": o.Rate}}, nil
+	return toxicFault{typ: "bandwidth", streams: s, judge: flowed, attrs: toxiclient.Attributes{"rate": o.Rate}}, nil
 }
 
 // SlicerOptions configure the slicer fault.
@@ -174,7 +302,7 @@ func newSlicer(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toxicFault{typ: "slicer", streams: s, attrs: toxiclient.Attributes{
+	return toxicFault{typ: "slicer", streams: s, judge: flowed, attrs: toxiclient.Attributes{
 		"average_size": o.AverageSize, "size_variation": o.SizeVariation, "delay": o.Delay.D().Microseconds()}}, nil
 }
 
@@ -196,5 +324,30 @@ func newResetPeer(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toxicFault{typ: "reset_peer", streams: s, attrs: toxiclient.Attributes{"timeout": o.After.D().Milliseconds()}}, nil
+	judge := func(d links.Counts) (string, error) {
+		if n := d.Errors + d.DialErrors; n > 0 {
+			return fmt.Sprintf("%d connection error(s) (resets, refused dials)", n), nil
+		}
+		return "", fmt.Errorf("no connection of the clients it targets was reset")
+	}
+	return toxicFault{typ: "reset_peer", streams: s, judge: judge, attrs: toxiclient.Attributes{"timeout": o.After.D().Milliseconds()}}, nil
+}
+
+// flowed judges a toxic that shapes traffic without stopping it: traffic
+// crossed the link while it was in force.
+func flowed(d links.Counts) (string, error) {
+	if d.BytesIn+d.BytesOut == 0 {
+		return "", fmt.Errorf("no byte crossed it")
+	}
+	return fmt.Sprintf("%d bytes crossed the shaped link (%d answers)", d.BytesIn+d.BytesOut, d.Answers()), nil
+}
+
+// nextEdge is the upper edge of the bucket whose lower edge is d.
+func nextEdge(d time.Duration) time.Duration {
+	for _, e := range links.Edges {
+		if e > d {
+			return e
+		}
+	}
+	return d
 }

@@ -18,9 +18,11 @@ import (
 
 // Server is one running lock server.
 type Server struct {
-	Spec    backends.ServerSpec
-	IP      string // its own loopback address
-	Addr    string // where clients really reach it
+	Spec backends.ServerSpec
+	IP   string // its own loopback address, in the run's slot
+	Addr string // its real client address (IP:port)
+	// Proxy is the shared toxiproxy proxy of its client link, made only
+	// when a fault of the case acts on that link (see ClientProxy).
 	Proxy   *toxiclient.Proxy
 	Dir     string // private data directory
 	LogPath string
@@ -40,12 +42,13 @@ func (s *Server) Process() *Process {
 	return s.proc
 }
 
-// Cluster is the set of servers of one case, with a toxiproxy in front of
-// every client link. Close tears everything down and is safe to call more
-// than once.
+// Cluster is the set of servers of one case, on the addresses of the run's
+// own slot, with toxiproxy proxies on the links that faults act on. Close
+// tears everything down and is safe to call more than once.
 type Cluster struct {
 	RunID  string
 	LogDir string
+	Slot   *Slot
 	Toxi   *Toxi
 	// Firewall cuts traffic between member addresses (created on first use).
 	Firewall *Firewall
@@ -56,11 +59,16 @@ type Cluster struct {
 	order   []string
 	closed  bool
 	nextIP  int
+	// proxied names the server-side links (etcd-1-peer, redis-1-repl) to
+	// route through toxiproxy; the others are direct.
+	proxied map[string]bool
 }
 
-// New starts the toxiproxy server of a cluster. Server logs go to logDir;
-// data lives in a private temp dir removed by Close.
-func New(runID, logDir string) (*Cluster, error) {
+// New takes an address slot for the cluster and starts its toxiproxy
+// server. Server logs go to logDir; data lives in a private temp dir
+// removed by Close. proxied names the server-side links that faults of the
+// case act on (etcd-1-peer, redis-1-repl): only those go through toxiproxy.
+func New(runID, logDir string, proxied ...string) (*Cluster, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
@@ -68,22 +76,67 @@ func New(runID, logDir string) (*Cluster, error) {
 	if err := CleanStaleChains(); err != nil {
 		return nil, fmt.Errorf("remove iptables chains of dead runs: %w", err)
 	}
+	slot, err := AcquireSlot()
+	if err != nil {
+		return nil, err
+	}
 	dataDir, err := os.MkdirTemp("", fmt.Sprintf("lockbench-data-%d-", os.Getpid()))
 	if err != nil {
+		slot.Release()
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	// Servers that refuse to run as root (PostgreSQL) must reach their
 	// data dir below this one.
 	if err := os.Chmod(dataDir, 0o755); err != nil {
 		os.RemoveAll(dataDir)
+		slot.Release()
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	t, err := StartToxi()
+	t, err := StartToxi(slot.Harness())
 	if err != nil {
 		os.RemoveAll(dataDir)
+		slot.Release()
 		return nil, err
 	}
-	return &Cluster{RunID: runID, LogDir: logDir, Toxi: t, Firewall: NewFirewall(), dataDir: dataDir, servers: map[string]*Server{}}, nil
+	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), dataDir: dataDir,
+		servers: map[string]*Server{}, proxied: map[string]bool{}}
+	for _, l := range proxied {
+		c.proxied[l] = true
+	}
+	return c, nil
+}
+
+// routed makes the server-side link name go through a proxy when a fault
+// acts on it, and returns the address to advertise for it: the proxy's, or
+// addr itself.
+func (c *Cluster) routed(name, addr string) (string, error) {
+	if !c.proxied[name] {
+		return addr, nil
+	}
+	p, err := c.proxy(name, addr)
+	if err != nil {
+		return "", err
+	}
+	return p.Listen, nil
+}
+
+// ClientProxy returns the shared proxy of a server's client link, making it
+// on first use.
+func (c *Cluster) ClientProxy(name string) (*toxiclient.Proxy, error) {
+	s := c.Server(name)
+	if s == nil {
+		return nil, fmt.Errorf("proxy for %s: no such server", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Proxy == nil {
+		p, err := c.proxy(name, s.Addr)
+		if err != nil {
+			return nil, err
+		}
+		s.Proxy = p
+	}
+	return s.Proxy, nil
 }
 
 // Start launches every server in specs, waits until each answers (and each
@@ -114,13 +167,14 @@ func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error 
 // address before any member starts.
 var starters = map[string]func(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error{}
 
-// allocIP gives a server its own loopback address, 127.0.0.10 and up, so
-// that faults can cut the links between two members.
+// allocIP gives a server its own address in the run's slot, so that
+// faults can cut the links between two members or between a member and a
+// client instance.
 func (c *Cluster) allocIP() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextIP++
-	return fmt.Sprintf("127.0.0.%d", 9+c.nextIP)
+	return c.Slot.Server(c.nextIP)
 }
 
 // newServer gives a server of a single-port kind its own address and a
@@ -163,15 +217,13 @@ func (c *Cluster) proxy(name, addr string) (*toxiclient.Proxy, error) {
 	return c.Toxi.Proxy(name, addr)
 }
 
-// Endpoints maps each server name to its client proxy address.
+// Endpoints maps each server name to its real client address.
 func (c *Cluster) Endpoints() map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(c.servers))
 	for name, s := range c.servers {
-		if s.Proxy != nil {
-			out[name] = s.Proxy.Listen
-		}
+		out[name] = s.Addr
 	}
 	return out
 }
@@ -234,15 +286,10 @@ func (c *Cluster) await(ctx context.Context, s *Server) error {
 	return nil
 }
 
-// awaitAll waits for every member of an ensemble that was spawned, then
-// puts a client proxy in front of each.
+// awaitAll waits for every member of an ensemble that was spawned.
 func (c *Cluster) awaitAll(ctx context.Context, servers []*Server) error {
 	for _, s := range servers {
 		if err := c.await(ctx, s); err != nil {
-			return err
-		}
-		var err error
-		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
 			return err
 		}
 	}
@@ -333,17 +380,18 @@ func (c *Cluster) Peers(name string) []string {
 	return out
 }
 
-// Cut drops packets from server from to server to (one direction), by
-// their addresses.
-func (c *Cluster) Cut(from, to string) (func() error, error) {
-	a, b := c.Server(from), c.Server(to)
-	if a == nil || b == nil {
-		return nil, fmt.Errorf("cut %s -> %s: no such server", from, to)
+// ServerEndpoint returns the address of a server for an address-level
+// rule, or an error saying why a rule on it would not separate it from its
+// peers.
+func (c *Cluster) ServerEndpoint(name string) (Endpoint, error) {
+	s := c.Server(name)
+	if s == nil {
+		return Endpoint{}, fmt.Errorf("no server %q", name)
 	}
-	if !BindsSource(a.Spec.Kind) || !BindsSource(b.Spec.Kind) {
-		return nil, fmt.Errorf("cut %s -> %s: %s servers do not use their own address as source; an address-level partition would not separate them", from, to, a.Spec.Kind)
+	if !BindsSource(s.Spec.Kind) {
+		return Endpoint{}, fmt.Errorf("%s servers do not use their own address as source; an address-level partition would not separate them", s.Spec.Kind)
 	}
-	return c.Firewall.Drop(a.IP, b.IP)
+	return Endpoint{IP: s.IP}, nil
 }
 
 // Kill SIGKILLs the named server.
@@ -407,6 +455,7 @@ func (c *Cluster) Close() error {
 	if err := os.RemoveAll(c.dataDir); err != nil {
 		errs = append(errs, fmt.Errorf("remove data dir: %w", err))
 	}
+	c.Slot.Release()
 	return errors.Join(errs...)
 }
 

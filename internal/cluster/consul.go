@@ -34,8 +34,9 @@ func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) e
 		return err
 	}
 	var servers []*Server
-	var joins []string
+	var joins, names []string
 	for _, sp := range specs {
+		names = append(names, sp.Name)
 		ip := c.allocIP()
 		s := &Server{Spec: sp, IP: ip, Addr: ip + ":8500"}
 		if err := c.add(s); err != nil {
@@ -48,11 +49,11 @@ func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) e
 		s := s
 		args := []string{"agent", "-server", fmt.Sprintf("-bootstrap-expect=%d", len(servers)), "-node=" + s.Spec.Name,
 			"-bind=" + s.IP, "-client=" + s.IP, "-data-dir=" + s.Dir, "-dns-port=-1", "-log-level=warn",
-			"-disable-host-node-id"}
+			"-disable-host-node-id", "-node-meta=lockbench-run:" + c.RunID}
 		args = append(args, joins...)
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
 		s.ready = func(ctx context.Context, p *Process) error {
-			return poll(ctx, p, 60*time.Second, func() error { return consulReady(s.IP, len(servers)) })
+			return poll(ctx, p, 60*time.Second, func() error { return consulReady(s.Addr, c.RunID, names) })
 		}
 		if err := c.spawn(s); err != nil {
 			return err
@@ -61,20 +62,35 @@ func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) e
 	return c.awaitAll(ctx, servers)
 }
 
-// consulReady checks that a server knows a leader and n raft peers.
-func consulReady(ip string, n int) error {
+// consulReady checks that the server at addr belongs to this run (its
+// node meta carries the run id), knows a leader and every raft peer, and
+// that every node is registered with a passing serfHealth check: a session
+// created before that fails with "Missing check 'serfHealth' registration".
+func consulReady(addr, runID string, nodes []string) error {
 	cl := http.Client{Timeout: time.Second}
 	get := func(path string, v any) error {
-		resp, err := cl.Get("http://" + ip + ":8500" + path)
+		resp, err := cl.Get("http://" + addr + path)
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("%s: %s %s", path, resp.Status, strings.TrimSpace(string(b)))
 		}
 		return json.Unmarshal(b, v)
+	}
+	var self struct {
+		Meta map[string]string `json:"Meta"`
+	}
+	if err := get("/v1/agent/self", &self); err != nil {
+		return err
+	}
+	if got := self.Meta["lockbench-run"]; got != runID {
+		return fmt.Errorf("the agent answering belongs to run %q, not %q", got, runID)
 	}
 	var leader string
 	if err := get("/v1/status/leader", &leader); err != nil {
@@ -87,8 +103,24 @@ func consulReady(ip string, n int) error {
 	if err := get("/v1/status/peers", &peers); err != nil {
 		return err
 	}
-	if len(peers) < n {
-		return fmt.Errorf("%d of %d raft peers", len(peers), n)
+	if len(peers) < len(nodes) {
+		return fmt.Errorf("%d of %d raft peers", len(peers), len(nodes))
+	}
+	for _, n := range nodes {
+		var checks []struct {
+			CheckID string `json:"CheckID"`
+			Status  string `json:"Status"`
+		}
+		if err := get("/v1/health/node/"+n, &checks); err != nil {
+			return err
+		}
+		ok := false
+		for _, ch := range checks {
+			ok = ok || ch.CheckID == "serfHealth" && ch.Status == "passing"
+		}
+		if !ok {
+			return fmt.Errorf("node %s has no passing serfHealth check yet", n)
+		}
 	}
 	return nil
 }

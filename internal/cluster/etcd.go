@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -58,11 +60,11 @@ func init() {
 	versions["etcd"] = func() string { return versionOf("etcd", "--version") }
 }
 
-// startEtcd starts an etcd cluster, each member on its own loopback
-// address. Both the client link and the peer link of every member go
-// through toxiproxy: members advertise their peer proxy, so latency or a
-// partition can target the client side or the peer side. Settings:
-// heartbeat-interval and election-timeout (ms).
+// startEtcd starts an etcd cluster, each member on its own address of the
+// run's slot. A member whose peer link a fault acts on advertises a
+// toxiproxy proxy as its peer URL, so latency or a partition can target
+// the peer side alone. Settings: heartbeat-interval and election-timeout
+// (ms).
 func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	bin, err := binaries["etcd"]()
 	if err != nil {
@@ -77,11 +79,11 @@ func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) err
 		if err := c.add(s); err != nil {
 			return err
 		}
-		peer, err := c.proxy(sp.Name+"-peer", ip+":2380")
+		peer, err := c.routed(sp.Name+"-peer", ip+":2380")
 		if err != nil {
 			return err
 		}
-		peerURL[sp.Name] = "http://" + peer.Listen
+		peerURL[sp.Name] = "http://" + peer
 		initial = append(initial, sp.Name+"="+peerURL[sp.Name])
 		servers = append(servers, s)
 	}
@@ -99,7 +101,7 @@ func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) err
 		}
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
 		s.ready = func(ctx context.Context, p *Process) error {
-			return poll(ctx, p, 30*time.Second, func() error { return etcdHealthy(s.IP) })
+			return poll(ctx, p, 30*time.Second, func() error { return etcdHealthy(s.Addr, initial) })
 		}
 		if err := c.spawn(s); err != nil {
 			return err
@@ -109,17 +111,48 @@ func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) err
 }
 
 // etcdHealthy asks a member's /health endpoint, which is true once the
-// cluster has a leader and the member can serve.
-func etcdHealthy(ip string) error {
+// cluster has a leader and the member can serve, and checks that the
+// cluster answering is this run's: its members and peer URLs are the ones
+// started (initial lists "name=peerURL").
+func etcdHealthy(addr string, initial []string) error {
 	cl := http.Client{Timeout: time.Second}
-	resp, err := cl.Get("http://" + ip + ":2379/health")
+	resp, err := cl.Get("http://" + addr + "/health")
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	if !strings.Contains(string(b), `"health":"true"`) {
+		return fmt.Errorf("health: %s", strings.TrimSpace(string(b)))
+	}
+	resp, err = cl.Post("http://"+addr+"/v3/cluster/member/list", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(b), `"health":"true"`) {
-		return fmt.Errorf("health: %s", strings.TrimSpace(string(b)))
+	var list struct {
+		Members []struct {
+			Name     string   `json:"name"`
+			PeerURLs []string `json:"peerURLs"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return fmt.Errorf("member list: %w", err)
+	}
+	var got []string
+	for _, m := range list.Members {
+		for _, u := range m.PeerURLs {
+			got = append(got, m.Name+"="+u)
+		}
+	}
+	sort.Strings(got)
+	want := append([]string(nil), initial...)
+	sort.Strings(want)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		return fmt.Errorf("the cluster answering has members %v, not this run's %v", got, want)
 	}
 	return nil
 }

@@ -36,13 +36,36 @@ func FirewallAvailable() error {
 // Firewall cuts traffic between loopback addresses with iptables DROP rules
 // in this process's own chain, jumped to from OUTPUT (on loopback every
 // packet passes OUTPUT). It cuts TCP and UDP alike, which toxiproxy cannot
-// (Consul's gossip is UDP). It works only between servers whose sockets use
-// their own address as source; Close removes the jump, the rules and the
-// chain.
+// (Consul's gossip is UDP). It works only between endpoints whose sockets
+// use their own address as source (worker instances always do); every
+// address is in the run's own slot, so no rule can touch another run.
+// Close removes the jump, the rules and the chain.
 type Firewall struct {
 	mu      sync.Mutex
 	chain   string
 	created bool
+	next    int
+}
+
+// Endpoint is one side of a rule: an address, and a TCP port or 0 for
+// every port and protocol.
+type Endpoint struct {
+	IP   string
+	Port int
+}
+
+func (e Endpoint) String() string {
+	if e.Port == 0 {
+		return e.IP
+	}
+	return fmt.Sprintf("%s:%d", e.IP, e.Port)
+}
+
+// Rule is one DROP rule in force.
+type Rule struct {
+	f       *Firewall
+	spec    []string
+	comment string
 }
 
 // NewFirewall returns the firewall of this process; nothing is created
@@ -77,25 +100,61 @@ func (f *Firewall) ensure() error {
 	return nil
 }
 
-// Drop cuts packets from src to dst (one direction) and returns how to undo it.
-func (f *Firewall) Drop(src, dst string) (undo func() error, err error) {
+// Drop cuts packets from src to dst (one direction). A port on either side
+// restricts the rule to TCP packets from or to that port.
+func (f *Firewall) Drop(src, dst Endpoint) (*Rule, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.ensure(); err != nil {
 		return nil, err
 	}
-	rule := []string{"-s", src, "-d", dst, "-j", "DROP"}
-	if err := iptables(append([]string{"-A", f.chain}, rule...)...); err != nil {
+	f.next++
+	r := &Rule{f: f, comment: fmt.Sprintf("lockbench-%d", f.next)}
+	r.spec = []string{"-s", src.IP, "-d", dst.IP}
+	if src.Port != 0 || dst.Port != 0 {
+		r.spec = append(r.spec, "-p", "tcp")
+	}
+	if src.Port != 0 {
+		r.spec = append(r.spec, "--sport", fmt.Sprint(src.Port))
+	}
+	if dst.Port != 0 {
+		r.spec = append(r.spec, "--dport", fmt.Sprint(dst.Port))
+	}
+	r.spec = append(r.spec, "-m", "comment", "--comment", r.comment, "-j", "DROP")
+	if err := iptables(append([]string{"-A", f.chain}, r.spec...)...); err != nil {
 		return nil, err
 	}
-	return func() error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if !f.created {
-			return nil
+	return r, nil
+}
+
+// Undo removes the rule.
+func (r *Rule) Undo() error {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	if !r.f.created {
+		return nil
+	}
+	return iptables(append([]string{"-D", r.f.chain}, r.spec...)...)
+}
+
+// Packets returns how many packets the rule has dropped.
+func (r *Rule) Packets() (int64, error) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	out, err := exec.Command("iptables", "-w", "-L", r.f.chain, "-v", "-x", "-n").Output()
+	if err != nil {
+		return 0, fmt.Errorf("read counters of %s: %w", r.f.chain, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "/* "+r.comment+" */") {
+			fields := strings.Fields(line)
+			if len(fields) == 0 {
+				break
+			}
+			return strconv.ParseInt(fields[0], 10, 64)
 		}
-		return iptables(append([]string{"-D", f.chain}, rule...)...)
-	}, nil
+	}
+	return 0, fmt.Errorf("rule %s not found in %s", r.comment, r.f.chain)
 }
 
 // Close removes the jump, every rule and the chain.
@@ -156,7 +215,14 @@ func CleanStaleChains() error {
 
 // BindsSource reports whether servers of kind use their own address as the
 // source of connections to their peers, so that address-level partitions
-// separate them. Consul does; ZooKeeper does not (its quorum connections
-// come from 127.0.0.1), and etcd's peer links go through toxiproxy (use link
-// faults on link:etcd-N-peer).
-func BindsSource(kind string) bool { return kind == "consul" }
+// separate them. Consul does (-bind), and so do Redis servers and Sentinels
+// (bind-source-addr): a Sentinel can be cut from the master without
+// cutting clients. ZooKeeper does not (its quorum connections come from
+// 127.0.0.1), nor does etcd (use link faults on link:etcd-N-peer).
+func BindsSource(kind string) bool {
+	switch kind {
+	case "consul", "redis", "redis-replicated", "sentinel":
+		return true
+	}
+	return false
+}

@@ -120,7 +120,7 @@ func sentinelMaster(ctx context.Context, sentinels, redises []*Server) (string, 
 		}
 		hostport := addr[0] + ":" + addr[1]
 		for _, r := range redises {
-			if r.Proxy != nil && r.Proxy.Listen == hostport {
+			if r.Addr == hostport {
 				return r.Spec.Name, nil
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,13 +100,19 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 				if err != nil {
 					return fmt.Errorf("pg_isready: %s", out)
 				}
+				// The server answering is the one started: it wrote its
+				// pid into this run's data dir.
+				pid, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+				if err != nil {
+					return err
+				}
+				if first, _, _ := strings.Cut(string(pid), "\n"); first != fmt.Sprint(p.Pid()) {
+					return fmt.Errorf("postmaster.pid names process %s, not the one started (%d)", first, p.Pid())
+				}
 				return nil
 			})
 		}
 		if err := c.launch(ctx, s); err != nil {
-			return err
-		}
-		if s.Proxy, err = c.proxy(sp.Name, s.Addr); err != nil {
 			return err
 		}
 	}

@@ -10,10 +10,13 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -109,4 +112,64 @@ func (p *Process) Kill(timeout time.Duration) error {
 	case <-time.After(timeout):
 		return fmt.Errorf("kill %s (pgid %d): still running after %s", p.Name, p.Pid(), timeout)
 	}
+}
+
+// Stopped reports whether every process of the group is stopped (state T,
+// as SIGSTOP leaves it). It reads /proc: the state the kernel reports, not
+// the signal that was sent.
+func (p *Process) Stopped() (bool, error) {
+	if !p.Alive() {
+		return false, fmt.Errorf("%s has exited", p.Name)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, fmt.Errorf("read /proc: %w", err)
+	}
+	members := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pgrp, err := procStat(pid)
+		if err != nil || pgrp != p.Pid() {
+			continue // gone meanwhile, or another group
+		}
+		members++
+		if state != 'T' && state != 't' {
+			return false, nil
+		}
+	}
+	if members == 0 {
+		return false, fmt.Errorf("no process of %s's group (%d) in /proc", p.Name, p.Pid())
+	}
+	return true, nil
+}
+
+// procStat returns the state and process group of pid from /proc/pid/stat.
+func procStat(pid int) (byte, int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("bad stat of %d", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 {
+		return 0, 0, fmt.Errorf("bad stat of %d", pid)
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	return f[0][0], pgrp, err
+}
+
+// CPU returns the CPU time (user and system) the process used; valid once
+// it has exited, 0 before.
+func (p *Process) CPU() time.Duration {
+	if p.Alive() || p.cmd.ProcessState == nil {
+		return 0
+	}
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 }

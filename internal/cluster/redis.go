@@ -1,12 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
@@ -40,7 +37,7 @@ func startRedis(ctx context.Context, c *Cluster, specs []backends.ServerSpec) er
 			return err
 		}
 		ip := s.IP
-		args := []string{"--port", fmt.Sprint(port), "--bind", ip, "--dir", s.Dir,
+		args := []string{"--port", fmt.Sprint(port), "--bind", ip, "--bind-source-addr", ip, "--dir", s.Dir,
 			"--save", "", "--daemonize", "no", "--protected-mode", "no"}
 		switch sp.Persistence {
 		case "", "none":
@@ -53,37 +50,17 @@ func startRedis(ctx context.Context, c *Cluster, specs []backends.ServerSpec) er
 		args = append(args, sp.Args...)
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
 		s.ready = func(ctx context.Context, p *Process) error {
-			return poll(ctx, p, 10*time.Second, func() error { return pingRedis(s.Addr) })
+			return poll(ctx, p, 10*time.Second, func() error {
+				info, err := redisInfo(ctx, s.Addr, "server")
+				if err != nil {
+					return err
+				}
+				return samePID(info, p)
+			})
 		}
 		if err := c.launch(ctx, s); err != nil {
 			return err
 		}
-		if s.Proxy, err = c.proxy(sp.Name, s.Addr); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pingRedis sends a RESP PING and expects +PONG.
-func pingRedis(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(500 * time.Millisecond)); err != nil {
-		return err
-	}
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("unexpected reply %q", strings.TrimSpace(line))
 	}
 	return nil
 }

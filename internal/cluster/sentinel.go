@@ -27,48 +27,53 @@ func init() {
 	versions["sentinel"] = versions["redis"]
 }
 
-// startReplicated starts a master (the first spec) and its replicas. Every
-// server announces its client proxy, so Sentinel and clients reach each one
-// through toxiproxy. Replicas replicate from the master's own replication
-// proxy, link:redis-1-repl, so that replication can be cut separately
-// (until a failover, when Sentinel points them at the new master's
-// announced address). Settings: min-replicas-to-write, min-replicas-max-lag.
+// replicatedArgs are the arguments of one server of a replicated set. Every
+// server announces its own real address (replicas would otherwise be known
+// by the address their connection came from) and uses it as the source of
+// its own connections, so that an address-level fault can cut one server
+// from another. A diskless full sync starts at once instead of waiting the
+// default 5s for more replicas: start-up takes well under a second.
+func replicatedArgs(s *Server, port int, sp backends.ServerSpec) []string {
+	args := []string{"--port", fmt.Sprint(port), "--bind", s.IP, "--bind-source-addr", s.IP, "--dir", s.Dir, "--save", "",
+		"--daemonize", "no", "--protected-mode", "no", "--replica-announce-ip", s.IP, "--replica-announce-port", fmt.Sprint(port),
+		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}
+	switch sp.Persistence {
+	case "", "none":
+		args = append(args, "--appendonly", "no")
+	default:
+		args = append(args, "--appendonly", "yes", "--appendfsync", sp.Persistence)
+	}
+	for _, k := range []string{"min-replicas-to-write", "min-replicas-max-lag"} {
+		if v, ok := sp.Settings[k]; ok {
+			args = append(args, "--"+k, v)
+		}
+	}
+	return args
+}
+
+// startReplicated starts a master (the first spec) and its replicas, the
+// replicas all at once. Replicas replicate from the master's real address,
+// or from a proxy when a fault acts on link:redis-1-repl (so replication
+// can be cut on its own until a failover, when Sentinel points the
+// replicas at the new master's real address). Settings:
+// min-replicas-to-write, min-replicas-max-lag.
 func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	bin, err := binaries["redis"]()
 	if err != nil {
 		return err
 	}
+	var servers []*Server
 	var masterRepl string
 	for i, sp := range specs {
 		s, port, err := c.newServer(sp)
 		if err != nil {
 			return err
 		}
-		ip := s.IP
-		// The proxy exists before the server so that it can announce it.
-		if s.Proxy, err = c.proxy(sp.Name, s.Addr); err != nil {
-			return err
-		}
-		ph, pp, _ := net.SplitHostPort(s.Proxy.Listen)
-		args := []string{"--port", fmt.Sprint(port), "--bind", ip, "--dir", s.Dir, "--save", "", "--daemonize", "no",
-			"--protected-mode", "no", "--replica-announce-ip", ph, "--replica-announce-port", pp}
-		switch sp.Persistence {
-		case "", "none":
-			args = append(args, "--appendonly", "no")
-		default:
-			args = append(args, "--appendonly", "yes", "--appendfsync", sp.Persistence)
-		}
-		for _, k := range []string{"min-replicas-to-write", "min-replicas-max-lag"} {
-			if v, ok := sp.Settings[k]; ok {
-				args = append(args, "--"+k, v)
-			}
-		}
+		args := replicatedArgs(s, port, sp)
 		if i == 0 {
-			repl, err := c.proxy(sp.Name+"-repl", s.Addr)
-			if err != nil {
+			if masterRepl, err = c.routed(sp.Name+"-repl", s.Addr); err != nil {
 				return err
 			}
-			masterRepl = repl.Listen
 		} else {
 			mh, mp, _ := net.SplitHostPort(masterRepl)
 			args = append(args, "--replicaof", mh, mp)
@@ -77,33 +82,53 @@ func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpe
 		replica := i > 0
 		s.ready = func(ctx context.Context, p *Process) error {
 			return poll(ctx, p, 20*time.Second, func() error {
-				if err := pingRedis(s.Addr); err != nil {
-					return err
-				}
-				if !replica {
-					return nil
-				}
-				info, err := redisInfo(ctx, s.Addr, "replication")
+				info, err := redisInfo(ctx, s.Addr, "server", "replication")
 				if err != nil {
 					return err
 				}
-				if !strings.Contains(info, "master_link_status:up") {
+				if err := samePID(info, p); err != nil {
+					return err
+				}
+				if replica && !strings.Contains(info, "master_link_status:up") {
 					return fmt.Errorf("replica not in sync with the master yet")
 				}
 				return nil
 			})
 		}
-		if err := c.launch(ctx, s); err != nil {
+		servers = append(servers, s)
+	}
+	if err := c.launch(ctx, servers[0]); err != nil {
+		return err
+	}
+	for _, s := range servers[1:] {
+		if err := c.spawn(s); err != nil {
 			return err
 		}
 	}
-	return nil
+	return c.awaitAll(ctx, servers[1:])
+}
+
+// samePID checks that an INFO server answer comes from process p: the
+// server answering on this run's address is the one this run started.
+func samePID(info string, p *Process) error {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v != fmt.Sprint(p.Pid()) {
+				return fmt.Errorf("the server answering is process %s, not the one started (%d)", v, p.Pid())
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("INFO has no process_id")
 }
 
 // startSentinels starts Sentinels monitoring the master started by
-// startReplicated (through its proxy). Settings: quorum,
-// down-after-milliseconds, failover-timeout, master (the master's name in
-// the cluster), replicas (how many to expect).
+// startReplicated, at its real address. Each Sentinel announces its own
+// address and uses it as its source, so Sentinels find each other (they
+// agree the master is down, and fail over) and an address-level fault can
+// cut a Sentinel from the master without touching clients. Settings:
+// quorum, down-after-milliseconds, failover-timeout, master (the master's
+// name in the cluster), replicas (how many to expect).
 func startSentinels(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	bin, err := binaries["redis"]()
 	if err != nil {
@@ -114,15 +139,16 @@ func startSentinels(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 	if master == nil {
 		return fmt.Errorf("sentinels: no master server %q started", set["master"])
 	}
-	mh, mp, _ := net.SplitHostPort(master.Proxy.Listen)
+	mh, mp, _ := net.SplitHostPort(master.Addr)
 	wantReplicas, _ := strconv.Atoi(set["replicas"])
+	var servers []*Server
 	for _, sp := range specs {
 		s, port, err := c.newServer(sp)
 		if err != nil {
 			return err
 		}
-		ip := s.IP
-		conf := []string{fmt.Sprintf("port %d", port), "bind " + ip, "dir " + s.Dir, "protected-mode no",
+		conf := []string{fmt.Sprintf("port %d", port), "bind " + s.IP, "bind-source-addr " + s.IP, "dir " + s.Dir, "protected-mode no",
+			"sentinel announce-ip " + s.IP, fmt.Sprintf("sentinel announce-port %d", port),
 			fmt.Sprintf("sentinel monitor %s %s %s %s", SentinelMaster, mh, mp, set["quorum"]),
 			fmt.Sprintf("sentinel down-after-milliseconds %s %s", SentinelMaster, set["down-after-milliseconds"]),
 			fmt.Sprintf("sentinel failover-timeout %s %s", SentinelMaster, set["failover-timeout"]),
@@ -140,30 +166,19 @@ func startSentinels(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 		if err := c.spawn(s); err != nil {
 			return err
 		}
+		servers = append(servers, s)
 	}
-	for _, name := range c.Names() {
-		s := c.Server(name)
-		if s.Spec.Kind != "sentinel" {
-			continue
-		}
-		if err := c.await(ctx, s); err != nil {
-			return err
-		}
-		if s.Proxy, err = c.proxy(s.Spec.Name, s.Addr); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.awaitAll(ctx, servers)
 }
 
-func redisInfo(ctx context.Context, addr, section string) (string, error) {
+func redisInfo(ctx context.Context, addr string, sections ...string) (string, error) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
 	defer cl.Close()
-	return cl.Info(ctx, section).Result()
+	return cl.Info(ctx, sections...).Result()
 }
 
 // sentinelReady checks that a Sentinel knows the master, the other
-// Sentinels and the replicas.
+// Sentinels (and does not think them down) and the replicas.
 func sentinelReady(ctx context.Context, addr string, others, replicas int) error {
 	cl := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
 	defer cl.Close()
@@ -176,6 +191,15 @@ func sentinelReady(ctx context.Context, addr string, others, replicas int) error
 	}
 	if got, _ := strconv.Atoi(m["num-slaves"]); got < replicas {
 		return fmt.Errorf("knows %d replicas of %d", got, replicas)
+	}
+	peers, err := cl.Sentinels(ctx, SentinelMaster).Result()
+	if err != nil {
+		return err
+	}
+	for _, p := range peers {
+		if flags := fmt.Sprint(p["flags"]); strings.Contains(flags, "down") {
+			return fmt.Errorf("sees sentinel %v as %s", p["name"], flags)
+		}
 	}
 	return nil
 }

@@ -19,18 +19,20 @@ type Toxi struct {
 	server *toxiproxy.ApiServer
 	Client *toxiclient.Client
 	Addr   string
+	host   string
 	errc   chan error
 }
 
-// StartToxi starts the toxiproxy API server on a free loopback port.
-func StartToxi() (*Toxi, error) {
-	port, err := FreePort("127.0.0.1")
+// StartToxi starts the toxiproxy API server on a free port of host; its
+// proxies listen on host too.
+func StartToxi(host string) (*Toxi, error) {
+	port, err := FreePort(host)
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr := net.JoinHostPort(host, fmt.Sprint(port))
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	t := &Toxi{server: srv, Addr: addr, errc: make(chan error, 1)}
+	t := &Toxi{server: srv, Addr: addr, host: host, errc: make(chan error, 1)}
 	go func() { t.errc <- srv.Listen(addr) }()
 	t.Client = toxiclient.NewClient(addr)
 	deadline := time.Now().Add(5 * time.Second)
@@ -53,7 +55,7 @@ func StartToxi() (*Toxi, error) {
 // Proxy creates a proxy named name from a fresh loopback port to upstream and
 // returns it; proxy.Listen is the address clients should dial.
 func (t *Toxi) Proxy(name, upstream string) (*toxiclient.Proxy, error) {
-	p, err := t.Client.CreateProxy(name, "127.0.0.1:0", upstream)
+	p, err := t.Client.CreateProxy(name, net.JoinHostPort(t.host, "0"), upstream)
 	if err != nil {
 		return nil, fmt.Errorf("create proxy %s -> %s: %w", name, upstream, err)
 	}

@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -71,7 +71,7 @@ func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 			tick = "500"
 		}
 		cfg := []string{"tickTime=" + tick, "initLimit=10", "syncLimit=5", "dataDir=" + s.Dir,
-			"clientPortAddress=" + s.IP, "clientPort=2181", "4lw.commands.whitelist=srvr,ruok,mntr",
+			"clientPortAddress=" + s.IP, "clientPort=2181", "4lw.commands.whitelist=srvr,ruok,mntr,conf",
 			"admin.enableServer=false", "quorumListenOnAllIPs=false"}
 		for _, k := range []string{"minSessionTimeout", "maxSessionTimeout"} {
 			if v := set[k]; v != "" {
@@ -100,6 +100,14 @@ func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 				if mode != "leader" && mode != "follower" && mode != "standalone" {
 					return fmt.Errorf("mode %q", mode)
 				}
+				// The member answering is this run's: its data dir is ours.
+				conf, err := zk4lw(s.Addr, "conf")
+				if err != nil {
+					return err
+				}
+				if !strings.Contains(conf, "dataDir="+s.Dir) {
+					return fmt.Errorf("the member answering on %s has another data dir", s.Addr)
+				}
 				return nil
 			})
 		}
@@ -110,22 +118,36 @@ func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 	return c.awaitAll(ctx, servers)
 }
 
-// zkMode asks a member `srvr` and returns its mode (leader, follower).
-func zkMode(addr string) (string, error) {
+// zk4lw sends a four-letter command to a member and returns its answer.
+func zk4lw(addr, cmd string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := conn.Write([]byte("srvr")); err != nil {
+	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
 		return "", err
 	}
-	sc := bufio.NewScanner(conn)
-	for sc.Scan() {
-		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
-			return m, nil
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", cmd, err)
+	}
+	return string(b), nil
+}
+
+// zkMode asks a member `srvr` and returns its mode (leader, follower).
+func zkMode(addr string) (string, error) {
+	out, err := zk4lw(addr, "srvr")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m), nil
 		}
 	}
-	return "", fmt.Errorf("no mode in srvr answer (%v)", sc.Err())
+	return "", fmt.Errorf("no mode in srvr answer %q", out)
 }

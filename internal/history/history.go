@@ -46,6 +46,11 @@ const (
 	// key it holds with a wrong token (a lease value that is not its own).
 	// ok means the backend removed the lock anyway.
 	OpForeignRelease = "release-wrong-token"
+	// OpResource is a client's request to the protected resource that
+	// failed (type info, with the error): the resource's own marks record
+	// the requests that reached it. Outside any fault, failures here are
+	// the harness's trouble, not the lock's.
+	OpResource = "resource"
 )
 
 // Mark names (field F of mark events).
@@ -58,7 +63,36 @@ const (
 	MarkCrash      = "crash"       // a worker instance died; Proc is "iN"
 	MarkResRead    = "res-read"    // the protected resource served a read
 	MarkResWrite   = "res-write"   // the protected resource received a write
+	// MarkFaultUnobserved: a fault was applied but the effect it should
+	// have had was not seen (Err says what was missing); the case is
+	// invalid.
+	MarkFaultUnobserved = "fault-unobserved"
+	// MarkHarness closes a case with the harness's own health (Meta holds
+	// HarnessStats), so that a case whose figures describe the harness
+	// rather than the lock can be told apart.
+	MarkHarness = "harness"
 )
+
+// HarnessStats is what the coordinator measured of itself during a case.
+type HarnessStats struct {
+	// BadLines are worker output lines that were not events: lost events.
+	BadLines int `json:"bad_lines"`
+	// EmitLagMaxNs is the longest any event waited inside a worker between
+	// its timestamp and its write to the coordinator.
+	EmitLagMaxNs int64 `json:"worker_emit_lag_max_ns"`
+	// CoordinatorCPU is the coordinator's CPU time over the case's wall
+	// time (1.0 = one core busy the whole case).
+	CoordinatorCPU float64 `json:"coordinator_cpu_cores"`
+	// WorkersCPU is the same for all worker processes together.
+	WorkersCPU float64 `json:"workers_cpu_cores"`
+	// Cores is how many cores the machine has.
+	Cores int `json:"cores"`
+	// Goroutines, open file descriptors and heap of the coordinator at
+	// the end of the case.
+	Goroutines int   `json:"coordinator_goroutines"`
+	FDs        int   `json:"coordinator_fds"`
+	HeapBytes  int64 `json:"coordinator_heap_bytes"`
+}
 
 // Fenced-side outcomes of a resource request (field Fenced).
 const (
@@ -88,10 +122,15 @@ type Event struct {
 	Fenced string `json:"fenced,omitempty"`
 	// Reuse is set when a different holder presented the token equal to the
 	// highest the fenced register had seen.
-	Reuse  bool            `json:"reuse,omitempty"`
-	Fault  string          `json:"fault,omitempty"`  // fault marks: the fault's name
-	Target string          `json:"target,omitempty"` // fault marks: what it hit
-	Meta   json.RawMessage `json:"meta,omitempty"`   // case-start: CaseMeta
+	Reuse bool `json:"reuse,omitempty"`
+	// Late is set on a res-read or res-write that reached the resource
+	// after its client's deadline: the client had already given up.
+	Late   bool   `json:"late,omitempty"`
+	Fault  string `json:"fault,omitempty"`  // fault marks: the fault's name (crash: the fault that killed it)
+	Target string `json:"target,omitempty"` // fault marks: what it hit
+	// Observed says, on fault marks, what was seen of the fault's effect.
+	Observed string          `json:"observed,omitempty"`
+	Meta     json.RawMessage `json:"meta,omitempty"` // case-start: CaseMeta
 }
 
 // CaseMeta describes a case at its start, so that a history alone is enough

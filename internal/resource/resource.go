@@ -1,6 +1,7 @@
 // Package resource is the protected resource: a pair of registers per key
 // that clients read and write inside their critical section, hosted by the
-// coordinator and reached by workers over loopback (through toxiproxy).
+// coordinator and reached by workers over loopback (directly, or through a
+// proxy when a fault acts on link:resource).
 //
 // Every request hits both registers:
 //
@@ -14,15 +15,24 @@
 //     means that once the new holder has read with its higher token, the old
 //     holder's late write is refused even if the new holder has not written
 //     yet. A different holder presenting a token equal to the highest seen
-//     is accepted but flagged (the token failed to tell them apart), and an
+//     is accepted but flagged (the token failed to tell them apart; never
+//     flagged for token 0, which means the backend has no tokens), and an
 //     accepted write whose read value had since changed is a stale write
 //     that fencing let through.
 //
+// The resource remembers what each client last read, so a write carries no
+// values: a client whose work takes no time sends its read and its write
+// together and pays one round trip for its critical section. Each request
+// carries the client's deadline on the shared monotonic clock; a request
+// that arrives after it (the client had already given up) is still applied,
+// as real storage would, but its mark says it was late: many late requests
+// outside any fault mean the harness, not the lock, is slow.
+//
 // The protocol is one line per request and reply:
 //
-//	R <key> <token> <proc>                  -> <unfenced> <fenced|-1>
-//	W <key> <u-read> <f-read> <token> <proc> -> <ok|lost> <accepted|rejected|stale>
-//	A <key> <proc>                          -> ok   (the client abandoned its work)
+//	R <key> <token> <proc> <deadline> -> <unfenced> <fenced|-1>
+//	W <key> <token> <proc> <deadline> -> <ok|lost> <accepted|rejected|stale>
+//	A <key> <proc>                    -> ok   (the client abandoned its work)
 package resource
 
 import (
@@ -35,12 +45,19 @@ import (
 	"sync"
 
 	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/monoclock"
 )
 
 type fencedReg struct {
 	value  int64
 	max    uint64
 	holder string
+}
+
+// read is what a client read last: the key and both values.
+type read struct {
+	key  string
+	u, f int64
 }
 
 // Server is the protected resource.
@@ -51,21 +68,21 @@ type Server struct {
 	mu       sync.Mutex
 	unfenced map[string]int64
 	fenced   map[string]*fencedReg
-	inCS     map[string]string // proc -> key, between its read and its write
+	reads    map[string]read // proc -> its last read, until it writes or abandons
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
 	closed   bool
 }
 
-// Listen starts the resource on a free loopback port. emit receives a
+// Listen starts the resource on a free port of host. emit receives a
 // res-read or res-write mark for every request (T is left for emit to set).
-func Listen(emit func(*history.Event)) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Listen(host string, emit func(*history.Event)) (*Server, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("resource listen: %w", err)
 	}
 	s := &Server{ln: ln, emit: emit, unfenced: map[string]int64{}, fenced: map[string]*fencedReg{},
-		inCS: map[string]string{}, conns: map[net.Conn]struct{}{}}
+		reads: map[string]read{}, conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -79,9 +96,9 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) InCriticalSection() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]string, len(s.inCS))
-	for p, k := range s.inCS {
-		out[p] = k
+	out := make(map[string]string, len(s.reads))
+	for p, r := range s.reads {
+		out[p] = r.key
 	}
 	return out
 }
@@ -139,8 +156,12 @@ func (s *Server) serve(c net.Conn) {
 		if _, err := w.WriteString(reply + "\n"); err != nil {
 			return
 		}
-		if err := w.Flush(); err != nil {
-			return
+		// Pipelined requests are answered together: flush once the
+		// client has nothing more waiting.
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -150,43 +171,44 @@ func (s *Server) handle(f []string) (string, error) {
 		return "", errors.New("empty request")
 	}
 	switch {
-	case f[0] == "R" && len(f) == 4:
-		tok, err := strconv.ParseUint(f[2], 10, 64)
+	case (f[0] == "R" || f[0] == "W") && len(f) == 5:
+		tok, err1 := strconv.ParseUint(f[2], 10, 64)
+		deadline, err2 := strconv.ParseInt(f[4], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return "", fmt.Errorf("bad request: %v", err)
+		}
+		late := monoclock.Now() > deadline
+		if f[0] == "R" {
+			u, fv, verdict, reuse := s.read(f[1], tok, f[3])
+			s.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: f[3], Key: f[1], Token: tok, Fenced: verdict, Reuse: reuse, Late: late})
+			return fmt.Sprintf("%d %d", u, fv), nil
+		}
+		lost, verdict, reuse, err := s.write(f[1], tok, f[3])
 		if err != nil {
-			return "", fmt.Errorf("bad token %q", f[2])
+			return "", err
 		}
-		u, fv, verdict, reuse := s.read(f[1], tok, f[3])
-		s.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: f[3], Key: f[1], Token: tok, Fenced: verdict, Reuse: reuse})
-		return fmt.Sprintf("%d %d", u, fv), nil
-	case f[0] == "A" && len(f) == 3:
-		s.Forget(f[2])
-		return "ok", nil
-	case f[0] == "W" && len(f) == 6:
-		ur, err1 := strconv.ParseInt(f[2], 10, 64)
-		fr, err2 := strconv.ParseInt(f[3], 10, 64)
-		tok, err3 := strconv.ParseUint(f[4], 10, 64)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return "", fmt.Errorf("bad write: %v", err)
-		}
-		lost, verdict, reuse := s.write(f[1], ur, fr, tok, f[5])
-		s.emit(&history.Event{Type: history.Mark, F: history.MarkResWrite, Proc: f[5], Key: f[1], Token: tok, Lost: lost, Fenced: verdict, Reuse: reuse})
+		s.emit(&history.Event{Type: history.Mark, F: history.MarkResWrite, Proc: f[3], Key: f[1], Token: tok, Lost: lost, Fenced: verdict, Reuse: reuse, Late: late})
 		u := "ok"
 		if lost {
 			u = "lost"
 		}
 		return u + " " + verdict, nil
+	case f[0] == "A" && len(f) == 3:
+		s.Forget(f[2])
+		return "ok", nil
 	}
 	return "", fmt.Errorf("bad request %q", strings.Join(f, " "))
 }
 
 // check applies the fencing rule to a request with tok from proc and
 // records the token as seen. It returns whether the request passes and
-// whether it reused the highest token from another holder.
+// whether it reused the highest token from another holder (token 0 is no
+// token: never a reuse).
 func (reg *fencedReg) check(tok uint64, proc string) (ok, reuse bool) {
 	if tok < reg.max {
 		return false, false
 	}
-	reuse = tok == reg.max && reg.holder != "" && reg.holder != proc
+	reuse = tok > 0 && tok == reg.max && reg.holder != "" && reg.holder != proc
 	reg.max, reg.holder = tok, proc
 	return true, reuse
 }
@@ -203,32 +225,37 @@ func (s *Server) reg(key string) *fencedReg {
 func (s *Server) read(key string, tok uint64, proc string) (u, f int64, verdict string, reuse bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.inCS[proc] = key
 	reg := s.reg(key)
 	ok, reuse := reg.check(tok, proc)
+	u, f, verdict = s.unfenced[key], reg.value, history.FencedAccepted
 	if !ok {
-		return s.unfenced[key], -1, history.FencedRejected, false
+		f, verdict, reuse = -1, history.FencedRejected, false
 	}
-	return s.unfenced[key], reg.value, history.FencedAccepted, reuse
+	s.reads[proc] = read{key: key, u: u, f: f}
+	return u, f, verdict, reuse
 }
 
-func (s *Server) write(key string, uRead, fRead int64, tok uint64, proc string) (lost bool, verdict string, reuse bool) {
+func (s *Server) write(key string, tok uint64, proc string) (lost bool, verdict string, reuse bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.inCS, proc)
-	lost = s.unfenced[key] != uRead
-	s.unfenced[key] = uRead + 1
+	rd, ok := s.reads[proc]
+	if !ok || rd.key != key {
+		return false, "", false, fmt.Errorf("%s writes %s without having read it", proc, key)
+	}
+	delete(s.reads, proc)
+	lost = s.unfenced[key] != rd.u
+	s.unfenced[key] = rd.u + 1
 	reg := s.reg(key)
-	ok, reuse := reg.check(tok, proc)
-	if !ok || fRead < 0 {
-		return lost, history.FencedRejected, false
+	passed, reuse := reg.check(tok, proc)
+	if !passed || rd.f < 0 {
+		return lost, history.FencedRejected, false, nil
 	}
 	verdict = history.FencedAccepted
-	if reg.value != fRead {
+	if reg.value != rd.f {
 		verdict = history.FencedStale
 	}
-	reg.value = fRead + 1
-	return lost, verdict, reuse
+	reg.value = rd.f + 1
+	return lost, verdict, reuse, nil
 }
 
 // Forget drops proc from the critical-section table (its client gave up
@@ -236,7 +263,7 @@ func (s *Server) write(key string, uRead, fRead int64, tok uint64, proc string) 
 func (s *Server) Forget(proc string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.inCS, proc)
+	delete(s.reads, proc)
 }
 
 // Close stops the resource and closes every connection.

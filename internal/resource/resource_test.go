@@ -23,7 +23,7 @@ func (r *recorder) emit(e *history.Event) {
 func start(t *testing.T) (*Server, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	s, err := Listen(rec.emit)
+	s, err := Listen("127.0.0.1", rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,24 +42,24 @@ func ctx(t *testing.T) context.Context {
 // a lost update on the unfenced register and is rejected on the fenced one.
 func TestFencingStopsStaleHolder(t *testing.T) {
 	s, rec := start(t)
-	a, b := NewClient(s.Addr(), "A"), NewClient(s.Addr(), "B")
+	a, b := NewClient(s.Addr(), "A", nil), NewClient(s.Addr(), "B", nil)
 	defer a.Close()
 	defer b.Close()
-	ra, err := a.Read(ctx(t), "k", 33)
+	_, err := a.Read(ctx(t), "k", 33)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cs := s.InCriticalSection(); cs["A"] != "k" {
 		t.Errorf("A should be in its critical section: %v", cs)
 	}
-	rb, err := b.Read(ctx(t), "k", 34)
+	_, err = b.Read(ctx(t), "k", 34)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wb, err := b.Write(ctx(t), "k", rb, 34); err != nil || wb.Lost || wb.Fenced != history.FencedAccepted {
+	if wb, err := b.Write(ctx(t), "k", 34); err != nil || wb.Lost || wb.Fenced != history.FencedAccepted {
 		t.Fatalf("B's write: %+v %v", wb, err)
 	}
-	wa, err := a.Write(ctx(t), "k", ra, 33)
+	wa, err := a.Write(ctx(t), "k", 33)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +78,12 @@ func TestFencingStopsStaleHolder(t *testing.T) {
 // write is refused even though B has not written yet.
 func TestFencedReadSeesNewerToken(t *testing.T) {
 	s, _ := start(t)
-	a, b := NewClient(s.Addr(), "A"), NewClient(s.Addr(), "B")
-	ra, _ := a.Read(ctx(t), "k", 5)
+	a, b := NewClient(s.Addr(), "A", nil), NewClient(s.Addr(), "B", nil)
+	a.Read(ctx(t), "k", 5)
 	if _, err := b.Read(ctx(t), "k", 6); err != nil {
 		t.Fatal(err)
 	}
-	wa, _ := a.Write(ctx(t), "k", ra, 5)
+	wa, _ := a.Write(ctx(t), "k", 5)
 	if wa.Fenced != history.FencedRejected || wa.Lost {
 		t.Errorf("A's write = %+v, want rejected and not lost (nobody wrote in between)", wa)
 	}
@@ -93,32 +93,79 @@ func TestFencedReadSeesNewerToken(t *testing.T) {
 	}
 }
 
-// TestEqualTokenFromAnotherHolder: with no token (0) the fenced register
-// cannot tell holders apart; it flags the reuse and lets the stale write in.
+// TestEqualTokenFromAnotherHolder: a token equal to another holder's
+// cannot tell them apart; the resource flags the reuse and lets the stale
+// write in. Token 0 means the backend has no tokens: the stale write gets
+// in too, but that is no reuse to report.
 func TestEqualTokenFromAnotherHolder(t *testing.T) {
-	s, rec := start(t)
-	a, b := NewClient(s.Addr(), "A"), NewClient(s.Addr(), "B")
-	ra, _ := a.Read(ctx(t), "k", 0)
-	rb, _ := b.Read(ctx(t), "k", 0)
-	b.Write(ctx(t), "k", rb, 0)
-	wa, _ := a.Write(ctx(t), "k", ra, 0)
-	if wa.Fenced != history.FencedStale || !wa.Lost {
-		t.Errorf("A's write = %+v, want stale accepted and lost", wa)
-	}
-	reuse := 0
-	for _, e := range rec.evs {
-		if e.Reuse {
-			reuse++
+	for _, tt := range []struct {
+		token uint64
+		reuse int
+	}{{7, 2}, {0, 0}} {
+		s, rec := start(t)
+		a, b := NewClient(s.Addr(), "A", nil), NewClient(s.Addr(), "B", nil)
+		a.Read(ctx(t), "k", tt.token)
+		b.Read(ctx(t), "k", tt.token)
+		b.Write(ctx(t), "k", tt.token)
+		wa, _ := a.Write(ctx(t), "k", tt.token)
+		if wa.Fenced != history.FencedStale || !wa.Lost {
+			t.Errorf("token %d: A's write = %+v, want stale accepted and lost", tt.token, wa)
+		}
+		reuse := 0
+		for _, e := range rec.evs {
+			if e.Reuse {
+				reuse++
+			}
+		}
+		if reuse != tt.reuse {
+			t.Errorf("token %d: reuse flagged %d times, want %d", tt.token, reuse, tt.reuse)
 		}
 	}
-	if reuse != 2 {
-		t.Errorf("reuse flagged %d times, want 2 (B's read after A's, A's write after B's)", reuse)
+}
+
+// TestReadWriteInOneRoundTrip: a pipelined read and write behave as a read
+// followed by a write.
+func TestReadWriteInOneRoundTrip(t *testing.T) {
+	s, rec := start(t)
+	a := NewClient(s.Addr(), "A", nil)
+	defer a.Close()
+	for i := 0; i < 3; i++ {
+		rr, wr, err := a.ReadWrite(ctx(t), "k", uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr.Unfenced != int64(i) || wr.Lost || wr.Fenced != history.FencedAccepted {
+			t.Fatalf("round %d: %+v %+v", i, rr, wr)
+		}
+	}
+	if u, f := s.Values("k"); u != 3 || f != 3 || len(rec.evs) != 6 {
+		t.Errorf("values %d %d, %d events; want 3 3 and 6", u, f, len(rec.evs))
+	}
+	if _, in := s.InCriticalSection()["A"]; in {
+		t.Error("A still counted inside its critical section")
+	}
+}
+
+// TestLateRequestIsFlagged: a request that arrives after its client's
+// deadline is applied but marked late.
+func TestLateRequestIsFlagged(t *testing.T) {
+	s, rec := start(t)
+	if _, err := s.handle([]string{"R", "k", "1", "A", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.evs[0].Late {
+		t.Error("a read past its deadline is not flagged late")
+	}
+	a := NewClient(s.Addr(), "B", nil)
+	defer a.Close()
+	if _, err := a.Read(ctx(t), "k", 2); err != nil || rec.evs[1].Late {
+		t.Errorf("a read in time is flagged late (%v)", err)
 	}
 }
 
 func TestBadRequests(t *testing.T) {
 	s, _ := start(t)
-	for _, req := range [][]string{{}, {"R", "k"}, {"R", "k", "x", "p"}, {"W", "k", "1", "2", "y", "p"}, {"X"}} {
+	for _, req := range [][]string{{}, {"R", "k"}, {"R", "k", "x", "p", "1"}, {"W", "k", "1", "p", "y"}, {"W", "k", "1", "never-read", "1"}, {"X"}} {
 		if _, err := s.handle(req); err == nil {
 			t.Errorf("request %q accepted", req)
 		}
@@ -127,7 +174,7 @@ func TestBadRequests(t *testing.T) {
 
 func TestAbandonLeavesTheCriticalSection(t *testing.T) {
 	s, _ := start(t)
-	a := NewClient(s.Addr(), "A")
+	a := NewClient(s.Addr(), "A", nil)
 	defer a.Close()
 	if _, err := a.Read(ctx(t), "k", 1); err != nil {
 		t.Fatal(err)

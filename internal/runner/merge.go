@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"bufio"
 	"container/heap"
+	"fmt"
+	"os"
 	"sync"
 
 	"github.com/lockbench/lockbench/internal/history"
@@ -15,7 +18,18 @@ import (
 // (its buffered events could be older than anyone else's); a worker whose
 // stream ends is dropped from the watermark. The coordinator's own events
 // are timestamped under the merger's lock, so "now" is always a valid
-// watermark for them.
+// watermark for them; an event that must carry an earlier instant (the
+// moment a fault was applied, known only once it was) reserves that instant
+// first with addSource, which holds the watermark there until the event is
+// pushed and the reservation removed.
+//
+// What the watermark holds back is lost if the coordinator dies by SIGKILL.
+// To bound that loss, every flush appends the events received since the
+// previous one to a tail journal next to the history; `bench check` merges
+// the journal's events newer than the history's last back in. The journal
+// is rewritten with only the held-back events when it grows, and removed
+// when the run ends normally. A coordinator killed outright therefore loses
+// at most the events of one flush interval.
 type merger struct {
 	mu      sync.Mutex
 	base    int64
@@ -24,18 +38,36 @@ type merger struct {
 	pending eventHeap
 	seq     int64
 	err     error
-	onEvent func(*history.Event) // sees every event as it is written
+
+	tail      *os.File // the tail journal ("" path: none)
+	tailPath  string
+	tailBuf   *history.Writer
+	fresh     []history.Event // received since the last flush
+	tailLines int
 }
 
 func newMerger(w *history.Writer, base int64) *merger {
 	return &merger{w: w, base: base, last: map[int]int64{}}
 }
 
-// addSource registers a source whose events will come with push.
-func (m *merger) addSource(id int) {
+// journal starts the tail journal at path.
+func (m *merger) journal(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create tail journal: %w", err)
+	}
+	m.tail, m.tailPath, m.tailBuf = f, path, history.NewWriter(f)
+	return nil
+}
+
+// addSource registers a source whose events will come with push, and
+// returns the time from which it holds the watermark.
+func (m *merger) addSource(id int) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last[id] = monoclock.Since(m.base)
+	t := monoclock.Since(m.base)
+	m.last[id] = t
+	return t
 }
 
 // removeSource drops a source whose stream has ended.
@@ -53,8 +85,15 @@ func (m *merger) push(id int, e *history.Event, tick bool) {
 		m.last[id] = e.T
 	}
 	if !tick {
-		m.seq++
-		heap.Push(&m.pending, item{e: *e, seq: m.seq})
+		m.add(*e)
+	}
+}
+
+func (m *merger) add(e history.Event) {
+	m.seq++
+	heap.Push(&m.pending, item{e: e, seq: m.seq})
+	if m.tail != nil {
+		m.fresh = append(m.fresh, e)
 	}
 }
 
@@ -63,8 +102,7 @@ func (m *merger) emit(e history.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.T = monoclock.Since(m.base)
-	m.seq++
-	heap.Push(&m.pending, item{e: e, seq: m.seq})
+	m.add(e)
 }
 
 // flush writes every event at or before the watermark and flushes the file.
@@ -72,6 +110,7 @@ func (m *merger) emit(e history.Event) {
 func (m *merger) flush(all bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.journalFresh()
 	wm := monoclock.Since(m.base)
 	for _, t := range m.last {
 		if t < wm {
@@ -80,9 +119,6 @@ func (m *merger) flush(all bool) error {
 	}
 	for m.pending.Len() > 0 && (all || m.pending[0].e.T <= wm) {
 		it := heap.Pop(&m.pending).(item)
-		if m.onEvent != nil {
-			m.onEvent(&it.e)
-		}
 		if err := m.w.Write(&it.e); err != nil && m.err == nil {
 			m.err = err
 		}
@@ -90,7 +126,70 @@ func (m *merger) flush(all bool) error {
 	if err := m.w.Flush(); err != nil && m.err == nil {
 		m.err = err
 	}
+	m.compactJournal()
 	return m.err
+}
+
+// journalFresh appends the events received since the last flush to the
+// tail journal.
+func (m *merger) journalFresh() {
+	if m.tail == nil || len(m.fresh) == 0 {
+		return
+	}
+	for i := range m.fresh {
+		if err := m.tailBuf.Write(&m.fresh[i]); err != nil && m.err == nil {
+			m.err = err
+		}
+	}
+	m.tailLines += len(m.fresh)
+	m.fresh = m.fresh[:0]
+	if err := m.tailBuf.Flush(); err != nil && m.err == nil {
+		m.err = fmt.Errorf("tail journal: %w", err)
+	}
+}
+
+// compactJournal rewrites the journal with only the held-back events once
+// it holds many more lines than those.
+func (m *merger) compactJournal() {
+	if m.tail == nil || m.tailLines <= 2*m.pending.Len()+10000 {
+		return
+	}
+	tmp := m.tailPath + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return // the journal keeps growing; a later flush tries again
+	}
+	bw := bufio.NewWriter(f)
+	w := history.NewWriter(bw)
+	for i := range m.pending {
+		if err := w.Write(&m.pending[i].e); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return
+		}
+	}
+	if w.Flush() != nil || bw.Flush() != nil || os.Rename(tmp, m.tailPath) != nil {
+		f.Close()
+		os.Remove(tmp)
+		return
+	}
+	m.tail.Close()
+	m.tail, m.tailBuf, m.tailLines = f, history.NewWriter(f), m.pending.Len()
+}
+
+// closeJournal removes the tail journal: the history is complete.
+func (m *merger) closeJournal() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tail == nil {
+		return nil
+	}
+	m.tail.Close()
+	m.tail = nil
+	if err := os.Remove(m.tailPath); err != nil {
+		return fmt.Errorf("remove tail journal: %w", err)
+	}
+	return nil
 }
 
 type item struct {

@@ -71,9 +71,25 @@ type RunInfo struct {
 	BaseMono     int64             `json:"base_monotonic_ns"`
 	Host         HostInfo          `json:"host"`
 	Versions     map[string]string `json:"versions"`
-	Cases        []string          `json:"cases"`
+	Cases        []CaseInfo        `json:"cases"`
 	Rerun        string            `json:"rerun"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
+	// StartupS is the time spent starting clusters over the whole run.
+	StartupS float64 `json:"cluster_startup_s"`
+}
+
+// CaseInfo is what run.json says of one case.
+type CaseInfo struct {
+	Name    string `json:"name"`
+	Backend string `json:"backend"`
+	// Slot is the address range the case ran in (127.<64+slot>.0.0/16).
+	Slot int `json:"address_slot"`
+	// Proxied lists the links that went through toxiproxy, because a
+	// fault acted on them (or the workload asked for every link): the
+	// others were direct.
+	Proxied []string `json:"proxied_links"`
+	// StartupS is how long the cluster took to start and become healthy.
+	StartupS float64 `json:"cluster_startup_s"`
 }
 
 // HostInfo describes the machine.
@@ -82,6 +98,7 @@ type HostInfo struct {
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
 	CPUs     int    `json:"cpus"`
+	MemoryMB int    `json:"memory_mb"`
 	Go       string `json:"go"`
 }
 
@@ -100,6 +117,8 @@ type run struct {
 	ncases   int
 	acquired atomic.Int64 // successful acquisitions of the current case, live
 	fault    atomic.Value // string: faults in effect now
+	info     *RunInfo
+	infoMu   sync.Mutex
 }
 
 // Run executes the scenario. The returned error carries an exit code; a run
@@ -153,6 +172,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		return nil, fmt.Errorf("create history: %w", err)
 	}
 	defer hf.Close()
+	if opts.Dir == "" {
+		root := opts.ResultsRoot
+		if root == "" {
+			root = "results"
+		}
+		if err := layout.LinkLatest(root, r.dir); err != nil {
+			fmt.Fprintf(opts.Log, "warning: %v\n", err)
+		}
+	}
 	ff, err := os.Create(filepath.Join(r.dir, layout.FaultsFile))
 	if err != nil {
 		return nil, fmt.Errorf("create faults file: %w", err)
@@ -161,13 +189,14 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	r.faults = json.NewEncoder(ff)
 	r.base = monoclock.Now()
 	r.m = newMerger(history.NewWriter(hf), r.base)
+	if err := r.m.journal(filepath.Join(r.dir, layout.TailFile)); err != nil {
+		return nil, err
+	}
 
 	info := RunInfo{Scenario: sc.Name, ScenarioFile: sc.Path, ScenarioText: string(sc.Source), Seed: r.seed,
 		RunID: r.id, Started: started, BaseMono: r.base, Host: hostInfo(), Versions: versions(cases)}
 	info.Rerun = fmt.Sprintf("bench run --seed %d %s", r.seed, sc.Path)
-	for _, c := range cases {
-		info.Cases = append(info.Cases, c.Name)
-	}
+	r.info = &info
 	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil {
 		return nil, err
 	}
@@ -209,7 +238,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	if err := r.m.flush(true); err != nil && runErr == nil {
 		runErr = fmt.Errorf("write history: %w", err)
 	}
+	if err := r.m.closeJournal(); err != nil && runErr == nil {
+		runErr = err
+	}
 	interrupted := ctx.Err() != nil
+	r.infoMu.Lock()
+	defer r.infoMu.Unlock()
 	info.Finished = time.Now()
 	info.Interrupted = interrupted
 	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil && runErr == nil {
@@ -268,9 +302,32 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
+// addCase records a case's link plan and start-up time in run.json.
+func (r *run) addCase(ci CaseInfo) {
+	r.infoMu.Lock()
+	defer r.infoMu.Unlock()
+	r.info.Cases = append(r.info.Cases, ci)
+	r.info.StartupS += ci.StartupS
+}
+
 func hostInfo() HostInfo {
 	h, _ := os.Hostname() // an unknown hostname is not worth failing a run
-	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), MemoryMB: memoryMB()}
+}
+
+// memoryMB reads the machine's memory from /proc/meminfo (0 if unknown).
+func memoryMB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			fmt.Sscan(v, &kb)
+		}
+	}
+	return kb / 1024
 }
 
 // versions records the servers and client libraries used.

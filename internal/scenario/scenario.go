@@ -412,27 +412,33 @@ func expandTrials(errs *Errors, i int, cd *caseDoc, c *Case) []*Case {
 }
 
 // targets lists the concrete target names of a case's cluster, and the
-// server kind of each server.
+// server kind of each server. A client link is a target only if some
+// instance dials that server, and link:<server>@instance-N only if
+// instance N does: a fault on a link nobody uses would do nothing.
 func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 	t := map[string]faults.Kind{"link:resource": faults.Link}
 	kindOfServer := map[string]string{}
 	for i := 1; i <= c.Workload.Instances; i++ {
 		t[fmt.Sprintf("instance-%d", i)] = faults.Instance
+		t[fmt.Sprintf("link:resource@instance-%d", i)] = faults.Link
 	}
-	if c.Backend != nil {
-		for _, s := range c.Backend.Servers() {
-			t[s.Name] = faults.Server
-			t["link:"+s.Name] = faults.Link
-			kindOfServer[s.Name] = s.Kind
-			for i := 1; i <= c.Workload.Instances; i++ {
-				t[fmt.Sprintf("link:%s@instance-%d", s.Name, i)] = faults.Link
-			}
-			switch {
-			case s.Kind == "etcd":
-				t["link:"+s.Name+"-peer"] = faults.Link
-			case s.Kind == "redis-replicated" && s.Name == "redis-1":
-				t["link:"+s.Name+"-repl"] = faults.Link
-			}
+	if c.Backend == nil {
+		return t, kindOfServer
+	}
+	for _, s := range c.Backend.Servers() {
+		t[s.Name] = faults.Server
+		kindOfServer[s.Name] = s.Kind
+		switch {
+		case s.Kind == "etcd":
+			t["link:"+s.Name+"-peer"] = faults.Link
+		case s.Kind == "redis-replicated" && s.Name == "redis-1":
+			t["link:"+s.Name+"-repl"] = faults.Link
+		}
+	}
+	for i := 1; i <= c.Workload.Instances; i++ {
+		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {
+			t["link:"+name] = faults.Link
+			t[fmt.Sprintf("link:%s@instance-%d", name, i)] = faults.Link
 		}
 	}
 	return t, kindOfServer
@@ -558,7 +564,7 @@ func parseFault(errs *Errors, where string, j int, n *yaml.Node, targets map[str
 		}
 	}
 	if info.NeedsFirewall && !bad {
-		if msg := checkFirewall(f.Target, serverKinds); msg != "" {
+		if msg := checkFirewall(f.Target, serverKinds, targets); msg != "" {
 			errs.add(n.Line, "%s: %s", fw, msg)
 			bad = true
 		}
@@ -582,10 +588,15 @@ func checkOverlaps(errs *Errors, where string, fs []*Fault) {
 	}
 }
 
-// checkFirewall says why an iptables partition cannot be made, or "".
-func checkFirewall(target string, serverKinds map[string]string) string {
+// checkFirewall says why an iptables partition cannot be made, or "". An
+// instance can always be cut (its clients use its own address); servers
+// must use their own address as the source of their peer connections.
+func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind) string {
 	if err := cluster.FirewallAvailable(); err != nil {
 		return err.Error()
+	}
+	if faults.KindOf(target) == faults.Instance || targets[target] == faults.Instance {
+		return ""
 	}
 	kinds := map[string]bool{}
 	if k, ok := serverKinds[target]; ok {
@@ -597,7 +608,7 @@ func checkFirewall(target string, serverKinds map[string]string) string {
 	}
 	for k := range kinds {
 		if !cluster.BindsSource(k) {
-			return fmt.Sprintf("%s servers do not use their own address as the source of their peer connections, so an address-level partition would not separate them (use link faults; etcd's peer links are link:<member>-peer)", k)
+			return fmt.Sprintf("%s servers do not use their own address as the source of their peer connections, so an address-level partition between members would not separate them (cut an instance from them instead, or use link faults; etcd's peer links are link:<member>-peer)", k)
 		}
 	}
 	return ""

@@ -48,7 +48,18 @@ type Workload struct {
 	// token (the seeds' "liberação com token errado"); the backend must
 	// support it (the redis family does).
 	WrongTokenRelease float64 `yaml:"wrong_token_release" json:"wrong_token_release"`
+	// Resource: the critical section reads and writes the protected
+	// resource (default true). false measures the lock alone: no lost
+	// updates or stale writes can then be seen.
+	Resource *bool `yaml:"resource" json:"resource"`
+	// ProxyAll routes every client link through toxiproxy, even those no
+	// fault acts on (default false: such links are direct). For measuring
+	// what the proxy costs.
+	ProxyAll bool `yaml:"proxy_all" json:"proxy_all"`
 }
+
+// UsesResource reports whether the critical section touches the resource.
+func (w *Workload) UsesResource() bool { return w.Resource == nil || *w.Resource }
 
 // Keys selects lock keys.
 type Keys struct {

@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Slots is how many runs can hold an address range at once.
+const Slots = 128
+
+// slotBase is the second octet of slot 0: slot n owns 127.(64+n).0.0/16.
+const slotBase = 64
+
+// Slot is one run's share of the loopback network: 127.(64+n).0.0/16, held
+// by an exclusive flock on a file named after n. Two runs on one machine (two
+// CI jobs on one runner) therefore never bind the same address, never reach
+// each other's servers, and iptables rules written with these addresses
+// never touch another run. The kernel drops the lock when its holder dies,
+// even by SIGKILL, so a crashed run cannot keep its slot.
+//
+// Within a slot, 127.X.0.1 is the harness (toxiproxy and the protected
+// resource), 127.X.0.10 and up are servers, and 127.X.1.N is worker
+// instance N, whose clients use it as their source address.
+type Slot struct {
+	N int
+	f *os.File
+}
+
+// SlotDir is where the slot lock files live.
+func SlotDir() string { return filepath.Join(os.TempDir(), "lockbench-slots") }
+
+// AcquireSlot takes the first free slot.
+func AcquireSlot() (*Slot, error) {
+	dir := SlotDir()
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, fmt.Errorf("address slots: %w", err)
+	}
+	for n := 0; n < Slots; n++ {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("slot-%d.lock", n)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return nil, fmt.Errorf("address slot %d: %w", n, err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return &Slot{N: n, f: f}, nil
+		}
+		f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock address slot %d: %w", n, err)
+		}
+	}
+	return nil, fmt.Errorf("all %d address slots are in use: %d lockbench runs at once on this machine", Slots, Slots)
+}
+
+// Release gives the slot back; safe to call more than once.
+func (s *Slot) Release() {
+	if s != nil && s.f != nil {
+		s.f.Close() // closing the only descriptor drops the flock
+		s.f = nil
+	}
+}
+
+func (s *Slot) prefix() string { return fmt.Sprintf("127.%d.", slotBase+s.N) }
+
+// Harness is the address of the coordinator's own listeners.
+func (s *Slot) Harness() string { return s.prefix() + "0.1" }
+
+// Server is the address of the i-th server (1-based).
+func (s *Slot) Server(i int) string { return fmt.Sprintf("%s0.%d", s.prefix(), 9+i) }
+
+// Instance is the source address of worker instance n (1-based).
+func (s *Slot) Instance(n int) string { return fmt.Sprintf("%s1.%d", s.prefix(), n) }
+
+// Contains reports whether ip belongs to the slot.
+func (s *Slot) Contains(ip string) bool {
+	return len(ip) > len(s.prefix()) && ip[:len(s.prefix())] == s.prefix()
+}

@@ -1,0 +1,345 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/scenario"
+)
+
+// FaultRecord is one line of faults.jsonl: a scheduled fault, the window in
+// which it was really in effect, and what was observed of it.
+type FaultRecord struct {
+	Case     string `json:"case"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Target   string `json:"target"`             // as written in the scenario
+	Resolved string `json:"resolved,omitempty"` // the concrete target hit
+	AtNs     int64  `json:"scheduled_at_ns"`    // since the case start
+	ForNs    int64  `json:"scheduled_for_ns"`
+	StartNs  int64  `json:"start_ns,omitempty"` // since the run base
+	EndNs    int64  `json:"end_ns,omitempty"`
+	Applied  bool   `json:"applied"`
+	// Observed lists what was seen of the fault's effect: when applied,
+	// while in force, and when healed.
+	Observed []string `json:"observed,omitempty"`
+	// Unobserved says which effect was expected and not seen: the fault
+	// was applied but did nothing the run can show, so the case is invalid.
+	Unobserved string `json:"unobserved,omitempty"`
+	Emulated   string `json:"emulated,omitempty"` // how the fault was emulated, if it was
+	Error      string `json:"error,omitempty"`
+	HealError  string `json:"heal_error,omitempty"`
+}
+
+// runFault waits for the fault's time, applies it, keeps it for its window,
+// checks what it did, heals it, and records what really happened. choice
+// seeds the pick among several candidates for a role target.
+func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choice uint64) {
+	rec := FaultRecord{Case: cr.c.Name, Name: f.Name, Type: f.Type, Target: f.Target, AtNs: int64(f.At), ForNs: int64(f.For)}
+	if info, err := faults.Lookup(f.Type); err == nil {
+		rec.Emulated = info.Emulated
+	}
+	defer cr.r.recordFault(&rec)
+	fail := func(err error) {
+		rec.Error = err.Error()
+		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultError, Fault: f.Name, Target: f.Target, Err: rec.Error})
+	}
+	wait := time.Duration(cr.start + int64(f.At) - monoclock.Since(cr.r.base))
+	if !sleepCtx(ctx, wait) {
+		fail(errors.New("the case ended before the fault's time"))
+		return
+	}
+	target := f.Target
+	if faults.IsRole(target) {
+		var err error
+		if target, err = cr.resolveRole(ctx, target, choice); err != nil {
+			fail(err)
+			return
+		}
+	}
+	rec.Resolved = target
+	env := &faultEnv{cr: cr, fault: f.Name}
+	if err := env.healthy(target); err != nil {
+		fail(fmt.Errorf("target not healthy before injection: %w", err))
+		return
+	}
+	// The fault-start mark carries the instant the fault began to be
+	// applied (a kill ends a hold then, not when the process is reaped),
+	// so the merger is held at that instant until the mark is pushed.
+	src := -(cr.idx*1000 + 500 + k)
+	t0 := cr.r.m.addSource(src)
+	eff, err := f.Fault.Start(context.WithoutCancel(ctx), env, target)
+	if err != nil {
+		cr.r.m.removeSource(src)
+		fail(err)
+		return
+	}
+	rec.Applied, rec.StartNs = true, t0
+	if eff.Seen != "" {
+		rec.Observed = append(rec.Observed, eff.Seen)
+	}
+	cr.r.m.push(src, &history.Event{T: t0, Type: history.Mark, F: history.MarkFaultStart, Fault: f.Name, Target: target, Observed: eff.Seen}, false)
+	cr.r.m.removeSource(src)
+	cr.r.fault.Store(fmt.Sprintf("%s (%s %s)", f.Name, f.Type, target))
+	fmt.Fprintf(cr.r.log, "  fault %s: %s on %s for %s: %s\n", f.Name, f.Type, target, f.For, eff.Seen)
+	sleepCtx(ctx, f.For)
+	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if eff.Check != nil {
+		obs, err := eff.Check(hctx)
+		switch {
+		case err != nil:
+			rec.Unobserved = err.Error()
+			fmt.Fprintf(cr.r.log, "  fault %s: effect not observed: %v\n", f.Name, err)
+			cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultUnobserved, Fault: f.Name, Target: target, Err: rec.Unobserved})
+		case obs != "":
+			rec.Observed = append(rec.Observed, obs)
+		}
+	}
+	healed, err := eff.Heal(hctx)
+	if err != nil {
+		rec.HealError = err.Error()
+		fmt.Fprintf(cr.r.log, "  fault %s: heal: %v\n", f.Name, err)
+	} else if healed != "" {
+		rec.Observed = append(rec.Observed, healed)
+	}
+	rec.EndNs = monoclock.Since(cr.r.base)
+	cr.r.fault.Store("")
+	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError, Observed: healed})
+}
+
+// resolveRole waits until the role has a concrete target and returns it:
+// holder (a client inside its critical section: it has read the protected
+// resource and not yet written), holder-of:<key>, a-waiter (a client with an
+// acquire in flight), leader or master. choice picks among candidates, so a
+// seed replays the same pick when the same candidates exist.
+func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) (string, error) {
+	for {
+		var cands []string
+		switch {
+		case role == faults.RoleLeader || role == faults.RoleMaster:
+			if name, err := cr.cl.Leader(ctx); err == nil {
+				cands = []string{name}
+			}
+		case role == faults.RoleWaiter:
+			cr.liveMu.Lock()
+			for proc := range cr.waiting {
+				cands = append(cands, instanceOf(proc))
+			}
+			cr.liveMu.Unlock()
+		default:
+			key, only := strings.CutPrefix(role, faults.RoleHolderOf)
+			for proc, k := range cr.res.InCriticalSection() {
+				if !only || k == key {
+					cands = append(cands, instanceOf(proc))
+				}
+			}
+		}
+		alive := cands[:0]
+		for _, c := range cands {
+			if w := cr.workers[c]; w != nil && !w.proc.Alive() {
+				continue
+			}
+			alive = append(alive, c)
+		}
+		if len(alive) > 0 {
+			sort.Strings(alive)
+			return alive[choice%uint64(len(alive))], nil
+		}
+		if !sleepCtx(ctx, time.Millisecond) {
+			return "", fmt.Errorf("role %s could not be resolved before the case ended", role)
+		}
+	}
+}
+
+// instanceOf maps a client "i2c0" to its instance "instance-2".
+func instanceOf(proc string) string {
+	s := strings.TrimPrefix(proc, "i")
+	if i := strings.IndexByte(s, 'c'); i >= 0 {
+		s = s[:i]
+	}
+	if _, err := strconv.Atoi(s); err != nil {
+		return ""
+	}
+	return "instance-" + s
+}
+
+// cutInstance splits "redis-1@instance-2" into "redis-1", 2, true.
+func cutInstance(link string) (string, int, bool) {
+	name, inst, per := strings.Cut(link, "@instance-")
+	if !per {
+		return link, 0, false
+	}
+	n, err := strconv.Atoi(inst)
+	return name, n, err == nil
+}
+
+func (r *run) recordFault(rec *FaultRecord) {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	if err := r.faults.Encode(rec); err != nil {
+		fmt.Fprintf(r.log, "write faults.jsonl: %v\n", err)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// faultEnv gives one fault access to the running case.
+type faultEnv struct {
+	cr    *caseRun
+	fault string
+}
+
+func (e *faultEnv) Link(name string) (*toxiclient.Proxy, error) {
+	p, err := e.cr.cl.Toxi.Client.Proxy(name)
+	if err != nil {
+		return nil, fmt.Errorf("link %s: %w", name, err)
+	}
+	return p, nil
+}
+
+func (e *faultEnv) Signal(target string, sig syscall.Signal) error {
+	if w := e.cr.workers[target]; w != nil {
+		return w.proc.Signal(sig)
+	}
+	return e.cr.cl.Signal(target, sig)
+}
+
+func (e *faultEnv) Kill(target string) error {
+	if w := e.cr.workers[target]; w != nil {
+		w.mu.Lock()
+		w.killedBy = e.fault
+		w.mu.Unlock()
+		return w.proc.Kill(5 * time.Second)
+	}
+	return e.cr.cl.Kill(target)
+}
+
+func (e *faultEnv) Server(name string) (string, string, error) {
+	s := e.cr.cl.Server(name)
+	if s == nil {
+		return "", "", fmt.Errorf("no server %q", name)
+	}
+	return s.Addr, s.Spec.Kind, nil
+}
+
+// Peers lists, for a server, every other server of the cluster; for an
+// instance, the servers its clients dial.
+func (e *faultEnv) Peers(name string) []string {
+	if w := e.cr.workers[name]; w != nil {
+		var out []string
+		for _, r := range w.routes {
+			if r.Name != links.Resource {
+				out = append(out, r.Name)
+			}
+		}
+		return out
+	}
+	var out []string
+	for _, n := range e.cr.cl.Names() {
+		if n != name {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Cut drops packets from one server or instance to another. Between an
+// instance and a server it drops what goes to (or comes from) the address
+// the instance really dials: the server, or the proxy it is routed through.
+func (e *faultEnv) Cut(from, to string) (faults.Cut, error) {
+	a, b, err := e.endpoints(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("cut %s -> %s: %w", from, to, err)
+	}
+	return e.cr.cl.Firewall.Drop(a, b)
+}
+
+func (e *faultEnv) endpoints(from, to string) (cluster.Endpoint, cluster.Endpoint, error) {
+	inst := func(name string) (int, bool) {
+		if w := e.cr.workers[name]; w != nil {
+			return w.n, true
+		}
+		return 0, false
+	}
+	if n, ok := inst(from); ok {
+		b, err := e.cr.dialAddr(n, to)
+		return cluster.Endpoint{IP: e.cr.cl.Slot.Instance(n)}, b, err
+	}
+	if n, ok := inst(to); ok {
+		a, err := e.cr.dialAddr(n, from)
+		return a, cluster.Endpoint{IP: e.cr.cl.Slot.Instance(n)}, err
+	}
+	a, err := e.cr.cl.ServerEndpoint(from)
+	if err != nil {
+		return a, a, err
+	}
+	b, err := e.cr.cl.ServerEndpoint(to)
+	return a, b, err
+}
+
+func (e *faultEnv) Restart(ctx context.Context, server string) error {
+	return e.cr.cl.Restart(ctx, server)
+}
+
+func (e *faultEnv) Stopped(target string) (bool, error) {
+	if w := e.cr.workers[target]; w != nil {
+		return w.proc.Stopped()
+	}
+	s := e.cr.cl.Server(target)
+	if s == nil {
+		return false, fmt.Errorf("no %s", target)
+	}
+	return s.Process().Stopped()
+}
+
+func (e *faultEnv) Traffic(ctx context.Context, link string) (links.Counts, error) {
+	return e.cr.traffic(ctx, link)
+}
+
+func (e *faultEnv) Leader(ctx context.Context) (string, error) { return e.cr.cl.Leader(ctx) }
+
+// healthy checks a target before a fault is injected into it.
+func (e *faultEnv) healthy(target string) error {
+	switch faults.KindOf(target) {
+	case faults.Instance:
+		w := e.cr.workers[target]
+		if w == nil || !w.proc.Alive() {
+			return fmt.Errorf("%s is not running", target)
+		}
+	case faults.Server:
+		s := e.cr.cl.Server(target)
+		if s == nil || !s.Process().Alive() {
+			return fmt.Errorf("%s is not running", target)
+		}
+	case faults.Link:
+		if _, err := e.Link(strings.TrimPrefix(target, "link:")); err != nil {
+			return err
+		}
+	}
+	return nil
+}

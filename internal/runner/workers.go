@@ -1,0 +1,279 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/worker"
+)
+
+// workerProc is one running worker instance.
+type workerProc struct {
+	n      int
+	name   string // instance-N
+	proc   *cluster.Process
+	stdin  io.WriteCloser
+	routes []links.Route
+	ready  chan error
+	done   chan struct{} // its stream has ended and been accounted for
+
+	mu       sync.Mutex
+	stop     bool   // a stop was sent: exiting is expected
+	killedBy string // the fault that killed it, if one did
+	report   worker.Report
+	reportT  int64 // when the last report was made (since the run base)
+}
+
+func (cr *caseRun) sortedWorkers() []*workerProc {
+	out := make([]*workerProc, 0, len(cr.workers))
+	for _, w := range cr.workers {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
+	return out
+}
+
+func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error {
+	name := fmt.Sprintf("instance-%d", n)
+	bin, args := cr.r.opts.WorkerCommand()
+	cmd := exec.Command(bin, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("%s stdin: %w", name, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("%s stdout: %w", name, err)
+	}
+	logf, err := os.Create(filepath.Join(logDir, name+".log"))
+	if err != nil {
+		return fmt.Errorf("%s log: %w", name, err)
+	}
+	cmd.Stderr = logf
+	src := cr.idx*1000 + n
+	cr.r.m.addSource(src)
+	p, err := cluster.StartProcess(name, cr.r.id, cmd)
+	logf.Close()
+	if err != nil {
+		cr.r.m.removeSource(src)
+		return err
+	}
+	w := &workerProc{n: n, name: name, proc: p, stdin: stdin, routes: routes, ready: make(chan error, 1), done: make(chan struct{})}
+	cr.workers[name] = w
+	resAddr := cr.res.Addr()
+	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
+		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.Slot.Instance(n),
+		Resource: resAddr, Workload: cr.c.Workload}
+	line, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("%s config: %w", name, err)
+	}
+	if _, err := stdin.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("%s config: %w", name, err)
+	}
+	go cr.readWorker(w, src, stdout)
+	return nil
+}
+
+// awaitReady waits until every worker has connected to the cluster.
+func (cr *caseRun) awaitReady(ctx context.Context, logDir string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for _, w := range cr.sortedWorkers() {
+		select {
+		case err := <-w.ready:
+			if err != nil {
+				return fmt.Errorf("%s: %w\nlast lines of its log:\n%s", w.name, err, cluster.Tail(filepath.Join(logDir, w.name+".log"), 10))
+			}
+		case <-time.After(time.Until(deadline)):
+			return fmt.Errorf("%s did not become ready within 60s", w.name)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// readWorker feeds a worker's event stream into the merger until it ends.
+func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
+	defer close(w.done)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	readySent := false
+	for sc.Scan() {
+		var e history.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			cr.liveMu.Lock()
+			cr.stats.BadLines++
+			cr.liveMu.Unlock()
+			fmt.Fprintf(cr.r.log, "  %s: bad event line %q: %v\n", w.name, sc.Text(), err)
+			continue
+		}
+		switch e.F {
+		case worker.MarkReady:
+			if !readySent {
+				w.ready <- nil
+				readySent = true
+			}
+			cr.r.m.push(src, &e, true)
+		case worker.MarkTick, worker.MarkStopped:
+			cr.r.m.push(src, &e, true)
+		case worker.MarkReport:
+			var rep worker.Report
+			if err := json.Unmarshal(e.Meta, &rep); err == nil {
+				w.mu.Lock()
+				w.report, w.reportT = rep, e.T
+				w.mu.Unlock()
+				cr.liveMu.Lock()
+				if rep.EmitLagMax > cr.stats.EmitLagMaxNs {
+					cr.stats.EmitLagMaxNs = rep.EmitLagMax
+				}
+				cr.liveMu.Unlock()
+			}
+			cr.r.m.push(src, &e, true)
+		default:
+			if e.F == history.OpAcquire && e.Type == history.OK {
+				cr.r.acquired.Add(1)
+			}
+			if e.F == history.OpAcquire {
+				cr.liveMu.Lock()
+				if e.Type == history.Invoke {
+					cr.waiting[e.Proc] = true
+				} else {
+					delete(cr.waiting, e.Proc)
+				}
+				cr.liveMu.Unlock()
+			}
+			cr.r.m.push(src, &e, false)
+		}
+	}
+	<-w.proc.Done()
+	if !readySent {
+		w.ready <- fmt.Errorf("exited before it was ready: %v", w.proc.ExitErr())
+	}
+	w.mu.Lock()
+	expected := w.stop && w.proc.ExitErr() == nil
+	killedBy := w.killedBy
+	w.mu.Unlock()
+	if !expected && readySent {
+		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkCrash, Proc: fmt.Sprintf("i%d", w.n),
+			Fault: killedBy, Err: fmt.Sprint(w.proc.ExitErr())})
+	}
+	cr.r.m.removeSource(src)
+}
+
+// stopWorkers asks every worker to stop, and kills each one that has not
+// stopped by the shared deadline: every late worker is killed, not only
+// the first.
+func (cr *caseRun) stopWorkers(ctx context.Context) error {
+	ws := cr.sortedWorkers()
+	for _, w := range ws {
+		w.mu.Lock()
+		w.stop = true
+		w.mu.Unlock()
+		if w.proc.Alive() {
+			if _, err := io.WriteString(w.stdin, "stop\n"); err != nil {
+				fmt.Fprintf(cr.r.log, "  %s: send stop: %v\n", w.name, err)
+			}
+		}
+	}
+	wl := cr.c.Workload
+	grace := wl.AcquireTimeout.D() + wl.Hold.Max.D() + wl.Hold.Value.D() + 3*wl.OpTimeout.D() + 5*time.Second
+	deadline := time.Now().Add(grace)
+	for _, w := range ws {
+		select {
+		case <-w.done:
+			continue
+		case <-time.After(time.Until(deadline)):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		fmt.Fprintf(cr.r.log, "  %s did not stop within %s: killed\n", w.name, grace)
+		w.mu.Lock()
+		w.stop = false // its exit is now a crash
+		w.mu.Unlock()
+		if err := w.proc.Kill(5 * time.Second); err != nil {
+			return err
+		}
+		<-w.done
+	}
+	return nil
+}
+
+func (cr *caseRun) killWorkers() {
+	for _, w := range cr.workers {
+		if err := w.proc.Kill(5 * time.Second); err != nil {
+			fmt.Fprintf(cr.r.log, "  %v\n", err)
+		}
+		w.stdin.Close()
+	}
+	for _, w := range cr.workers {
+		<-w.done
+	}
+}
+
+// workersCPU is the CPU time, in seconds, of the workers that exited.
+func (cr *caseRun) workersCPU() float64 {
+	var t time.Duration
+	for _, w := range cr.workers {
+		t += w.proc.CPU()
+	}
+	return t.Seconds()
+}
+
+// traffic sums what crossed link (a server, "server@instance-N" or
+// "resource") in the reports that the instances carrying it made after
+// since, waiting up to a second for them. Instances that are stopped or
+// gone cannot report: their last report counts.
+func (cr *caseRun) traffic(ctx context.Context, link string) (links.Counts, error) {
+	name, inst, per := cutInstance(link)
+	since := monoclock.Since(cr.r.base)
+	deadline := time.Now().Add(time.Second)
+	for {
+		var sum links.Counts
+		fresh := true
+		for _, w := range cr.sortedWorkers() {
+			if per && w.n != inst {
+				continue
+			}
+			w.mu.Lock()
+			c, t := w.report.Links[name], w.reportT
+			w.mu.Unlock()
+			if t < since && w.proc.Alive() {
+				if stopped, _ := w.proc.Stopped(); !stopped {
+					fresh = false
+				}
+			}
+			sum = sum.Add(c)
+		}
+		if fresh || time.Now().After(deadline) {
+			return sum, nil
+		}
+		select {
+		case <-ctx.Done():
+			return sum, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func numCPU() int       { return runtime.NumCPU() }
+func numGoroutine() int { return runtime.NumGoroutine() }
+func heapBytes() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}

@@ -1,0 +1,260 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/resource"
+	"github.com/lockbench/lockbench/internal/scenario"
+)
+
+type client struct {
+	proc   string
+	w      scenario.Workload
+	locker backends.Locker
+	ext    backends.Extender
+	res    *resource.Client
+	em     *emitter
+	r      *rand.Rand
+	keys   *scenario.KeyPicker
+	lg     *log.Logger
+}
+
+func (c *client) ev(typ history.Type, f, key string) history.Event {
+	return history.Event{Type: typ, F: f, Proc: c.proc, Key: key}
+}
+
+// cycle is one acquire, critical section, release, think.
+func (c *client) cycle(ctx context.Context) {
+	key := c.keys.Next()
+	c.misbehave(ctx, key)
+	lease, ok := c.acquire(ctx, key)
+	if ok {
+		c.critical(ctx, key, lease)
+	}
+	sleep(ctx, c.w.Think.Draw(c.r))
+}
+
+// misbehave, with the workload's probability, releases key with a wrong
+// token before trying to acquire it: a client that does not hold the lock
+// removing it. A safe backend refuses (fail); an unsafe one accepts (ok),
+// and whoever held the key now shares it with the next client.
+func (c *client) misbehave(ctx context.Context, key string) {
+	f, ok := c.locker.(backends.Forger)
+	if !ok || c.w.WrongTokenRelease == 0 || c.r.Float64() >= c.w.WrongTokenRelease {
+		return
+	}
+	c.em.emit(c.ev(history.Invoke, history.OpForeignRelease, key))
+	fctx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
+	err := c.locker.Release(fctx, f.Forge(key))
+	cancel()
+	e := c.ev(history.OK, history.OpForeignRelease, key)
+	switch {
+	case errors.Is(err, backends.ErrNotHeld):
+		e.Type, e.Err = history.Fail, err.Error()
+	case err != nil:
+		e.Type, e.Err = history.Info, err.Error()
+	}
+	c.em.emit(e)
+}
+
+// acquire retries with exponential backoff and jitter until the lock is
+// taken, the attempts run out or the acquire timeout passes. The outcome is
+// ok, fail (every attempt certainly failed) or info (at least one attempt
+// had an unknown outcome: it may have been granted behind a lost reply).
+func (c *client) acquire(ctx context.Context, key string) (backends.Lease, bool) {
+	c.em.emit(c.ev(history.Invoke, history.OpAcquire, key))
+	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout.D())
+	defer cancel()
+	var lastErr error
+	unknown := false
+	for n := 0; n < c.w.Retry.Attempts; n++ {
+		lease, err := c.locker.Acquire(actx, key)
+		if err == nil {
+			e := c.ev(history.OK, history.OpAcquire, key)
+			e.Token = lease.Token()
+			c.em.emit(e)
+			return lease, true
+		}
+		lastErr = err
+		if !errors.Is(err, backends.ErrNotAcquired) {
+			unknown = true
+		}
+		if actx.Err() != nil || n == c.w.Retry.Attempts-1 {
+			break
+		}
+		if !sleep(actx, c.w.Retry.Backoff(n, c.r)) {
+			break
+		}
+	}
+	typ := history.Fail
+	if unknown {
+		typ = history.Info
+	}
+	e := c.ev(typ, history.OpAcquire, key)
+	if lastErr == nil {
+		lastErr = actx.Err()
+	}
+	if lastErr != nil {
+		e.Err = lastErr.Error()
+	}
+	c.em.emit(e)
+	return nil, false
+}
+
+// resourceError records a failed request to the protected resource.
+func (c *client) resourceError(key string, err error) {
+	e := c.ev(history.Info, history.OpResource, key)
+	e.Err = err.Error()
+	c.em.emit(e)
+}
+
+// critical reads the resource, works for the hold time, writes value+1 with
+// the lease's token, then releases. A lease reported lost ends the client's
+// belief that it holds the lock (a "lost" event) and, with abort_on_lost,
+// cancels the work before the write.
+func (c *client) critical(ctx context.Context, key string, lease backends.Lease) {
+	work, abort := context.WithCancel(ctx)
+	defer abort()
+	var lostOnce sync.Once
+	markLost := func() {
+		lostOnce.Do(func() {
+			c.em.emit(c.ev(history.OK, history.OpLost, key))
+			if c.w.AbortOnLost == nil || *c.w.AbortOnLost {
+				abort()
+			}
+		})
+	}
+	stopWatch := make(chan struct{})
+	var watchers sync.WaitGroup
+	if lost := lease.Lost(); lost != nil {
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			select {
+			case <-lost:
+				markLost()
+			case <-stopWatch:
+			}
+		}()
+	}
+	if c.ext != nil && c.w.AutoExtend.Every > 0 && c.w.AutoExtend.Max > 0 {
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			c.autoExtend(lease, stopWatch)
+		}()
+	}
+
+	c.work(ctx, work, key, lease.Token())
+
+	close(stopWatch)
+	watchers.Wait()
+	checkLost := func() {
+		if lost := lease.Lost(); lost != nil {
+			select {
+			case <-lost:
+				markLost()
+			default:
+			}
+		}
+	}
+	checkLost()
+	c.em.emit(c.ev(history.Invoke, history.OpRelease, key))
+	rctx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
+	err := c.locker.Release(rctx, lease)
+	cancel()
+	// A signal that arrives while releasing is still recorded: the client
+	// no longer believes it holds the lock, but the library did say so.
+	checkLost()
+	switch {
+	case err == nil:
+		c.em.emit(c.ev(history.OK, history.OpRelease, key))
+	case errors.Is(err, backends.ErrNotHeld):
+		e := c.ev(history.Fail, history.OpRelease, key)
+		e.Err = err.Error()
+		c.em.emit(e)
+	default:
+		e := c.ev(history.Info, history.OpRelease, key)
+		e.Err = err.Error()
+		c.em.emit(e)
+	}
+}
+
+// work is the critical section: read the resource, hold, write. With no
+// hold time, read and write go together in one round trip. work is
+// cancelled when the lease is reported lost (with abort_on_lost); the
+// client then tells the resource it abandoned its work, so that it no
+// longer counts as the holder a fault should hit.
+func (c *client) work(ctx, work context.Context, key string, token uint64) {
+	hold := c.w.Hold.Draw(c.r)
+	if !c.w.UsesResource() {
+		sleep(work, hold)
+		return
+	}
+	opCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, c.w.OpTimeout.D()) }
+	if hold <= 0 && work.Err() == nil {
+		rctx, cancel := opCtx()
+		_, _, err := c.res.ReadWrite(rctx, key, token)
+		cancel()
+		if err != nil {
+			c.resourceError(key, err)
+		}
+		return
+	}
+	rctx, cancel := opCtx()
+	_, err := c.res.Read(rctx, key, token)
+	cancel()
+	if err != nil {
+		c.resourceError(key, err)
+		return
+	}
+	if sleep(work, hold) {
+		wctx, cancel := opCtx()
+		if _, err := c.res.Write(wctx, key, token); err != nil {
+			c.resourceError(key, err)
+		}
+		cancel()
+		return
+	}
+	fctx, cancel := opCtx()
+	if err := c.res.Abandon(fctx, key); err != nil {
+		c.resourceError(key, err)
+	}
+	cancel()
+}
+
+func (c *client) autoExtend(lease backends.Lease, stop <-chan struct{}) {
+	t := time.NewTicker(c.w.AutoExtend.Every.D())
+	defer t.Stop()
+	for n := 0; n < c.w.AutoExtend.Max; n++ {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		c.em.emit(c.ev(history.Invoke, history.OpExtend, lease.Key()))
+		ctx, cancel := context.WithTimeout(context.Background(), c.w.OpTimeout.D())
+		err := c.ext.Extend(ctx, lease)
+		cancel()
+		switch {
+		case err == nil:
+			c.em.emit(c.ev(history.OK, history.OpExtend, lease.Key()))
+		case errors.Is(err, backends.ErrNotHeld):
+			e := c.ev(history.Fail, history.OpExtend, lease.Key())
+			e.Err = err.Error()
+			c.em.emit(e)
+			return
+		default:
+			e := c.ev(history.Info, history.OpExtend, lease.Key())
+			e.Err = err.Error()
+			c.em.emit(e)
+		}
+	}
+}
