@@ -175,6 +175,22 @@ type Backend interface {
 	Open(ctx context.Context, env Env) (Locker, error)
 }
 
+// Leaser is implemented by backends whose locks are leases: LeaseTime is
+// how long a grant lasts on the server unless it is extended (or renewed in
+// the background), given the workload's ttl. Backends without it have no
+// lease: a holder keeps the lock until it releases or its session ends.
+type Leaser interface {
+	LeaseTime(ttl time.Duration) time.Duration
+}
+
+// LeaseTime returns b's lease for the workload's ttl, or 0 for none.
+func LeaseTime(b Backend, ttl time.Duration) time.Duration {
+	if l, ok := b.(Leaser); ok {
+		return l.LeaseTime(ttl)
+	}
+	return 0
+}
+
 // Router is implemented by backends whose clients do not dial every server
 // of the cluster: Dials lists the servers that instance n of instances
 // connects to. A fault aimed at a link an instance never uses is rejected

@@ -113,22 +113,59 @@ type consulLease struct {
 	lock  *api.Lock
 	lost  <-chan struct{}
 	token uint64
+	renew chan struct{} // closing it stops the renewal and destroys the session
 }
 
 func (l *consulLease) Key() string           { return l.key }
 func (l *consulLease) Token() uint64         { return l.token }
 func (l *consulLease) Lost() <-chan struct{} { return l.lost }
 
+// session creates the lock's session as api.Lock would (TTL, lock delay,
+// release behaviour), with or without health checks, and proves which by
+// reading it back: an empty check list given to Create is dropped by the
+// client, and the server then ties the session to serfHealth, so sessions
+// without checks go through CreateNoChecks.
+func (c *consulLocker) session(ctx context.Context) (string, error) {
+	o := c.opt
+	se := &api.SessionEntry{Name: "lockbench", TTL: o.SessionTTL.D().String(), LockDelay: o.LockDelay.D(), Behavior: api.SessionBehaviorRelease}
+	noChecks := o.HealthChecks != nil && !*o.HealthChecks
+	wo := (&api.WriteOptions{}).WithContext(ctx)
+	var id string
+	var err error
+	if noChecks {
+		id, _, err = c.cl.Session().CreateNoChecks(se, wo)
+	} else {
+		id, _, err = c.cl.Session().Create(se, wo)
+	}
+	if err != nil {
+		return "", fmt.Errorf("consul session: %w", err)
+	}
+	info, _, err := c.cl.Session().Info(id, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil || info == nil {
+		c.cl.Session().Destroy(id, nil)
+		return "", fmt.Errorf("consul session %s: read back: %v", id, err)
+	}
+	checks := append(append([]string(nil), info.Checks...), info.NodeChecks...)
+	if noChecks && len(checks) > 0 {
+		c.cl.Session().Destroy(id, nil)
+		return "", fmt.Errorf("consul session %s was created with checks %v although health_checks is false", id, checks)
+	}
+	return id, nil
+}
+
 func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 	o := c.opt
 	kvKey := "lockbench/lock/" + key
-	se := &api.SessionEntry{Name: "lockbench", TTL: o.SessionTTL.D().String(), LockDelay: o.LockDelay.D(), Behavior: api.SessionBehaviorRelease}
-	if o.HealthChecks != nil && !*o.HealthChecks {
-		se.NodeChecks = []string{} // explicitly none: the TTL alone decides
+	id, err := c.session(ctx)
+	if err != nil {
+		return nil, err
 	}
-	lock, err := c.cl.LockOpts(&api.LockOptions{Key: kvKey, SessionOpts: se, LockWaitTime: o.LockWaitTime.D(),
+	renew := make(chan struct{})
+	go c.cl.Session().RenewPeriodic(o.SessionTTL.D().String(), id, nil, renew)
+	lock, err := c.cl.LockOpts(&api.LockOptions{Key: kvKey, Session: id, LockWaitTime: o.LockWaitTime.D(),
 		LockTryOnce: o.LockTryOnce, MonitorRetries: o.MonitorRetries, MonitorRetryTime: o.MonitorRetry.D()})
 	if err != nil {
+		close(renew)
 		return nil, fmt.Errorf("consul lock options: %w", err)
 	}
 	stop := make(chan struct{})
@@ -143,9 +180,11 @@ func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 	}()
 	lost, err := lock.Lock(stop)
 	if err != nil {
+		close(renew)
 		return nil, fmt.Errorf("consul acquire %s: %w", key, err)
 	}
 	if lost == nil {
+		close(renew)
 		return nil, ErrNotAcquired // stopped (acquire timeout) or tried once
 	}
 	pair, _, err := c.cl.KV().Get(kvKey, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
@@ -153,9 +192,10 @@ func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		// We hold it but cannot read the token: give it back and report
 		// the acquisition as failed with an unknown outcome.
 		lock.Unlock()
+		close(renew)
 		return nil, fmt.Errorf("consul read token of %s: %v", key, err)
 	}
-	return &consulLease{key: key, lock: lock, lost: lost, token: pair.ModifyIndex}, nil
+	return &consulLease{key: key, lock: lock, lost: lost, token: pair.ModifyIndex, renew: renew}, nil
 }
 
 func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
@@ -163,6 +203,7 @@ func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
 	if !ok {
 		return fmt.Errorf("release: lease of type %T is not a consul lease", lease)
 	}
+	defer close(l.renew) // the session goes with the lock, as api.Lock's own would
 	lostAlready := false
 	select {
 	case <-l.lost:
@@ -182,3 +223,7 @@ func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
 }
 
 func (c *consulLocker) Close() error { return nil }
+
+// LeaseTime: the session TTL, the earliest Consul may invalidate a session
+// that stopped renewing (it may wait up to twice that).
+func (b *consulBackend) LeaseTime(time.Duration) time.Duration { return b.opt.SessionTTL.D() }

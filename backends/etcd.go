@@ -204,3 +204,9 @@ func (e *etcdLocker) Close() error {
 	}
 	return nil
 }
+
+// LeaseTime: the session lease, in whole seconds (renewed in the
+// background while the client lives).
+func (b *etcdBackend) LeaseTime(ttl time.Duration) time.Duration {
+	return time.Duration(b.ttlSeconds(ttl)) * time.Second
+}

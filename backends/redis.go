@@ -334,3 +334,12 @@ var (
 	_ Extender = (*redisExtLocker)(nil)
 	_ Forger   = (*redisLocker)(nil)
 )
+
+// LeaseTime: the key's PX is the workload's ttl (no TTL at all for the
+// redis-nottl control).
+func (b *redisBackend) LeaseTime(ttl time.Duration) time.Duration {
+	if b.mode == redisNoTTL {
+		return 0
+	}
+	return ttl
+}

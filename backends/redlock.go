@@ -210,3 +210,6 @@ var (
 	_ Locker   = (*redlockLocker)(nil)
 	_ Extender = (*redlockLocker)(nil)
 )
+
+// LeaseTime: every node's key expires after the workload's ttl.
+func (b *redlockBackend) LeaseTime(ttl time.Duration) time.Duration { return ttl }

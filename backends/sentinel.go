@@ -128,3 +128,6 @@ func (b *sentinelBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	return &redisExtLocker{&redisLocker{c: v.(*redis.Client), mode: redisSafe, ttl: env.TTL, fencing: *b.opt.Fencing,
 		drift: *b.opt.DriftFactor, waitReplicas: b.opt.WaitReplicas, waitTimeout: b.opt.WaitTimeout.D()}}, nil
 }
+
+// LeaseTime: the key's PX is the workload's ttl.
+func (b *sentinelBackend) LeaseTime(ttl time.Duration) time.Duration { return ttl }

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log"
@@ -38,6 +39,11 @@ type ZooKeeperOptions struct {
 	TickTime config.Duration `yaml:"tick_time"`
 	// Wait is block (watch the predecessor, default) or try.
 	Wait string `yaml:"wait"`
+	// LostOn says when the client gives its lease up: expired (default:
+	// when ZooKeeper says the session expired, which the client learns
+	// only once it reconnects) or disconnected (as soon as the connection
+	// drops, as Curator's SUSPENDED handling advises).
+	LostOn string `yaml:"lost_on"`
 }
 
 type zkBackend struct{ opt ZooKeeperOptions }
@@ -65,6 +71,9 @@ func newZooKeeper(decode Decoder) (Backend, error) {
 	if err := oneOf("wait", &o.Wait, "block", "try"); err != nil {
 		return nil, err
 	}
+	if err := oneOf("lost_on", &o.LostOn, "expired", "disconnected"); err != nil {
+		return nil, err
+	}
 	return &zkBackend{opt: o}, nil
 }
 
@@ -79,29 +88,139 @@ func (b *zkBackend) Servers() []ServerSpec {
 
 func (b *zkBackend) Fenced() bool { return true }
 
-// zkSession tracks the sessions of one connection: each session is an
-// epoch whose channel closes when it expires.
+// zkSession tracks the session of one connection. done closes when the
+// session expires (a new channel serves the next session); down closes
+// when the connection is lost (the client cannot tell yet whether the
+// session will survive). Nodes the recipe could not delete (the connection
+// broke while it gave up) are orphans: left alone they would sit in the
+// queue, ahead of every later client, for as long as the session lives, so
+// a reaper deletes them as soon as the connection allows.
 type zkSession struct {
 	conn *zk.Conn
 	mu   sync.Mutex
 	done chan struct{}
+	down chan struct{}
+
+	orphans map[string]string // node path, or base+"/"+guid prefix when the name is unknown -> why
+	reaping bool
+	closed  chan struct{}
 }
 
-func (s *zkSession) epoch() chan struct{} {
+func (s *zkSession) epoch(onDisconnect bool) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if onDisconnect {
+		return s.down
+	}
 	return s.done
 }
 
 func (s *zkSession) watch(events <-chan zk.Event) {
 	for ev := range events {
-		if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
-			s.mu.Lock()
+		if ev.Type != zk.EventSession {
+			continue
+		}
+		s.mu.Lock()
+		switch ev.State {
+		case zk.StateExpired:
 			close(s.done)
 			s.done = make(chan struct{})
+			select {
+			case <-s.down:
+			default:
+				close(s.down)
+			}
+		case zk.StateDisconnected:
+			select {
+			case <-s.down:
+			default:
+				close(s.down)
+			}
+		case zk.StateHasSession:
+			select {
+			case <-s.down:
+				s.down = make(chan struct{})
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// orphan hands a node to the reaper; prefix marks a node known only by
+// its protected prefix (its create's reply was lost).
+func (s *zkSession) orphan(path string, prefix bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.orphans == nil {
+		s.orphans = map[string]string{}
+	}
+	kind := "node"
+	if prefix {
+		kind = "prefix"
+	}
+	s.orphans[path] = kind
+	if !s.reaping {
+		s.reaping = true
+		go s.reap()
+	}
+}
+
+// reap deletes orphans until none is left or the connection is closed.
+func (s *zkSession) reap() {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		todo := make(map[string]string, len(s.orphans))
+		for k, v := range s.orphans {
+			todo[k] = v
+		}
+		s.mu.Unlock()
+		for path, kind := range todo {
+			if s.remove(path, kind == "prefix") {
+				s.mu.Lock()
+				delete(s.orphans, path)
+				s.mu.Unlock()
+			}
+		}
+		s.mu.Lock()
+		if len(s.orphans) == 0 {
+			s.reaping = false
 			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// remove deletes one orphan; it reports whether it is gone.
+func (s *zkSession) remove(path string, prefix bool) bool {
+	if !prefix {
+		err := s.conn.Delete(path, -1)
+		return err == nil || errors.Is(err, zk.ErrNoNode)
+	}
+	dir, want := path[:strings.LastIndexByte(path, '/')], path[strings.LastIndexByte(path, '/')+1:]
+	children, _, err := s.conn.Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, want) {
+			if err := s.conn.Delete(dir+"/"+c, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return false
+			}
 		}
 	}
+	return true
 }
 
 func (b *zkBackend) Open(ctx context.Context, env Env) (Locker, error) {
@@ -132,18 +251,18 @@ func (b *zkBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to zookeeper %v: %w", servers, err)
 		}
-		s := &zkSession{conn: conn, done: make(chan struct{})}
+		s := &zkSession{conn: conn, done: make(chan struct{}), down: make(chan struct{}), closed: make(chan struct{})}
 		go s.watch(events)
-		if err := ensurePath(conn, "/lockbench"); err != nil {
+		if err := retryZK(ctx, func() error { return ensurePath(conn, "/lockbench") }); err != nil {
 			conn.Close()
 			return nil, nil, err
 		}
-		return s, func() error { conn.Close(); return nil }, nil
+		return s, func() error { close(s.closed); conn.Close(); return nil }, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &zkLocker{s: v.(*zkSession), wait: b.opt.Wait}, nil
+	return &zkLocker{s: v.(*zkSession), wait: b.opt.Wait, onDisconnect: b.opt.LostOn == "disconnected"}, nil
 }
 
 func ensurePath(conn *zk.Conn, p string) error {
@@ -154,9 +273,32 @@ func ensurePath(conn *zk.Conn, p string) error {
 	return nil
 }
 
+// transientZK reports whether a ZooKeeper call failed because the
+// connection broke: the session may well survive (the client reconnects to
+// another member), so the recipe retries rather than giving up.
+func transientZK(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+// retryZK calls f until it succeeds, fails for good, or ctx ends.
+func retryZK(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || !transientZK(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up: %v)", err, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 type zkLocker struct {
-	s    *zkSession
-	wait string
+	s            *zkSession
+	wait         string
+	onDisconnect bool
 }
 
 type zkLease struct {
@@ -177,28 +319,110 @@ func seqOf(name string) string {
 	return name
 }
 
+// create makes the client's protected ephemeral sequential node, retrying
+// through connection loss. A create whose reply was lost may have happened:
+// before creating again, the node is looked for by its unique prefix (as
+// Curator's protection does), so a client never leaves a twin of its node
+// in the queue, where it would block every later client for as long as the
+// session lives.
+func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
+	var g [16]byte
+	if _, err := rand.Read(g[:]); err != nil {
+		return "", err
+	}
+	prefix := fmt.Sprintf("_c_%x-", g)
+	uncertain := false
+	var last error
+	for {
+		if ctx.Err() != nil {
+			if uncertain {
+				z.s.orphan(base+"/"+prefix, true) // the reaper finds it, if it exists
+			}
+			return "", fmt.Errorf("zookeeper create under %s: %v (gave up: %v)", base, last, ctx.Err())
+		}
+		if uncertain {
+			children, _, err := z.s.conn.Children(base)
+			if err != nil {
+				last = err
+				if !transientZK(err) {
+					z.s.orphan(base+"/"+prefix, true)
+					return "", fmt.Errorf("zookeeper children of %s: %w", base, err)
+				}
+				sleepCtx(ctx, 20*time.Millisecond)
+				continue
+			}
+			for _, c := range children {
+				if strings.HasPrefix(c, prefix) {
+					return base + "/" + c, nil
+				}
+			}
+			uncertain = false
+		}
+		node, err := z.s.conn.Create(base+"/"+prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		switch {
+		case err == nil:
+			return node, nil
+		case errors.Is(err, zk.ErrConnectionClosed):
+			uncertain = true // sent, maybe done, reply lost
+		case !transientZK(err) && !errors.Is(err, zk.ErrSessionExpired):
+			return "", fmt.Errorf("zookeeper create under %s: %w", base, err)
+		}
+		last = err
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
 func (z *zkLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 	conn := z.s.conn
 	base := "/lockbench/" + key
-	if err := ensurePath(conn, base); err != nil {
+	if err := retryZK(ctx, func() error { return ensurePath(conn, base) }); err != nil {
 		return nil, err
 	}
-	epoch := z.s.epoch()
-	node, err := conn.CreateProtectedEphemeralSequential(base+"/lock-", nil, zk.WorldACL(zk.PermAll))
+	epoch := z.s.epoch(z.onDisconnect)
+	node, err := z.create(ctx, base)
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper create under %s: %w", base, err)
+		return nil, err
 	}
 	mine := node[strings.LastIndexByte(node, '/')+1:]
+	// giveUp removes the node; if the connection does not allow it now,
+	// the reaper does, and the outcome is unknown meanwhile (the node may
+	// reach the head of the queue before it is deleted).
 	giveUp := func(reason error) (Lease, error) {
-		if err := conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return nil, fmt.Errorf("zookeeper: %v, and removing %s failed: %w", reason, node, err)
+		err := conn.Delete(node, -1)
+		switch {
+		case err == nil || errors.Is(err, zk.ErrNoNode):
+			return nil, reason
+		default:
+			z.s.orphan(node, false)
+			return nil, fmt.Errorf("zookeeper: %v, and removing %s failed (%v): left to the reaper", reason, node, err)
 		}
-		return nil, reason
+	}
+	retry := func(err error) bool {
+		if !transientZK(err) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+			return true
+		}
 	}
 	for {
 		children, _, err := conn.Children(base)
 		if err != nil {
-			return nil, fmt.Errorf("zookeeper children of %s: %w", base, err)
+			if retry(err) {
+				continue
+			}
+			return giveUp(fmt.Errorf("zookeeper children of %s: %w", base, err))
 		}
 		sort.Slice(children, func(i, j int) bool { return seqOf(children[i]) < seqOf(children[j]) })
 		idx := sort.SearchStrings(mapSeq(children), seqOf(mine))
@@ -208,8 +432,11 @@ func (z *zkLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		}
 		if idx == 0 {
 			_, st, err := conn.Exists(node)
+			if err != nil && retry(err) {
+				continue
+			}
 			if err != nil || st == nil {
-				return nil, fmt.Errorf("zookeeper stat %s: %v", node, err)
+				return giveUp(fmt.Errorf("zookeeper stat %s: %v", node, err))
 			}
 			return &zkLease{key: key, node: node, token: uint64(st.Czxid), lost: epoch}, nil
 		}
@@ -218,7 +445,10 @@ func (z *zkLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		}
 		exists, _, ch, err := conn.ExistsW(base + "/" + children[idx-1])
 		if err != nil {
-			return nil, fmt.Errorf("zookeeper watch predecessor: %w", err)
+			if retry(err) {
+				continue
+			}
+			return giveUp(fmt.Errorf("zookeeper watch predecessor: %w", err))
 		}
 		if !exists {
 			continue
@@ -244,13 +474,32 @@ func (z *zkLocker) Release(ctx context.Context, lease Lease) error {
 	if !ok {
 		return fmt.Errorf("release: lease of type %T is not a zookeeper lease", lease)
 	}
-	if err := z.s.conn.Delete(l.node, -1); err != nil {
+	retried := false
+	err := retryZK(ctx, func() error {
+		err := z.s.conn.Delete(l.node, -1)
+		if errors.Is(err, zk.ErrNoNode) && retried {
+			return nil // the first attempt did it; its reply was lost
+		}
+		retried = retried || errors.Is(err, zk.ErrConnectionClosed)
+		return err
+	})
+	if err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return ErrNotHeld
 		}
+		z.s.orphan(l.node, false) // it must not hold the lock for the rest of the session
 		return fmt.Errorf("zookeeper release %s: %w", l.key, err)
 	}
 	return nil
 }
 
 func (z *zkLocker) Close() error { return nil }
+
+// LeaseTime: the session timeout (the ephemeral node lives as long as the
+// session).
+func (b *zkBackend) LeaseTime(ttl time.Duration) time.Duration {
+	if b.opt.SessionTimeout > 0 {
+		return b.opt.SessionTimeout.D()
+	}
+	return ttl
+}

@@ -64,7 +64,7 @@ func BenchmarkMutualExclusion1M(b *testing.B) {
 	b.ReportAllocs()
 	events := 0
 	for b.Loop() {
-		c := checker.NewCase(history.CaseMeta{Name: "bench"})
+		c := checker.NewCase(history.CaseMeta{Name: "bench"}, 0)
 		events += s.feed(c, 1_000_000)
 		c.Add(&history.Event{T: 1 << 62, Type: history.Mark, F: history.MarkCaseEnd})
 		if r := c.Result(); r.Violations != 0 || r.AcquiresOK != 1_000_000 {
@@ -79,7 +79,7 @@ func BenchmarkMutualExclusion1M(b *testing.B) {
 // number of concurrent holders and not by the length of the history.
 func TestCheckerMemoryIsBounded(t *testing.T) {
 	s := newSynthetic(64, 16)
-	c := checker.NewCase(history.CaseMeta{Name: "bounded"})
+	c := checker.NewCase(history.CaseMeta{Name: "bounded"}, 0)
 	s.feed(c, 10_000) // warm up: every key and client seen
 	allocs := testing.AllocsPerRun(5, func() { s.feed(c, 10_000) })
 	if allocs > 0 {

@@ -1,7 +1,7 @@
 // Package checker judges a recorded history. It is pure: no I/O, no clocks,
 // no goroutines. Feed it a case's events in time order with Add, then read
-// Result. Memory is bounded by the number of keys and concurrent holders,
-// not by the length of the history, so a run of millions of acquisitions is
+// Result. Memory is bounded by the number of keys, clients and faults, not
+// by the length of the history, so a run of millions of acquisitions is
 // checked in one streaming pass.
 //
 // # Mutual exclusion
@@ -9,10 +9,12 @@
 // A client believes it holds a key from the moment its acquire returns ok
 // until it calls release, or until it learns the lease is lost (a "lost"
 // event: the client library's signal, a failed extension, or the lease's
-// validity running out), or until its worker instance crashes. Two clients
-// whose believed-held intervals on one key overlap are a violation: both may
-// act on the protected resource at once. Each new holder that finds k others
-// already holding counts k violations.
+// validity running out), or until its worker instance dies (from the
+// instant a kill fault was applied to it, or the crash mark). A grant of a
+// key the client already holds (a duplicated reply, a re-entrant lock) is
+// one hold, not two. Two clients whose believed-held intervals on one key
+// overlap are a violation: both may act on the protected resource at once.
+// Each new holder that finds k others already holding counts k violations.
 //
 // # Unknown outcomes
 //
@@ -23,13 +25,20 @@
 // dropped either: unknown acquires are counted and reported, because a lock
 // granted behind a timed-out reply still blocks other clients until its TTL
 // runs out (a liveness cost), and any damage it could cause would show in the
-// resource check, which is independent of what clients believe.
+// resource check, which is independent of what clients believe. An acquire
+// still in flight when its instance dies, or when the case ends, is unknown
+// too.
 //
 // # Verdicts
 //
 // Every check is tri-state. A case whose history stops before its end mark,
 // or whose run is invalid (no lock ever acquired, a scheduled fault that
-// never fired or failed to apply), is Unknown, never Ok.
+// never fired, failed to apply or had no effect the run could see, a worker
+// that died with no fault killing it, events out of order or before the
+// case began, a harness that was itself the bottleneck), has Unknown
+// verdicts, never Ok: a run that cannot be judged is not evidence of safety.
+// A violation it did prove still counts, and wins: unsafety seen in an
+// invalid run is still unsafety.
 package checker
 
 import (
@@ -94,8 +103,10 @@ type Result struct {
 	Backend string `json:"backend"`
 
 	// Status sums the case up: "ok", "violation" (a safety expectation was
-	// broken), "not-reproduced" (an expected violation did not appear),
-	// "invalid" (the run cannot be judged) or "unknown" (incomplete history).
+	// broken: it wins over everything else), "invalid" (the run cannot be
+	// judged), "unknown" (incomplete history), "unavailable" (the lock was
+	// not live as expected) or "not-reproduced" (an expected violation, or
+	// an expected unavailability, did not appear).
 	Status  string   `json:"status"`
 	Valid   bool     `json:"valid"`
 	Invalid []string `json:"invalid_reasons,omitempty"`
@@ -107,10 +118,15 @@ type Result struct {
 	Examples        []Overlap `json:"examples,omitempty"`
 
 	Resource Resource `json:"resource"`
+	Liveness Liveness `json:"liveness"`
+	Harness  Harness  `json:"harness"`
 
 	AcquiresOK      int `json:"acquires_ok"`
 	AcquiresFailed  int `json:"acquires_failed"`
 	AcquiresUnknown int `json:"acquires_unknown"`
+	// DuplicateGrants counts grants of a key its client already held (a
+	// duplicated reply, a re-entrant lock): one hold, not two.
+	DuplicateGrants int `json:"duplicate_grants,omitempty"`
 	// ReleasesNotHeld counts releases refused because the lock was no
 	// longer the caller's: the idempotent, token-checked release at work.
 	ReleasesNotHeld int `json:"releases_not_held"`
@@ -119,8 +135,9 @@ type Result struct {
 	// backend accepted (removing a lock that was not the caller's).
 	WrongTokenReleases int `json:"wrong_token_releases_accepted"`
 	// TokenRegressions counts acquisitions whose fencing token was not
-	// higher than an earlier holder's on the same key (a counter reset by
-	// a failover or a restart without persistence). 0 for tokenless backends.
+	// higher than the highest granted before on the same key (a counter
+	// reset by a failover or a restart without persistence): each is a
+	// holder the fenced resource will refuse. 0 for tokenless backends.
 	TokenRegressions int `json:"token_regressions"`
 	Crashes          int `json:"crashes"`
 	FaultsFired      int `json:"faults_fired"`
@@ -145,14 +162,17 @@ type Resource struct {
 	// LostUpdates: unfenced writes based on a value someone else had
 	// overwritten since the writer read it.
 	LostUpdates int `json:"lost_updates"`
-	// StaleRejected: requests the fenced register refused because their
-	// token was lower than one it had already seen (fencing at work).
-	StaleRejected int `json:"stale_rejected"`
+	// StaleRejected: late writes the fenced register refused because
+	// their token was lower than one it had already seen (fencing at
+	// work); StaleReadsRejected the same for reads.
+	StaleRejected      int `json:"stale_rejected"`
+	StaleReadsRejected int `json:"stale_reads_rejected"`
 	// StaleAccepted: fenced writes that passed the token check although the
 	// value had changed since the writer's read: damage fencing let through.
 	StaleAccepted int `json:"stale_accepted"`
 	// TokenReuse: requests from a different holder with a token equal to
-	// the highest seen: the token did not tell two holders apart.
+	// the highest seen: the token did not tell two holders apart. Only
+	// for backends that issue tokens.
 	TokenReuse int `json:"token_reuse"`
 }
 
@@ -171,31 +191,52 @@ type pending struct {
 // Case checks one case. Create it with NewCase, feed it the case's events in
 // time order with Add, then call Result once.
 type Case struct {
-	meta      history.CaseMeta
-	maxToken  map[string]uint64 // key -> highest token granted
-	holders   map[string][]holder
-	res       Result
-	ended     bool
-	started   map[string]bool // scheduled faults that fired
-	errored   map[string]string
-	open      []pending
-	lastT     int64
-	orderErrs int
+	meta       history.CaseMeta
+	start      int64
+	maxToken   map[string]uint64 // key -> highest token granted
+	holders    map[string][]holder
+	acquiring  map[string]bool // procs with an acquire in flight
+	res        Result
+	ended      bool
+	started    map[string]bool // scheduled faults that fired
+	errored    map[string]string
+	unobserved map[string]string
+	faultType  map[string]string // fault name -> type
+	killed     map[string]bool   // instances ("i2") a kill fault hit
+	crashes    []string          // crashes no fault explains
+	open       []pending
+	lastT      int64
+	orderErrs  int
+	early      int
+	live       liveness
+	harness    harnessCheck
 }
 
-// NewCase returns a checker for the case described by meta.
-func NewCase(meta history.CaseMeta) *Case {
+// NewCase returns a checker for the case described by meta, whose
+// case-start mark was at start.
+func NewCase(meta history.CaseMeta, start int64) *Case {
 	c := &Case{
-		meta:     meta,
-		holders:  make(map[string][]holder),
-		started:  make(map[string]bool),
-		errored:  make(map[string]string),
-		maxToken: make(map[string]uint64),
+		meta:       meta,
+		start:      start,
+		lastT:      start,
+		holders:    make(map[string][]holder),
+		acquiring:  make(map[string]bool),
+		started:    make(map[string]bool),
+		errored:    make(map[string]string),
+		unobserved: make(map[string]string),
+		faultType:  make(map[string]string),
+		killed:     make(map[string]bool),
+		maxToken:   make(map[string]uint64),
 	}
-	c.res.Segments = []Segment{{Start: 0}}
+	for _, f := range meta.Faults {
+		c.faultType[f.Name] = f.Type
+	}
+	c.live.init(start)
+	c.harness.init(meta)
+	c.res.Segments = []Segment{{Start: start}}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
-	c.res.Expect = meta.Expect
+	c.res.Expect = meta.Expect.WithDefaults(meta.Fenced, len(meta.Faults) > 0)
 	c.res.Meta = meta
 	return c
 }
@@ -215,19 +256,25 @@ func MetaOf(e *history.Event) (history.CaseMeta, error) {
 	return m, nil
 }
 
-// Add feeds one event. Events must come in nondecreasing time order; one
-// that goes back in time is counted and makes the verdict Unknown.
+// Add feeds one event. Events must come in nondecreasing time order, after
+// the case's start; one that goes back in time, or is dated before the
+// start, is counted and makes the case invalid.
 func (c *Case) Add(e *history.Event) {
-	if e.T < c.lastT {
+	switch {
+	case e.T < c.start:
+		c.early++
+	case e.T < c.lastT:
 		c.orderErrs++
-	} else {
+	default:
 		c.lastT = e.T
 	}
 	switch e.Type {
 	case history.OK:
 		switch e.F {
 		case history.OpAcquire:
+			delete(c.acquiring, e.Proc)
 			c.res.AcquiresOK++
+			c.live.acquired(e.T)
 			c.grant(e)
 		case history.OpLost:
 			c.res.LeasesLost++
@@ -238,16 +285,24 @@ func (c *Case) Add(e *history.Event) {
 	case history.Fail:
 		switch e.F {
 		case history.OpAcquire:
+			delete(c.acquiring, e.Proc)
 			c.res.AcquiresFailed++
 		case history.OpRelease:
 			c.res.ReleasesNotHeld++
 		}
 	case history.Info:
-		if e.F == history.OpAcquire {
+		switch e.F {
+		case history.OpAcquire:
+			delete(c.acquiring, e.Proc)
 			c.res.AcquiresUnknown++
+		case history.OpResource:
+			c.harness.resourceError(e.T)
 		}
 	case history.Invoke:
-		if e.F == history.OpRelease {
+		switch e.F {
+		case history.OpAcquire:
+			c.acquiring[e.Proc] = true
+		case history.OpRelease:
 			c.drop(e.Key, e.Proc, e.T)
 		}
 	case history.Mark:
@@ -264,10 +319,17 @@ func (c *Case) grant(e *history.Event) {
 		}
 	}
 	hs := c.holders[e.Key]
-	for _, h := range hs {
+	for i, h := range hs {
 		if h.proc == e.Proc {
-			continue // a client re-acquiring what it holds is not two holders
+			// Granted what it already holds: still one hold, now with the
+			// newer token. Keeping two would leave a phantom holder after
+			// its one release.
+			c.res.DuplicateGrants++
+			hs[i].token = e.Token
+			return
 		}
+	}
+	for _, h := range hs {
 		c.res.Violations++
 		c.res.Segments[len(c.res.Segments)-1].Violations++
 		if len(c.res.Examples) < MaxExamples {
@@ -294,6 +356,31 @@ func (c *Case) drop(key, proc string, t int64) {
 	}
 }
 
+// dropInstance ends every hold of instance inst ("i2") at time t, and makes
+// its acquires in flight unknown: a dead client believes nothing, and what
+// it asked for may or may not have been granted.
+func (c *Case) dropInstance(inst string, t int64) {
+	prefix := inst + "c"
+	for key, hs := range c.holders {
+		for i := 0; i < len(hs); {
+			if strings.HasPrefix(hs[i].proc, prefix) {
+				c.closeExamples(key, hs[i].proc, t)
+				hs[i] = hs[len(hs)-1]
+				hs = hs[:len(hs)-1]
+				continue
+			}
+			i++
+		}
+		c.holders[key] = hs
+	}
+	for proc := range c.acquiring {
+		if strings.HasPrefix(proc, prefix) {
+			delete(c.acquiring, proc)
+			c.res.AcquiresUnknown++
+		}
+	}
+}
+
 func (c *Case) closeExamples(key, proc string, t int64) {
 	if len(c.open) == 0 {
 		return
@@ -313,29 +400,42 @@ func (c *Case) mark(e *history.Event) {
 	switch e.F {
 	case history.MarkCaseEnd:
 		c.ended = true
+		c.live.caseEnd(e.T)
 	case history.MarkFaultStart:
 		c.started[e.Fault] = true
 		c.res.FaultsFired++
 		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
+		c.live.faultStart(e.Fault, e.Target, e.T)
+		c.harness.faultStart(e.T)
+		// A kill ends its instance's holds the moment it is applied: a
+		// backend that frees the lock on disconnect may grant it before
+		// the coordinator reaps the process.
+		if c.faultType[e.Fault] == "kill" {
+			if n, ok := strings.CutPrefix(e.Target, "instance-"); ok {
+				c.killed["i"+n] = true
+				c.dropInstance("i"+n, e.T)
+			}
+		}
 	case history.MarkFaultEnd:
 		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
+		c.live.faultEnd(e.Fault, e.T)
+		c.harness.faultEnd(e.T)
 	case history.MarkFaultError:
 		c.errored[e.Fault] = e.Err
+	case history.MarkFaultUnobserved:
+		c.unobserved[e.Fault] = e.Err
 	case history.MarkCrash:
 		c.res.Crashes++
-		prefix := e.Proc + "c"
-		for key, hs := range c.holders {
-			for i := 0; i < len(hs); {
-				if strings.HasPrefix(hs[i].proc, prefix) {
-					c.closeExamples(key, hs[i].proc, e.T)
-					hs[i] = hs[len(hs)-1]
-					hs = hs[:len(hs)-1]
-					continue
-				}
-				i++
+		if e.Fault == "" && !c.killed[e.Proc] {
+			msg := e.Err
+			if msg == "" {
+				msg = "no exit status"
 			}
-			c.holders[key] = hs
+			c.crashes = append(c.crashes, fmt.Sprintf("instance %s died with no fault killing it (%s)", e.Proc, msg))
 		}
+		c.dropInstance(e.Proc, e.T)
+	case history.MarkHarness:
+		c.harness.stats(e)
 	case history.MarkResRead, history.MarkResWrite:
 		r := &c.res.Resource
 		if e.F == history.MarkResWrite {
@@ -346,90 +446,19 @@ func (c *Case) mark(e *history.Event) {
 		}
 		switch e.Fenced {
 		case history.FencedRejected:
-			r.StaleRejected++
+			if e.F == history.MarkResWrite {
+				r.StaleRejected++
+			} else {
+				r.StaleReadsRejected++
+			}
 		case history.FencedStale:
 			r.StaleAccepted++
 		}
-		if e.Reuse {
+		if e.Reuse && c.meta.Fenced {
 			r.TokenReuse++
 		}
-	}
-}
-
-// Result finishes the check and returns the verdicts.
-func (c *Case) Result() Result {
-	r := c.res
-	for _, f := range c.meta.Faults {
-		if msg, bad := c.errored[f.Name]; bad {
-			r.Invalid = append(r.Invalid, fmt.Sprintf("fault %s could not be applied: %s", f.Name, msg))
-		} else if !c.started[f.Name] {
-			r.Invalid = append(r.Invalid, fmt.Sprintf("fault %s (%s on %s) never fired", f.Name, f.Type, f.Target))
+		if e.Late {
+			c.harness.late(e.T)
 		}
 	}
-	if r.AcquiresOK == 0 {
-		r.Invalid = append(r.Invalid, "no lock was ever acquired: the run did no work")
-	}
-	if c.orderErrs > 0 {
-		r.Invalid = append(r.Invalid, fmt.Sprintf("%d events out of time order", c.orderErrs))
-	}
-	r.Valid = len(r.Invalid) == 0
-
-	r.MutualExclusion = Ok
-	if r.Violations > 0 {
-		r.MutualExclusion = Violation
-	}
-	r.Resource.Verdict = Ok
-	if r.Resource.LostUpdates > 0 || r.Resource.StaleAccepted > 0 {
-		r.Resource.Verdict = Violation
-	}
-
-	switch {
-	case !c.ended:
-		r.Status = "unknown"
-		r.Invalid = append(r.Invalid, "history ends before the case did")
-		r.Valid = false
-	case !r.Valid:
-		r.Status = "invalid"
-	}
-	if r.Status != "" {
-		// A verdict of "nothing found" from a run that cannot be judged is
-		// not evidence of safety.
-		if r.MutualExclusion == Ok {
-			r.MutualExclusion = Unknown
-		}
-		if r.Resource.Verdict == Ok {
-			r.Resource.Verdict = Unknown
-		}
-		return r
-	}
-
-	r.Unmet = unmet(r)
-	r.Status = "ok"
-	for _, u := range r.Unmet {
-		if strings.HasPrefix(u, "unexpected") {
-			r.Status = "violation"
-			break
-		}
-		r.Status = "not-reproduced"
-	}
-	return r
-}
-
-func unmet(r Result) []string {
-	var out []string
-	check := func(want *bool, got int, what string) {
-		if want == nil {
-			return
-		}
-		switch {
-		case *want && got == 0:
-			out = append(out, fmt.Sprintf("expected %s, found none", what))
-		case !*want && got > 0:
-			out = append(out, fmt.Sprintf("unexpected %s: %d", what, got))
-		}
-	}
-	check(r.Expect.Violations, r.Violations, "mutual-exclusion violations")
-	check(r.Expect.StaleAccepted, r.Resource.StaleAccepted, "stale writes accepted by the fenced resource")
-	check(r.Expect.LostUpdates, r.Resource.LostUpdates, "lost updates on the unfenced resource")
-	return out
 }

@@ -33,7 +33,7 @@ func checkFile(t *testing.T, path string) checker.Result {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c = checker.NewCase(meta)
+			c = checker.NewCase(meta, e.T)
 			continue
 		}
 		c.Add(e)
@@ -70,6 +70,29 @@ func TestKnownHistories(t *testing.T) {
 		{"fault-error", "invalid", checker.Unknown, 0, checker.Unknown},
 		{"cut-short", "unknown", checker.Unknown, 0, checker.Unknown},
 		{"not-reproduced", "not-reproduced", checker.Ok, 0, checker.Ok},
+		// A grant of what the client already holds is one hold: the next
+		// holder after its release is no violation.
+		{"regrant", "ok", checker.Ok, 0, checker.Ok},
+		// Workers that die with no fault killing them: the run is invalid.
+		{"crash-no-fault", "invalid", checker.Unknown, 0, checker.Unknown},
+		// No expectation written: the defaults apply (no violations).
+		{"no-expect", "violation", checker.Violation, 1, checker.Ok},
+		// Acquires in flight when their instance dies, or at the end: unknown.
+		{"pending-acquires", "ok", checker.Ok, 0, checker.Ok},
+		// A kill ends the holder's hold when applied, not when reaped.
+		{"kill-ends-hold", "ok", checker.Ok, 0, checker.Ok},
+		// A proven violation is reported even when another fault failed.
+		{"violation-and-invalid", "violation", checker.Violation, 1, checker.Unknown},
+		// An event dated before its case started.
+		{"early-event", "invalid", checker.Unknown, 0, checker.Unknown},
+		// A fault whose effect was not seen makes the case invalid.
+		{"unobserved", "invalid", checker.Unknown, 0, checker.Unknown},
+		// Safe but dead after the fault healed: not a pass.
+		{"not-live", "unavailable", checker.Ok, 0, checker.Ok},
+		// Expected to stay unavailable, but recovered: not reproduced.
+		{"stays-unavailable", "not-reproduced", checker.Ok, 0, checker.Ok},
+		// Resource trouble outside any fault, a stuck worker: degraded.
+		{"harness-degraded", "invalid", checker.Violation, 1, checker.Unknown},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -130,7 +153,7 @@ func TestOverlapExampleDescribesWhoHeldWhat(t *testing.T) {
 // TestOutOfOrderEventsMakeTheRunInvalid: the checker relies on time order;
 // a history that breaks it must not be judged.
 func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
-	c := checker.NewCase(history.CaseMeta{Name: "x"})
+	c := checker.NewCase(history.CaseMeta{Name: "x"}, 0)
 	c.Add(&history.Event{T: 10, Type: history.OK, F: history.OpAcquire, Proc: "a", Key: "k"})
 	c.Add(&history.Event{T: 5, Type: history.Invoke, F: history.OpRelease, Proc: "a", Key: "k"})
 	c.Add(&history.Event{T: 20, Type: history.Mark, F: history.MarkCaseEnd})
@@ -143,7 +166,7 @@ func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
 // TestTokenRegression: a fencing counter that goes backwards (lost in a
 // failover) is counted.
 func TestTokenRegression(t *testing.T) {
-	c := checker.NewCase(history.CaseMeta{Name: "x"})
+	c := checker.NewCase(history.CaseMeta{Name: "x"}, 0)
 	for i, tok := range []uint64{5, 6, 3, 7} {
 		proc := fmt.Sprintf("i%dc0", i)
 		c.Add(&history.Event{T: int64(10 * i), Type: history.OK, F: history.OpAcquire, Proc: proc, Key: "k", Token: tok})
@@ -152,5 +175,46 @@ func TestTokenRegression(t *testing.T) {
 	c.Add(&history.Event{T: 100, Type: history.Mark, F: history.MarkCaseEnd})
 	if r := c.Result(); r.TokenRegressions != 1 || r.Violations != 0 {
 		t.Errorf("token regressions = %d, violations = %d; want 1, 0", r.TokenRegressions, r.Violations)
+	}
+}
+
+// TestEdgeCaseDetails checks the figures behind the verdicts of the
+// hand-made histories above.
+func TestEdgeCaseDetails(t *testing.T) {
+	r := checkFile(t, "testdata/regrant.jsonl")
+	if r.DuplicateGrants != 1 || r.AcquiresOK != 3 {
+		t.Errorf("regrant: duplicates=%d acquires=%d, want 1 and 3", r.DuplicateGrants, r.AcquiresOK)
+	}
+	r = checkFile(t, "testdata/crash-no-fault.jsonl")
+	if len(r.Invalid) != 2 || !strings.Contains(r.Invalid[0], "instance i1 died with no fault killing it (exit status 2)") {
+		t.Errorf("crash-no-fault: %v", r.Invalid)
+	}
+	r = checkFile(t, "testdata/no-expect.jsonl")
+	if r.Expect.Violations == nil || *r.Expect.Violations || r.Expect.StaleAccepted == nil {
+		t.Errorf("no-expect: defaults not applied: %+v", r.Expect)
+	}
+	r = checkFile(t, "testdata/pending-acquires.jsonl")
+	if r.AcquiresUnknown != 2 {
+		t.Errorf("pending-acquires: unknown=%d, want 2 (one killed, one still waiting at the end)", r.AcquiresUnknown)
+	}
+	r = checkFile(t, "testdata/violation-and-invalid.jsonl")
+	if r.Valid || len(r.Invalid) != 1 || len(r.Unmet) != 1 {
+		t.Errorf("violation-and-invalid: valid=%v invalid=%v unmet=%v; want both reported", r.Valid, r.Invalid, r.Unmet)
+	}
+	r = checkFile(t, "testdata/unobserved.jsonl")
+	if len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "kept receiving") {
+		t.Errorf("unobserved: %v", r.Invalid)
+	}
+	r = checkFile(t, "testdata/not-live.jsonl")
+	if r.Liveness.Verdict != checker.Violation || len(r.Liveness.Faults) != 1 || r.Liveness.Faults[0].RecoveredAfterMs != -1 ||
+		len(r.Unmet) != 1 || !strings.Contains(r.Unmet[0], "not live after kill-1") {
+		t.Errorf("not-live: %+v %v", r.Liveness, r.Unmet)
+	}
+	r = checkFile(t, "testdata/harness-degraded.jsonl")
+	h := r.Harness
+	// The error inside the partition of link:resource, and the one within
+	// op_timeout + 1s of its heal, are the fault's; the one at 5s is not.
+	if h.ResourceErrors != 1 || h.LateRequests != 1 || len(h.Degraded) != 3 || r.Resource.TokenReuse != 0 {
+		t.Errorf("harness-degraded: %+v reuse=%d", h, r.Resource.TokenReuse)
 	}
 }

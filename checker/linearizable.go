@@ -11,16 +11,31 @@ import (
 	"github.com/lockbench/lockbench/internal/history"
 )
 
-// Linearizability checks the lock service's history itself, with porcupine,
-// against a mutex model partitioned by key: acquire succeeds only when the
-// lock is free, release succeeds only for its holder. The fenced model adds
-// that a successful acquire's token must be higher than every token granted
-// before. Operations with an unknown outcome (info) may have taken effect at
-// any time after they were called: their return is +∞ and the model accepts
-// either outcome. A client that learns its lease is lost, or whose instance
-// crashes, releases the lock in the model at that moment; a lease that
-// expires unnoticed (a paused holder) is, as in the mutual-exclusion check,
-// not a release, so another client's acquire is illegal.
+// Linearizability checks the lock service's own history with porcupine,
+// against a model of a lease lock partitioned by key: an acquire succeeds
+// only when the lock is free or the holder's lease may have run out; a
+// release or an extension succeeds only for the holder; a release refused
+// to a holder is legal once its lease may have run out. The fenced model
+// adds that a successful acquire's token must exceed every token granted
+// before.
+//
+// A lease is assumed to start no earlier than its acquire (or extension)
+// was called, so it cannot run out before that call's time plus the lease
+// (CaseMeta.LeaseNs); with no lease (PostgreSQL) a holder keeps the lock
+// until it releases or is lost. Operations with an unknown outcome (info)
+// may have taken effect at any time after they were called: their return
+// is +∞ and the model accepts either outcome. A client that learns its
+// lease is lost, or whose instance dies, releases the lock in the model at
+// that moment.
+//
+// Where this and the mutual-exclusion check differ: the mutual-exclusion
+// check counts two clients *believing* they hold a key at once; this one
+// asks whether the *service* behaved as a lease lock. A holder paused past
+// its lease is a mutual-exclusion violation but linearizable (the service
+// rightly expired the lease). And the service renews leases in the
+// background for some backends (etcd, Consul and ZooKeeper sessions),
+// which the history does not record: for holds longer than the lease this
+// model is more lenient than the service promises.
 //
 // The check is bounded per key; running out of time is Unknown, never Ok.
 
@@ -29,10 +44,12 @@ import (
 const MaxLinOpsPerKey = 20000
 
 type linInput struct {
-	Kind   string // acquire, release, lost
+	Kind   string // acquire, release, extend, lost
 	Client int
 	Proc   string
 	Token  uint64
+	Call   int64
+	Return int64 // math.MaxInt64 when the outcome is unknown
 }
 
 type linOutput struct {
@@ -40,11 +57,21 @@ type linOutput struct {
 }
 
 type lockState struct {
-	Holder int // -1: free
+	Holder int   // -1: free
+	Expiry int64 // earliest time the holder's lease can have run out
 	Max    uint64
 }
 
-func newLockModel(fenced bool) porcupine.Model {
+func newLockModel(fenced bool, lease int64) porcupine.Model {
+	expires := func(call int64) int64 {
+		if lease <= 0 {
+			return math.MaxInt64
+		}
+		return call + lease
+	}
+	free := func(s lockState) lockState { return lockState{Holder: -1, Max: s.Max} }
+	// lapsed: the holder's lease may have run out before in's return.
+	lapsed := func(s lockState, in linInput) bool { return s.Holder != -1 && in.Return >= s.Expiry }
 	nd := porcupine.NondeterministicModel{
 		Partition: func(h []porcupine.Operation) [][]porcupine.Operation { return [][]porcupine.Operation{h} },
 		Init:      func() []any { return []any{lockState{Holder: -1}} },
@@ -53,13 +80,13 @@ func newLockModel(fenced bool) porcupine.Model {
 			switch in.Kind {
 			case history.OpAcquire:
 				took := func() (lockState, bool) {
-					if s.Holder != -1 && s.Holder != in.Client {
+					if s.Holder != -1 && s.Holder != in.Client && !lapsed(s, in) {
 						return s, false
 					}
 					if fenced && in.Token <= s.Max {
 						return s, false
 					}
-					n := lockState{Holder: in.Client, Max: s.Max}
+					n := lockState{Holder: in.Client, Expiry: expires(in.Call), Max: s.Max}
 					if in.Token > n.Max {
 						n.Max = in.Token
 					}
@@ -79,27 +106,35 @@ func newLockModel(fenced bool) porcupine.Model {
 					}
 					return []any{s}
 				}
-			case history.OpRelease:
+			case history.OpRelease, history.OpExtend:
+				mine := s.Holder == in.Client
+				after := free(s)
+				if in.Kind == history.OpExtend {
+					after = lockState{Holder: in.Client, Expiry: expires(in.Call), Max: s.Max}
+				}
 				switch out.Result {
 				case "ok":
-					if s.Holder == in.Client {
-						return []any{lockState{Holder: -1, Max: s.Max}}
+					if mine {
+						return []any{after}
 					}
 					return nil
 				case "fail":
-					if s.Holder != in.Client {
+					if !mine {
 						return []any{s}
+					}
+					if lapsed(s, in) {
+						return []any{free(s)} // its lease ran out first
 					}
 					return nil
 				default:
-					if s.Holder == in.Client {
-						return []any{s, lockState{Holder: -1, Max: s.Max}}
+					if mine {
+						return []any{s, after}
 					}
 					return []any{s}
 				}
 			case history.OpLost:
 				if s.Holder == in.Client {
-					return []any{lockState{Holder: -1, Max: s.Max}}
+					return []any{free(s)}
 				}
 				return []any{s}
 			}
@@ -160,14 +195,18 @@ func (l *LinOps) add(key string, op porcupine.Operation) {
 	l.byKey[key] = append(l.byKey[key], op)
 }
 
+func isLockOp(f string) bool {
+	return f == history.OpAcquire || f == history.OpRelease || f == history.OpExtend
+}
+
 // Add feeds one event, in time order.
 func (l *LinOps) Add(e *history.Event) {
 	switch {
-	case e.Type == history.Invoke && (e.F == history.OpAcquire || e.F == history.OpRelease):
+	case e.Type == history.Invoke && isLockOp(e.F):
 		id := l.client(e.Proc)
-		l.pending[e.Proc] = &porcupine.Operation{ClientId: id, Input: linInput{Kind: e.F, Client: id, Proc: e.Proc}, Call: e.T}
+		l.pending[e.Proc] = &porcupine.Operation{ClientId: id, Input: linInput{Kind: e.F, Client: id, Proc: e.Proc, Call: e.T}, Call: e.T}
 		l.pkey[e.Proc] = e.Key
-	case (e.Type == history.OK || e.Type == history.Fail || e.Type == history.Info) && (e.F == history.OpAcquire || e.F == history.OpRelease):
+	case (e.Type == history.OK || e.Type == history.Fail || e.Type == history.Info) && isLockOp(e.F):
 		op, ok := l.pending[e.Proc]
 		if !ok {
 			return
@@ -175,13 +214,14 @@ func (l *LinOps) Add(e *history.Event) {
 		delete(l.pending, e.Proc)
 		in := op.Input.(linInput)
 		in.Token = e.Token
-		op.Input = in
 		op.Return = e.T
 		res := string(e.Type)
 		if e.Type == history.Info {
 			res = "unknown"
 			op.Return = math.MaxInt64 // may take effect any time after the call
 		}
+		in.Return = op.Return
+		op.Input = in
 		op.Output = linOutput{Result: res}
 		l.add(l.pkey[e.Proc], *op)
 		if e.F == history.OpAcquire && e.Type == history.OK {
@@ -201,6 +241,9 @@ func (l *LinOps) Add(e *history.Event) {
 		for proc, op := range l.pending { // calls that never returned: unknown
 			if strings.HasPrefix(proc, e.Proc+"c") {
 				op.Return = math.MaxInt64
+				in := op.Input.(linInput)
+				in.Return = op.Return
+				op.Input = in
 				op.Output = linOutput{Result: "unknown"}
 				l.add(l.pkey[proc], *op)
 				delete(l.pending, proc)
@@ -211,7 +254,7 @@ func (l *LinOps) Add(e *history.Event) {
 
 func (l *LinOps) lost(proc, key string, t int64) {
 	id := l.client(proc)
-	l.add(key, porcupine.Operation{ClientId: id, Input: linInput{Kind: history.OpLost, Client: id, Proc: proc}, Call: t, Return: t, Output: linOutput{Result: "ok"}})
+	l.add(key, porcupine.Operation{ClientId: id, Input: linInput{Kind: history.OpLost, Client: id, Proc: proc, Call: t, Return: t}, Call: t, Return: t, Output: linOutput{Result: "ok"}})
 	delete(l.holding, proc)
 }
 
@@ -226,16 +269,36 @@ type LinResult struct {
 	Model porcupine.Model                        `json:"-"`
 }
 
-// CheckLinearizable runs porcupine over each key, at most timeout per key.
-func (l *LinOps) CheckLinearizable(fenced bool, timeout time.Duration) LinResult {
+// Judged returns r as it may be reported for a case whose run was valid or
+// not: an invalid run proves nothing, so what it did not find is Unknown;
+// what it did find stays a violation.
+func (r LinResult) Judged(valid bool) LinResult {
+	if valid {
+		return r
+	}
+	if r.Verdict == Ok {
+		r.Verdict = Unknown
+	}
+	if r.Fenced == Ok {
+		r.Fenced = Unknown
+	}
+	return r
+}
+
+// CheckLinearizable runs porcupine over each key, at most timeout per key,
+// for a lock whose leases last lease (0: no lease).
+func (l *LinOps) CheckLinearizable(fenced bool, lease time.Duration, timeout time.Duration) LinResult {
 	// Operations still open at the end never returned: unknown outcome.
 	for proc, op := range l.pending {
 		op.Return = math.MaxInt64
+		in := op.Input.(linInput)
+		in.Return = op.Return
+		op.Input = in
 		op.Output = linOutput{Result: "unknown"}
 		l.add(l.pkey[proc], *op)
 	}
 	l.pending = map[string]*porcupine.Operation{}
-	res := LinResult{Verdict: Ok, Keys: map[string]Verdict{}, Info: map[string]porcupine.LinearizationInfo{}, Model: newLockModel(false)}
+	res := LinResult{Verdict: Ok, Keys: map[string]Verdict{}, Info: map[string]porcupine.LinearizationInfo{}, Model: newLockModel(false, int64(lease))}
 	keys := make([]string, 0, len(l.byKey))
 	for k := range l.byKey {
 		keys = append(keys, k)
@@ -266,7 +329,7 @@ func (l *LinOps) CheckLinearizable(fenced bool, timeout time.Duration) LinResult
 	for _, k := range keys {
 		ops := l.byKey[k]
 		v, info := check(res.Model, ops)
-		if l.over[k] {
+		if l.over[k] && v == Ok {
 			v = Unknown
 		}
 		res.Keys[k] = v
@@ -275,8 +338,8 @@ func (l *LinOps) CheckLinearizable(fenced bool, timeout time.Duration) LinResult
 		}
 		res.Verdict = worse(res.Verdict, v)
 		if fenced {
-			fv, _ := check(newLockModel(true), ops)
-			if l.over[k] {
+			fv, _ := check(newLockModel(true, int64(lease)), ops)
+			if l.over[k] && fv == Ok {
 				fv = Unknown
 			}
 			res.Fenced = worse(res.Fenced, fv)

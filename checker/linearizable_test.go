@@ -63,7 +63,7 @@ func TestLockModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := linOf(tt.steps).CheckLinearizable(true, 10*time.Second)
+			r := linOf(tt.steps).CheckLinearizable(true, 0, 10*time.Second)
 			if r.Verdict != tt.plain || r.Fenced != tt.fenced {
 				t.Errorf("plain %s fenced %s, want %s %s", r.Verdict, r.Fenced, tt.plain, tt.fenced)
 			}
@@ -89,17 +89,58 @@ func TestLinearizabilityAgreesWithMutualExclusion(t *testing.T) {
 		for r.Next() {
 			if r.Event().F == history.MarkCaseStart {
 				m, _ := checker.MetaOf(r.Event())
-				c = checker.NewCase(m)
+				c = checker.NewCase(m, r.Event().T)
 				continue
 			}
 			l.Add(r.Event())
 			c.Add(r.Event())
 		}
 		f.Close()
-		lin := l.CheckLinearizable(false, 10*time.Second)
+		lin := l.CheckLinearizable(false, 0, 10*time.Second)
 		me := c.Result().MutualExclusion
 		if lin.Verdict != me {
 			t.Errorf("%s: linearizability %s, mutual exclusion %s", name, lin.Verdict, me)
 		}
+	}
+}
+
+// TestLeaseModel: a grant may run out after its lease. A release refused
+// because the lease lapsed unnoticed, or another client's grant once it may
+// have lapsed, is what a lease lock does; the same history without a lease
+// is not linearizable. An extension renews the lease.
+func TestLeaseModel(t *testing.T) {
+	ext := history.OpExtend
+	tests := []struct {
+		name  string
+		lease time.Duration
+		steps []step
+		want  checker.Verdict
+	}{
+		{"refused release after the lease lapsed", 10, []step{{1, inv, acq, "a", 1}, {2, ok, acq, "a", 1}, {20, inv, rel, "a", 0}, {21, fail, rel, "a", 0}}, checker.Ok},
+		{"the same without a lease", 0, []step{{1, inv, acq, "a", 1}, {2, ok, acq, "a", 1}, {20, inv, rel, "a", 0}, {21, fail, rel, "a", 0}}, checker.Violation},
+		{"grant after the lease may have lapsed", 10, []step{{1, inv, acq, "a", 1}, {2, ok, acq, "a", 1}, {15, inv, acq, "b", 2}, {16, ok, acq, "b", 2}}, checker.Ok},
+		{"grant before the lease can have lapsed", 100, []step{{1, inv, acq, "a", 1}, {2, ok, acq, "a", 1}, {15, inv, acq, "b", 2}, {16, ok, acq, "b", 2}}, checker.Violation},
+		{"an extension renews the lease", 10, []step{{1, inv, acq, "a", 1}, {2, ok, acq, "a", 1}, {8, inv, ext, "a", 0}, {9, ok, ext, "a", 0},
+			{15, inv, acq, "b", 2}, {16, ok, acq, "b", 2}}, checker.Violation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := linOf(tt.steps).CheckLinearizable(false, tt.lease, 10*time.Second); r.Verdict != tt.want {
+				t.Errorf("verdict %s, want %s", r.Verdict, tt.want)
+			}
+		})
+	}
+}
+
+// TestInvalidRunsHaveNoOkSubVerdict: every verdict of a run that cannot be
+// judged is unknown, the fenced one included; a violation stays one.
+func TestInvalidRunsHaveNoOkSubVerdict(t *testing.T) {
+	r := checker.LinResult{Verdict: checker.Ok, Fenced: checker.Ok}.Judged(false)
+	if r.Verdict != checker.Unknown || r.Fenced != checker.Unknown {
+		t.Errorf("invalid run: %s %s, want unknown unknown", r.Verdict, r.Fenced)
+	}
+	r = checker.LinResult{Verdict: checker.Violation, Fenced: checker.Ok}.Judged(false)
+	if r.Verdict != checker.Violation || r.Fenced != checker.Unknown {
+		t.Errorf("invalid run with a violation: %s %s", r.Verdict, r.Fenced)
 	}
 }

@@ -31,6 +31,7 @@
 //	holder-of:<key> the same, for one key (k0, k1, ...)
 //	a-waiter        the instance of a client waiting for a lock
 //	leader          the current leader (etcd, Consul, ZooKeeper) or master (Sentinel)
+//	follower        a member that is not the leader (a Sentinel replica)
 //	master          the current Redis master as the Sentinels see it
 package faults
 
@@ -63,13 +64,14 @@ const (
 	RoleHolderOf = "holder-of:" // followed by a key
 	RoleWaiter   = "a-waiter"
 	RoleLeader   = "leader"
+	RoleFollower = "follower"
 	RoleMaster   = "master"
 )
 
 // IsRole reports whether target is a role rather than a name.
 func IsRole(target string) bool {
 	switch target {
-	case RoleHolder, RoleWaiter, RoleLeader, RoleMaster:
+	case RoleHolder, RoleWaiter, RoleLeader, RoleFollower, RoleMaster:
 		return true
 	}
 	return strings.HasPrefix(target, RoleHolderOf)

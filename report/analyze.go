@@ -3,11 +3,12 @@ package report
 import (
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/threshold"
 )
 
@@ -29,7 +30,8 @@ type Summary struct {
 }
 
 // RowSummary is the verdict on a case repeated over trials: the expected
-// outcome must appear in at least Need of them.
+// outcome must appear in at least Need of them, and no trial of a row that
+// expects safety (or liveness) may break it.
 type RowSummary struct {
 	Row     string `json:"row"`
 	Backend string `json:"backend"`
@@ -37,13 +39,16 @@ type RowSummary struct {
 	Need    int    `json:"need"`
 	// Met counts trials whose outcome matched the expectation; Invalid
 	// those that could not be judged; Unsafe those with a safety violation
-	// the scenario did not expect.
-	Met     int `json:"met"`
-	Invalid int `json:"invalid"`
-	Unsafe  int `json:"unsafe"`
-	// Verdict: reproduced (Met >= Need), violation (a trial broke a safety
-	// expectation and the row was not reproduced), invalid (too many trials
-	// could not be judged to decide), or not-reproduced.
+	// the scenario did not expect; Unavailable those where the lock was
+	// not live as expected.
+	Met         int `json:"met"`
+	Invalid     int `json:"invalid"`
+	Unsafe      int `json:"unsafe"`
+	Unavailable int `json:"unavailable"`
+	// Verdict: violation (any trial broke a safety expectation: one unsafe
+	// trial is enough, however many others were fine), unavailable (any
+	// trial was not live as expected), reproduced (Met >= Need), invalid
+	// (too many trials could not be judged to decide), or not-reproduced.
 	Verdict string `json:"verdict"`
 }
 
@@ -78,15 +83,19 @@ func rows(cases []CaseSummary) []RowSummary {
 			r.Invalid++
 		case "violation":
 			r.Unsafe++
+		case "unavailable":
+			r.Unavailable++
 		}
 	}
 	for i := range out {
 		r := &out[i]
 		switch {
-		case r.Met >= r.Need:
-			r.Verdict = "reproduced"
 		case r.Unsafe > 0:
 			r.Verdict = "violation"
+		case r.Unavailable > 0:
+			r.Verdict = "unavailable"
+		case r.Met >= r.Need:
+			r.Verdict = "reproduced"
 		case r.Met+r.Invalid >= r.Need:
 			r.Verdict = "invalid"
 		default:
@@ -122,14 +131,19 @@ func (s *Summary) ThresholdsFailed() int {
 	return n
 }
 
-// AnalyzeFile checks the history at path.
+// AnalyzeFile checks the history at path. A tail journal next to it (the
+// coordinator died holding events back) is merged in, with a warning.
 func AnalyzeFile(path string) (*Summary, error) {
-	f, err := os.Open(path)
+	f, n, err := history.OpenRecovered(path, filepath.Join(filepath.Dir(path), layout.TailFile))
 	if err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	return Analyze(history.NewReader(f, path))
+	sum, err := Analyze(history.NewReader(f, path))
+	if sum != nil && n > 0 {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d event(s) recovered from %s: the coordinator stopped before it could write them in order", n, layout.TailFile))
+	}
+	return sum, err
 }
 
 // ErrEmpty means a history holds no case at all.
@@ -148,10 +162,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		if chk != nil {
 			res := chk.Result()
 			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)}
-			cs.Linearizability = lin.CheckLinearizable(res.Meta.Fenced, LinTimeout)
-			if !res.Valid && cs.Linearizability.Verdict == checker.Ok {
-				cs.Linearizability.Verdict = checker.Unknown // an invalid run proves nothing
-			}
+			cs.Linearizability = lin.CheckLinearizable(res.Meta.Fenced, time.Duration(res.Meta.LeaseNs), LinTimeout).Judged(res.Valid)
 			cs.evaluate()
 			s.Cases = append(s.Cases, cs)
 		}
@@ -165,7 +176,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", r.Line(), err)
 			}
-			chk = checker.NewCase(meta)
+			chk = checker.NewCase(meta, e.T)
 			agg = NewAggregator(e.T)
 			lin = checker.NewLinOps()
 			continue

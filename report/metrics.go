@@ -207,6 +207,7 @@ func (a *Aggregator) Add(e *history.Event) {
 		}
 		a.endSpan(e.Proc, e.T)
 	case e.Type == history.OK && e.F == history.OpLost:
+		a.m.LeasesLost++
 		a.endSpan(e.Proc, e.T)
 	case e.Type == history.Mark && e.F == history.MarkCrash:
 		for proc := range a.heldFrom {
@@ -220,8 +221,6 @@ func (a *Aggregator) Add(e *history.Event) {
 		a.m.Extensions++
 	case e.F == history.OpExtend && (e.Type == history.Fail || e.Type == history.Info):
 		a.m.ExtensionsFailed++
-	case e.F == history.OpLost:
-		a.m.LeasesLost++
 	case e.Type == history.Mark && e.F == history.MarkCaseEnd:
 		a.end = e.T
 	case e.Type == history.Mark && e.F == history.MarkFaultStart:

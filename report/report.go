@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/layout"
 )
 
@@ -81,7 +82,8 @@ func yesno(b *bool) string {
 var statusWords = map[string]string{
 	"ok":             "✓ as expected",
 	"violation":      "✗ UNSAFE (unexpected)",
-	"not-reproduced": "✗ expected failure not reproduced",
+	"unavailable":    "✗ NOT LIVE (unexpected)",
+	"not-reproduced": "✗ expected outcome not reproduced",
 	"invalid":        "✗ invalid run",
 	"unknown":        "? incomplete",
 }
@@ -229,14 +231,30 @@ func (s *Summary) Verdicts() map[string]int {
 	return out
 }
 
+// availability says in a few words how live the lock was: the longest
+// stretch without any acquisition, and how soon it recovered after each
+// fault healed.
+func availability(l checker.Liveness) string {
+	out := fmt.Sprintf("longest_gap=%.0fms", l.LongestGapMs)
+	for _, f := range l.Faults {
+		switch {
+		case f.RecoveredAfterMs >= 0:
+			out += fmt.Sprintf(" recovered_after_%s=%.0fms", f.Fault, f.RecoveredAfterMs)
+		case f.RemainingMs > 0:
+			out += fmt.Sprintf(" recovered_after_%s=never", f.Fault)
+		}
+	}
+	return out
+}
+
 // Verdict lines for the terminal, one per case.
 func (s *Summary) Lines() []string {
 	var out []string
 	for _, c := range s.Cases {
 		r, m := c.Check, c.Metrics
-		line := fmt.Sprintf("%-24s %-12s %-36s violations=%d lost=%d stale_rejected=%d stale_accepted=%d acq/s=%.0f p99=%.2fms",
-			r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.LostUpdates, r.Resource.StaleRejected, r.Resource.StaleAccepted,
-			m.AcquiresPerSec, m.AcquireLatency.P99)
+		line := fmt.Sprintf("%-24s %-14s %-34s violations=%d stale_accepted=%d lost=%d stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%.2fms",
+			r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.StaleAccepted, r.Resource.LostUpdates, r.Resource.StaleRejected,
+			r.TokenRegressions, r.AcquiresOK, availability(r.Liveness), m.AcquiresPerSec, m.AcquireLatency.P99)
 		out = append(out, line)
 		for _, u := range r.Unmet {
 			out = append(out, "    unmet: "+u)

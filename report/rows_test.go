@@ -23,7 +23,10 @@ func TestRowVerdicts(t *testing.T) {
 		{"too few met", []string{"ok", "not-reproduced", "not-reproduced"}, 2, "not-reproduced"},
 		{"undecided because invalid", []string{"ok", "invalid", "not-reproduced"}, 2, "invalid"},
 		{"unexpected violation", []string{"ok", "violation", "ok"}, 3, "violation"},
-		{"violation but still reproduced", []string{"ok", "violation", "ok"}, 2, "reproduced"},
+		// One unsafe trial fails a row that expects safety, however many
+		// others met the expectation.
+		{"one unsafe trial of three, need 2", []string{"ok", "violation", "ok"}, 2, "violation"},
+		{"one trial not live", []string{"ok", "unavailable", "ok"}, 2, "unavailable"},
 		{"single invalid", []string{"unknown"}, 1, "invalid"},
 	}
 	for _, tt := range tests {

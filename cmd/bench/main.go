@@ -51,7 +51,8 @@ Exit codes:
   99  a threshold failed (after every safety expectation held)
   100 safety violation where the scenario expected none
   101 invalid run (no work done, a fault never fired, history cut short)
-  102 an expected violation did not appear (known answer not reproduced)
+  102 an expected outcome did not appear (known answer not reproduced)
+  103 the lock was not live as the scenario expects (never recovered, gaps)
   104 bad usage or invalid scenario
   105 interrupted (SIGINT/SIGTERM); everything was torn down
 `
@@ -180,7 +181,8 @@ func analyseRun(o *runner.Outcome) (*report.Summary, error) {
 
 // verdictError turns row verdicts (a case over its trials) into the run's
 // exit code: a safety violation outranks an invalid run, which outranks a
-// known answer that was not reproduced.
+// lock that was not live, which outranks a known answer that was not
+// reproduced.
 func verdictError(s *report.Summary) error {
 	v := s.Verdicts()
 	switch {
@@ -188,6 +190,8 @@ func verdictError(s *report.Summary) error {
 		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", v["violation"]), exitcode.Violation)
 	case v["invalid"] > 0:
 		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", v["invalid"]), exitcode.Invalid)
+	case v["unavailable"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) were not live as the scenario expects", v["unavailable"]), exitcode.Unavailable)
 	case v["not-reproduced"] > 0:
 		return exitcode.With(fmt.Errorf("%d case(s) did not show the outcome the scenario expects", v["not-reproduced"]), exitcode.NotReproduced)
 	case s.ThresholdsFailed() > 0:

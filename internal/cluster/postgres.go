@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,6 +81,15 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 		}
 		if out, err := initdb.CombinedOutput(); err != nil {
 			return fmt.Errorf("initdb for %s: %w\n%s", sp.Name, err, out)
+		}
+		// Clients connect from their instance's own loopback address.
+		hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
+		}
+		_, werr := hba.WriteString("host all all 127.0.0.0/8 trust\n")
+		if err := errors.Join(werr, hba.Close()); err != nil {
+			return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
 		}
 		args := []string{"-D", data, "-p", fmt.Sprint(port), "-k", s.Dir, "-c", "listen_addresses=" + ip, "-c", "fsync=off"}
 		keys := make([]string, 0, len(sp.Settings))

@@ -29,8 +29,9 @@ type Slot struct {
 	f *os.File
 }
 
-// SlotDir is where the slot lock files live.
-func SlotDir() string { return filepath.Join(os.TempDir(), "lockbench-slots") }
+// SlotDir is where the slot lock files live: one fixed place for the
+// whole machine (not $TMPDIR, which two runs may set differently).
+func SlotDir() string { return "/tmp/lockbench-slots" }
 
 // AcquireSlot takes the first free slot.
 func AcquireSlot() (*Slot, error) {

@@ -73,22 +73,6 @@ func parseDuration(s string) (Duration, error) {
 	return Duration(v), nil
 }
 
-// DecodeStrict decodes a YAML node into v, rejecting fields v does not have.
-// A nil or empty node leaves v unchanged.
-func DecodeStrict(n *yaml.Node, v any) error {
-	if n == nil || n.Kind == 0 {
-		return nil
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
-	}
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	return DecodeStrictBytes(b, v, n.Line-1)
-}
-
 // DecodeStrictBytes decodes YAML text into v, rejecting unknown fields.
 // lineOffset is added to line numbers in error messages, so that errors
 // about a fragment name the line in the original file.

@@ -32,6 +32,10 @@ const (
 	// control, a known failure) did not appear, so the run proves nothing
 	// about the checker's power to catch it.
 	NotReproduced Code = 102
+	// Unavailable: the lock was safe but not live as the scenario expects
+	// (never acquired again after a fault healed, a gap longer than
+	// max_gap, a recovery slower than recovers_within).
+	Unavailable Code = 103
 	// Config: bad usage, or a scenario file that is not valid.
 	Config Code = 104
 	// Interrupted: stopped by SIGINT or SIGTERM; everything was torn down.

@@ -145,6 +145,12 @@ type CaseMeta struct {
 	Faults   []ScheduledAt `json:"faults,omitempty"`
 	Clients  int           `json:"clients"`
 	Keys     int           `json:"keys"`
+	// LeaseNs is how long a grant lasts on the server unless extended:
+	// the earliest a holder's lease can expire (0: the lock has no lease).
+	LeaseNs int64 `json:"lease_ns,omitempty"`
+	// OpTimeoutNs is the workload's op_timeout: trouble a fault causes can
+	// show up to that long after it heals.
+	OpTimeoutNs int64 `json:"op_timeout_ns,omitempty"`
 	// Row groups the trials of one case: a case repeated N times (timing
 	// makes single runs of a race flaky) is one row, judged by how many of
 	// its trials met the expectation.
@@ -167,7 +173,7 @@ type ScheduledAt struct {
 }
 
 // Expectation is what the scenario file says a case should show.
-// Nil fields are not checked.
+// Nil fields are not checked; WithDefaults fills the documented defaults.
 type Expectation struct {
 	// Violations: true means mutual-exclusion violations are expected
 	// (a known-unsafe control, or a fault the algorithm cannot survive);
@@ -178,6 +184,35 @@ type Expectation struct {
 	StaleAccepted *bool `json:"stale_writes_accepted,omitempty"`
 	// LostUpdates: true means lost updates are expected on the unfenced
 	// register; false means none may appear.
-	LostUpdates *bool  `json:"lost_updates,omitempty"`
-	Note        string `json:"note,omitempty"`
+	LostUpdates *bool `json:"lost_updates,omitempty"`
+	// Available: true means the lock must be acquired again after each
+	// fault heals (within RecoversWithinNs when set); false means it is
+	// expected to stay unavailable (a dead holder of a lock without TTL).
+	Available *bool `json:"available,omitempty"`
+	// MaxGapNs bounds the longest time without any successful acquisition
+	// (0: not checked).
+	MaxGapNs int64 `json:"max_gap_ns,omitempty"`
+	// RecoversWithinNs bounds the time from a fault's heal to the next
+	// successful acquisition (0: any time before the case ends).
+	RecoversWithinNs int64  `json:"recovers_within_ns,omitempty"`
+	Note             string `json:"note,omitempty"`
+}
+
+// WithDefaults returns e with the documented defaults for what it leaves
+// unset: no violations; no stale writes accepted when the backend issues
+// fencing tokens; and, when the case has faults, a lock that is live again
+// after each of them. A history without expectations is thus judged as the
+// run judged it: a silent "anything goes" would let a regression pass.
+func (e Expectation) WithDefaults(fenced, faults bool) Expectation {
+	no, yes := false, true
+	if e.Violations == nil {
+		e.Violations = &no
+	}
+	if e.StaleAccepted == nil && fenced {
+		e.StaleAccepted = &no
+	}
+	if e.Available == nil && faults {
+		e.Available = &yes
+	}
+	return e
 }

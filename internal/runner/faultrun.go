@@ -123,7 +123,8 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 // resolveRole waits until the role has a concrete target and returns it:
 // holder (a client inside its critical section: it has read the protected
 // resource and not yet written), holder-of:<key>, a-waiter (a client with an
-// acquire in flight), leader or master. choice picks among candidates, so a
+// acquire in flight), leader, follower (a live member of the leader's kind
+// that is not the leader) or master. choice picks among candidates, so a
 // seed replays the same pick when the same candidates exist.
 func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) (string, error) {
 	for {
@@ -132,6 +133,15 @@ func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) 
 		case role == faults.RoleLeader || role == faults.RoleMaster:
 			if name, err := cr.cl.Leader(ctx); err == nil {
 				cands = []string{name}
+			}
+		case role == faults.RoleFollower:
+			if leader, err := cr.cl.Leader(ctx); err == nil {
+				kind := cr.cl.Server(leader).Spec.Kind
+				for _, n := range cr.cl.Names() {
+					if s := cr.cl.Server(n); n != leader && s.Spec.Kind == kind && s.Process().Alive() {
+						cands = append(cands, n)
+					}
+				}
 			}
 		case role == faults.RoleWaiter:
 			cr.liveMu.Lock()
@@ -224,6 +234,15 @@ func (e *faultEnv) Link(name string) (*toxiclient.Proxy, error) {
 
 func (e *faultEnv) Signal(target string, sig syscall.Signal) error {
 	if w := e.cr.workers[target]; w != nil {
+		now := monoclock.Since(e.cr.r.base)
+		w.mu.Lock()
+		switch sig {
+		case syscall.SIGSTOP:
+			w.stoppedAt = now
+		case syscall.SIGCONT:
+			w.resumedAt = now
+		}
+		w.mu.Unlock()
 		return w.proc.Signal(sig)
 	}
 	return e.cr.cl.Signal(target, sig)

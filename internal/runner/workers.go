@@ -36,6 +36,16 @@ type workerProc struct {
 	killedBy string // the fault that killed it, if one did
 	report   worker.Report
 	reportT  int64 // when the last report was made (since the run base)
+	// stoppedAt and resumedAt are when a pause fault last stopped and
+	// resumed the instance (since the run base): events it held back
+	// meanwhile were late because of the fault, not the harness.
+	stoppedAt, resumedAt int64
+}
+
+// pausedAround reports whether the instance was stopped at some point of
+// the report interval that ends at t.
+func (w *workerProc) pausedAround(t int64) bool {
+	return w.stoppedAt != 0 && t >= w.stoppedAt && (w.resumedAt < w.stoppedAt || t <= w.resumedAt+int64(2*worker.ReportEvery))
 }
 
 func (cr *caseRun) sortedWorkers() []*workerProc {
@@ -137,8 +147,11 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				w.mu.Lock()
 				w.report, w.reportT = rep, e.T
 				w.mu.Unlock()
+				w.mu.Lock()
+				paused := w.pausedAround(e.T)
+				w.mu.Unlock()
 				cr.liveMu.Lock()
-				if rep.EmitLagMax > cr.stats.EmitLagMaxNs {
+				if rep.EmitLagMax > cr.stats.EmitLagMaxNs && !paused {
 					cr.stats.EmitLagMaxNs = rep.EmitLagMax
 				}
 				cr.liveMu.Unlock()

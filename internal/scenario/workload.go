@@ -110,75 +110,89 @@ func DefaultWorkload() Workload {
 	}
 }
 
-// Validate returns every problem with the workload, as "field: problem".
-func (w *Workload) Validate() []string {
-	var p []string
+// Problem is one thing wrong with a workload: the field (a dotted path
+// such as "retry.attempts") and what is wrong with it.
+type Problem struct {
+	Field string
+	Msg   string
+}
+
+// MaxDuration bounds a case's duration (and so every fault time).
+const MaxDuration = 24 * time.Hour
+
+// Validate returns every problem with the workload.
+func (w *Workload) Validate() []Problem {
+	var p []Problem
+	add := func(field, format string, args ...any) { p = append(p, Problem{field, fmt.Sprintf(format, args...)}) }
 	pos := func(name string, d config.Duration) {
 		if d <= 0 {
-			p = append(p, fmt.Sprintf("%s: must be a positive duration, got %s", name, d))
+			add(name, "must be a positive duration, got %s", d)
 		}
 	}
 	pos("duration", w.Duration)
+	if w.Duration.D() > MaxDuration {
+		add("duration", "%s is longer than the %s a case may last", w.Duration, MaxDuration)
+	}
 	pos("ttl", w.TTL)
 	pos("acquire_timeout", w.AcquireTimeout)
 	pos("op_timeout", w.OpTimeout)
 	if w.Instances < 1 || w.Instances > 64 {
-		p = append(p, fmt.Sprintf("instances: %d is outside 1..64", w.Instances))
+		add("instances", "%d is outside 1..64", w.Instances)
 	}
 	if w.Clients < 1 || w.Clients > 256 {
-		p = append(p, fmt.Sprintf("clients: %d is outside 1..256", w.Clients))
+		add("clients", "%d is outside 1..256", w.Clients)
 	}
-	if w.Keys.Count < 1 {
-		p = append(p, fmt.Sprintf("keys.count: %d must be at least 1", w.Keys.Count))
+	if w.Keys.Count < 1 || w.Keys.Count > 1_000_000 {
+		add("keys.count", "%d is outside 1..1000000", w.Keys.Count)
 	}
 	switch w.Keys.Pick {
 	case "", "uniform", "zipf", "sequential":
 	default:
-		p = append(p, fmt.Sprintf("keys.pick: %q is not one of uniform, zipf, sequential", w.Keys.Pick))
+		add("keys.pick", "%q is not one of uniform, zipf, sequential", w.Keys.Pick)
 	}
 	p = append(p, w.Hold.validate("hold")...)
 	p = append(p, w.Think.validate("think")...)
 	if w.Retry.Attempts < 1 {
-		p = append(p, fmt.Sprintf("retry.attempts: %d must be at least 1", w.Retry.Attempts))
+		add("retry.attempts", "%d must be at least 1", w.Retry.Attempts)
 	}
 	if w.Retry.Base < 0 || w.Retry.Max < w.Retry.Base {
-		p = append(p, "retry: need 0 <= base <= max")
+		add("retry", "need 0 <= base <= max")
 	}
 	if w.Retry.Jitter < 0 || w.Retry.Jitter > 1 {
-		p = append(p, fmt.Sprintf("retry.jitter: %v is outside 0..1", w.Retry.Jitter))
+		add("retry.jitter", "%v is outside 0..1", w.Retry.Jitter)
 	}
 	if w.AutoExtend.Every < 0 || w.AutoExtend.Max < 0 {
-		p = append(p, "auto_extend: every and max must not be negative")
+		add("auto_extend", "every and max must not be negative")
 	}
 	if w.StartAfter < 0 || w.StartAfter >= w.Duration {
-		p = append(p, fmt.Sprintf("start_after: %s must be at least 0 and shorter than duration %s", w.StartAfter, w.Duration))
+		add("start_after", "%s must be at least 0 and shorter than duration %s", w.StartAfter, w.Duration)
 	}
 	if w.WrongTokenRelease < 0 || w.WrongTokenRelease > 1 {
-		p = append(p, fmt.Sprintf("wrong_token_release: %v is outside 0..1", w.WrongTokenRelease))
+		add("wrong_token_release", "%v is outside 0..1", w.WrongTokenRelease)
 	}
 	if w.AutoExtend.Every > 0 && w.AutoExtend.Every >= w.TTL {
-		p = append(p, fmt.Sprintf("auto_extend.every: %s must be shorter than ttl %s", w.AutoExtend.Every, w.TTL))
+		add("auto_extend.every", "%s must be shorter than ttl %s", w.AutoExtend.Every, w.TTL)
 	}
 	return p
 }
 
-func (d Dist) validate(name string) []string {
-	var p []string
+func (d Dist) validate(name string) []Problem {
+	var p []Problem
 	switch d.Dist {
 	case "constant":
 		if d.Value < 0 {
-			p = append(p, name+".value: must not be negative")
+			p = append(p, Problem{name + ".value", "must not be negative"})
 		}
 	case "", "uniform":
 		if d.Min < 0 || d.Max < d.Min {
-			p = append(p, fmt.Sprintf("%s: need 0 <= min <= max, got min %s max %s", name, d.Min, d.Max))
+			p = append(p, Problem{name, fmt.Sprintf("need 0 <= min <= max, got min %s max %s", d.Min, d.Max)})
 		}
 	case "exponential":
 		if d.Mean <= 0 {
-			p = append(p, name+".mean: must be a positive duration")
+			p = append(p, Problem{name + ".mean", "must be a positive duration"})
 		}
 	default:
-		p = append(p, fmt.Sprintf("%s.dist: %q is not one of constant, uniform, exponential", name, d.Dist))
+		p = append(p, Problem{name + ".dist", fmt.Sprintf("%q is not one of constant, uniform, exponential", d.Dist)})
 	}
 	return p
 }

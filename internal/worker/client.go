@@ -117,8 +117,11 @@ func (c *client) resourceError(key string, err error) {
 
 // critical reads the resource, works for the hold time, writes value+1 with
 // the lease's token, then releases. A lease reported lost ends the client's
-// belief that it holds the lock (a "lost" event) and, with abort_on_lost,
-// cancels the work before the write.
+// belief that it holds the lock (a "lost" event, stamped when the signal
+// fires) and, with abort_on_lost, cancels the work before the write. The
+// signal is watched until the release is sent, whatever else the client is
+// doing: an extension stuck in a partition is cancelled when the work ends,
+// never waited for while the lease runs out.
 func (c *client) critical(ctx context.Context, key string, lease backends.Lease) {
 	work, abort := context.WithCancel(ctx)
 	defer abort()
@@ -132,11 +135,11 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 		})
 	}
 	stopWatch := make(chan struct{})
-	var watchers sync.WaitGroup
+	var watcher sync.WaitGroup
 	if lost := lease.Lost(); lost != nil {
-		watchers.Add(1)
+		watcher.Add(1)
 		go func() {
-			defer watchers.Done()
+			defer watcher.Done()
 			select {
 			case <-lost:
 				markLost()
@@ -144,35 +147,33 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 			}
 		}()
 	}
+	extendCtx, stopExtending := context.WithCancel(ctx)
+	var extender sync.WaitGroup
 	if c.ext != nil && c.w.AutoExtend.Every > 0 && c.w.AutoExtend.Max > 0 {
-		watchers.Add(1)
+		extender.Add(1)
 		go func() {
-			defer watchers.Done()
-			c.autoExtend(lease, stopWatch)
+			defer extender.Done()
+			c.autoExtend(extendCtx, lease)
 		}()
 	}
 
 	c.work(ctx, work, key, lease.Token())
 
-	close(stopWatch)
-	watchers.Wait()
-	checkLost := func() {
-		if lost := lease.Lost(); lost != nil {
-			select {
-			case <-lost:
-				markLost()
-			default:
-			}
+	stopExtending()
+	extender.Wait()
+	if lost := lease.Lost(); lost != nil {
+		select {
+		case <-lost:
+			markLost()
+		default:
 		}
 	}
-	checkLost()
 	c.em.emit(c.ev(history.Invoke, history.OpRelease, key))
+	close(stopWatch)
+	watcher.Wait()
 	rctx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
 	err := c.locker.Release(rctx, lease)
 	cancel()
-	// A signal that arrives while releasing is still recorded: the client
-	// no longer believes it holds the lock, but the library did say so.
-	checkLost()
 	switch {
 	case err == nil:
 		c.em.emit(c.ev(history.OK, history.OpRelease, key))
@@ -230,18 +231,24 @@ func (c *client) work(ctx, work context.Context, key string, token uint64) {
 	cancel()
 }
 
-func (c *client) autoExtend(lease backends.Lease, stop <-chan struct{}) {
+// autoExtend extends the lease every AutoExtend.Every, at most
+// AutoExtend.Max times, until ctx is cancelled (the work is over): an
+// extension in flight is cancelled with it.
+func (c *client) autoExtend(ctx context.Context, lease backends.Lease) {
 	t := time.NewTicker(c.w.AutoExtend.Every.D())
 	defer t.Stop()
 	for n := 0; n < c.w.AutoExtend.Max; n++ {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if ctx.Err() != nil {
+			return
+		}
 		c.em.emit(c.ev(history.Invoke, history.OpExtend, lease.Key()))
-		ctx, cancel := context.WithTimeout(context.Background(), c.w.OpTimeout.D())
-		err := c.ext.Extend(ctx, lease)
+		octx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
+		err := c.ext.Extend(octx, lease)
 		cancel()
 		switch {
 		case err == nil:

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DecodeStrict decodes a YAML node into v, rejecting fields v does not
+// have. Unknown fields are found by walking the node itself, so every
+// error names the line it was written on (comments and blank lines
+// included); then the node is decoded. A nil or empty node leaves v
+// unchanged.
+func DecodeStrict(n *yaml.Node, v any) error {
+	if n == nil || n.Kind == 0 {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if err := unknownFields(n, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	return n.Decode(v)
+}
+
+var (
+	nodeType        = reflect.TypeOf(yaml.Node{})
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+)
+
+// unknownFields reports the first mapping key in n that type t has no
+// field for.
+func unknownFields(n *yaml.Node, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		if t.Implements(unmarshalerType) {
+			return nil
+		}
+		t = t.Elem()
+	}
+	if t == nodeType || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // decoded by its own rules, later
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		return unknownFields(n.Content[0], t)
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return unknownFields(n.Alias, t)
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil // a type error; the decoder names it
+		}
+		fields := structFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			ft, ok := fields[k.Value]
+			if !ok {
+				return fmt.Errorf("line %d: field %s not found in type %s (known: %s)", k.Line, k.Value, t, strings.Join(fieldNames(fields), ", "))
+			}
+			if err := unknownFields(n.Content[i+1], ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind == yaml.SequenceNode {
+			for _, c := range n.Content {
+				if err := unknownFields(c, t.Elem()); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			for i := 1; i < len(n.Content); i += 2 {
+				if err := unknownFields(n.Content[i], t.Elem()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// structFields maps the YAML names of t's fields, inline ones included,
+// to their types.
+func structFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range structFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func fieldNames(fields map[string]reflect.Type) []string {
+	out := make([]string, 0, len(fields))
+	for k := range fields {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

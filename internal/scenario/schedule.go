@@ -1,0 +1,354 @@
+package scenario
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/config"
+	"gopkg.in/yaml.v3"
+)
+
+// MaxFaults bounds the faults of one case, fixed and drawn together: a
+// nemesis whose gaps are tiny against the case's duration would otherwise
+// expand into millions of faults.
+const MaxFaults = 1000
+
+// Least gap and window of a nemesis: finer than this, the harness cannot
+// apply and observe a fault before the next one.
+const (
+	minNemesisEvery = 10 * time.Millisecond
+	minNemesisFor   = time.Millisecond
+)
+
+// nemesisDoc draws faults from a seeded random schedule: starting at Start,
+// every Every (a random gap between two fault starts), one of Faults, for a
+// random For. The same seed and scenario give the same schedule.
+type nemesisDoc struct {
+	Start  config.Duration `yaml:"start"`
+	Every  rangeDoc        `yaml:"every"`
+	For    rangeDoc        `yaml:"for"`
+	Faults []yaml.Node     `yaml:"faults"`
+}
+
+type rangeDoc struct {
+	Min config.Duration `yaml:"min"`
+	Max config.Duration `yaml:"max"`
+}
+
+func (r rangeDoc) draw(rng *rand.Rand) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min.D()
+	}
+	return r.Min.D() + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
+}
+
+// nemesis is what a case needs to redraw its schedule for a new seed.
+type nemesis struct {
+	doc   *nemesisDoc
+	where string
+	line  int
+	sc    scheduleCtx
+	fixed []*Fault
+}
+
+// scheduleCtx is what validating a case's faults needs.
+type scheduleCtx struct {
+	errs        *Errors
+	targets     map[string]faults.Kind
+	serverKinds map[string]string
+	runFor      time.Duration
+	keys        int
+}
+
+// validateNemesis returns the field and the problem, or "" when valid.
+func validateNemesis(n *nemesisDoc) (string, string) {
+	switch {
+	case len(n.Faults) == 0:
+		return "faults", "the nemesis has no faults to draw from"
+	case n.Every.Min < config.Duration(minNemesisEvery) || n.Every.Max < n.Every.Min:
+		return "every", fmt.Sprintf("need %s <= min <= max", minNemesisEvery)
+	case n.For.Min < config.Duration(minNemesisFor) || n.For.Max < n.For.Min:
+		return "for", fmt.Sprintf("need %s <= min <= max", minNemesisFor)
+	case n.Start < 0:
+		return "start", "must not be negative"
+	}
+	return "", ""
+}
+
+// withWindow returns a copy of a fault template with at, for and name set.
+func withWindow(tmpl *yaml.Node, at, dur time.Duration, name string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Line: tmpl.Line}
+	for k := 0; k+1 < len(tmpl.Content); k += 2 {
+		switch tmpl.Content[k].Value {
+		case "at", "for", "name":
+			continue
+		}
+		n.Content = append(n.Content, tmpl.Content[k], tmpl.Content[k+1])
+	}
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v, Line: tmpl.Line} }
+	n.Content = append(n.Content, scalar("at"), scalar(at.String()), scalar("for"), scalar(dur.String()))
+	if name != "" {
+		n.Content = append(n.Content, scalar("name"), scalar(name))
+	}
+	return n
+}
+
+// Reseed draws every nemesis schedule again from seed (the scenario's, or
+// `bench run --seed`). Each case draws from its own stream, keyed by its
+// name, so trials get different schedules and adding a case does not change
+// another's. A schedule is bounded: more than MaxFaults faults in one case
+// is an error naming the nemesis, not minutes of work.
+func (s *Scenario) Reseed(seed int64) error {
+	s.Seed = seed
+	errs := &Errors{Path: s.Path}
+	for _, c := range s.Cases {
+		if c.nemesis == nil {
+			continue
+		}
+		h := fnv.New64a()
+		h.Write([]byte(c.Name))
+		rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+		nd := c.nemesis.doc
+		sc := c.nemesis.sc
+		sc.errs = errs
+		out := append([]*Fault(nil), c.nemesis.fixed...)
+		at := nd.Start.D()
+		for i := 1; ; i++ {
+			tmpl := rng.IntN(len(nd.Faults))
+			dur := nd.For.draw(rng)
+			if at+dur >= sc.runFor {
+				break
+			}
+			if len(out) >= MaxFaults {
+				errs.add(c.nemesis.line, c.nemesis.where+".nemesis", "draws more than %d faults in the case's %s: raise every.min (now %s)", MaxFaults, sc.runFor, nd.Every.Min)
+				break
+			}
+			f := sc.parseFault(c.nemesis.where+".nemesis", tmpl, withWindow(&nd.Faults[tmpl], at, dur, fmt.Sprintf("nemesis-%d", i)))
+			if f == nil {
+				break
+			}
+			out = append(out, f)
+			at += max(dur, nd.Every.draw(rng))
+		}
+		checkOverlaps(errs, c.nemesis.line, c.nemesis.where, out)
+		c.Faults = out
+	}
+	if len(errs.List) > 0 {
+		return errs
+	}
+	return nil
+}
+
+var hasLeaderKind = map[string]bool{"etcd": true, "consul": true, "zookeeper": true, "redis-replicated": true}
+
+var commonFaultKeys = map[string]bool{"name": true, "type": true, "target": true, "at": true, "for": true}
+
+// checkRole says why a role cannot be resolved in this case, or "".
+func checkRole(role string, targets map[string]faults.Kind, kindOfServer map[string]string, keys int) string {
+	if key, ok := strings.CutPrefix(role, faults.RoleHolderOf); ok {
+		var n int
+		if _, err := fmt.Sscanf(key, "k%d", &n); err != nil || fmt.Sprintf("k%d", n) != key || n < 0 || n >= keys {
+			return fmt.Sprintf("%q names no key of this workload (keys are k0..k%d)", role, keys-1)
+		}
+		return ""
+	}
+	switch role {
+	case faults.RoleLeader, faults.RoleFollower:
+		for name, k := range targets {
+			if k == faults.Server && hasLeaderKind[kindOfServer[name]] {
+				return ""
+			}
+		}
+		return fmt.Sprintf(`role %q cannot be resolved: no server of this backend has a leader (etcd, consul, zookeeper, redis-sentinel do)`, role)
+	case faults.RoleMaster:
+		for name := range targets {
+			if kindOfServer[name] == "redis-replicated" {
+				return ""
+			}
+		}
+		return `role "master" cannot be resolved: only redis-sentinel has a master that can change`
+	}
+	return ""
+}
+
+func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
+	errs := sc.errs
+	fw := fmt.Sprintf("%s.faults[%d]", where, j)
+	if n.Kind != yaml.MappingNode {
+		errs.add(n.Line, fw, "want a mapping with type, target, at and for")
+		return nil
+	}
+	line := func(key string) int { return lineOf(n, key, n.Line) }
+	var common struct {
+		Name   string          `yaml:"name"`
+		Type   string          `yaml:"type"`
+		Target string          `yaml:"target"`
+		At     config.Duration `yaml:"at"`
+		For    config.Duration `yaml:"for"`
+	}
+	rest := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
+	commonNode := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
+	for k := 0; k+1 < len(n.Content); k += 2 {
+		if commonFaultKeys[n.Content[k].Value] {
+			commonNode.Content = append(commonNode.Content, n.Content[k], n.Content[k+1])
+		} else {
+			rest.Content = append(rest.Content, n.Content[k], n.Content[k+1])
+		}
+	}
+	if err := config.DecodeStrict(commonNode, &common); err != nil {
+		errs.addErr(n.Line, fw, err)
+		return nil
+	}
+	f := &Fault{Name: common.Name, Type: common.Type, Target: common.Target, At: common.At.D(), For: common.For.D()}
+	if f.Type == "" {
+		errs.add(n.Line, fw+".type", "missing (known: %s)", faultNames())
+		return nil
+	}
+	if f.Name == "" {
+		f.Name = fmt.Sprintf("%s-%d", f.Type, j+1)
+	}
+	info, err := faults.Lookup(f.Type)
+	if err != nil {
+		errs.add(line("type"), fw+".type", "%v", err)
+		return nil
+	}
+	bad := false
+	switch {
+	case f.Target == "":
+		errs.add(n.Line, fw+".target", "missing")
+		bad = true
+	case faults.IsRole(f.Target):
+		if msg := checkRole(f.Target, sc.targets, sc.serverKinds, sc.keys); msg != "" {
+			errs.add(line("target"), fw+".target", "%s", msg)
+			bad = true
+		} else if kind := faults.KindOf(f.Target); !info.Accepts(kind) {
+			errs.add(line("target"), fw+".target", "%s cannot target the %q role (it acts on %v, the role is a %s)", f.Type, f.Target, info.Targets, kind)
+			bad = true
+		}
+	default:
+		kind, exists := sc.targets[f.Target]
+		if !exists {
+			errs.add(line("target"), fw+".target", "%q does not exist in this case's cluster, or no instance uses it (targets: %s)", f.Target, sortedKeys(sc.targets))
+			bad = true
+		} else if !info.Accepts(kind) {
+			errs.add(line("target"), fw+".target", "%s cannot act on %s %q (it acts on %v)", f.Type, kind, f.Target, info.Targets)
+			bad = true
+		}
+	}
+	if f.At < 0 || f.At > MaxDuration {
+		errs.add(line("at"), fw+".at", "must be between 0 and %s", MaxDuration)
+		bad = true
+	}
+	if f.For < 0 || f.For > MaxDuration || (f.For == 0 && !info.Instant) {
+		errs.add(line("for"), fw+".for", "must be a positive duration of at most %s", MaxDuration)
+		bad = true
+	}
+	if !bad && f.At+f.For >= sc.runFor {
+		errs.add(line("at"), fw, "the window %s+%s ends after the case's duration %s", f.At, f.For, sc.runFor)
+		bad = true
+	}
+	ft, err := info.New(func(v any) error { return config.DecodeStrict(rest, v) })
+	if err != nil {
+		errs.addErr(n.Line, fw, err)
+		bad = true
+	}
+	if named, ok := ft.(faults.Named); ok && err == nil {
+		for _, name := range named.Names() {
+			if sc.targets[name] != faults.Server {
+				errs.add(n.Line, fw, "%q does not exist in this case's cluster (servers: %s)", name, serverNames(sc.targets))
+				bad = true
+			}
+		}
+	}
+	if info.NeedsFirewall && !bad {
+		if msg := checkFirewall(f.Target, sc.serverKinds, sc.targets); msg != "" {
+			errs.add(line("target"), fw+".target", "%s", msg)
+			bad = true
+		}
+	}
+	if bad {
+		return nil
+	}
+	f.Fault = ft
+	return f
+}
+
+// checkOverlaps rejects two faults on one target whose windows overlap. It
+// sorts by target and start, so a long schedule costs n log n.
+func checkOverlaps(errs *Errors, line int, where string, fs []*Fault) {
+	s := append([]*Fault(nil), fs...)
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].Target != s[j].Target {
+			return s[i].Target < s[j].Target
+		}
+		return s[i].At < s[j].At
+	})
+	for i := 1; i < len(s); i++ {
+		a, b := s[i-1], s[i]
+		if a.Target == b.Target && b.At < a.At+a.For {
+			errs.add(line, where+".faults", "%s and %s overlap on target %s", a.Name, b.Name, a.Target)
+		}
+	}
+}
+
+// checkFirewall says why an iptables partition cannot be made, or "". An
+// instance can always be cut (its clients use its own address); servers
+// must use their own address as the source of their peer connections.
+func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind) string {
+	if err := cluster.FirewallAvailable(); err != nil {
+		return err.Error()
+	}
+	if targets[target] == faults.Instance || (faults.IsRole(target) && faults.KindOf(target) == faults.Instance) {
+		return ""
+	}
+	kinds := map[string]bool{}
+	if k, ok := serverKinds[target]; ok {
+		kinds[k] = true
+	} else { // a role: every server that could be it
+		for _, k := range serverKinds {
+			kinds[k] = true
+		}
+	}
+	for k := range kinds {
+		if !cluster.BindsSource(k) {
+			return fmt.Sprintf("%s servers do not use their own address as the source of their peer connections, so an address-level partition between members would not separate them (cut an instance from them instead, or use link faults; etcd's peer links are link:<member>-peer)", k)
+		}
+	}
+	return ""
+}
+
+func serverNames(targets map[string]faults.Kind) string {
+	var out []string
+	for n, k := range targets {
+		if k == faults.Server {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func sortedKeys(m map[string]faults.Kind) string {
+	var ks []string
+	for k := range m {
+		if !strings.Contains(k, "@") {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	return strings.Join(append(ks, "link:<server>@instance-N", faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleLeader, faults.RoleFollower, faults.RoleMaster), ", ")
+}
+
+func faultNames() string {
+	var n []string
+	for _, f := range faults.All() {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ", ")
+}
