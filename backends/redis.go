@@ -256,10 +256,20 @@ func (r *redisLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		return nil, ErrNotAcquired
 	}
 	if r.waitReplicas > 0 {
-		// WAIT bounds how much of the lock a failover can lose; it does not
-		// make replication synchronous. Its answer is not a condition.
-		if err := r.c.Wait(ctx, r.waitReplicas, r.waitTimeout).Err(); err != nil {
+		// WAIT bounds how much of the lock a failover can lose (it does not
+		// make replication synchronous). A lock fewer replicas than asked
+		// acknowledged does not count: it is given back, and the attempt
+		// failed (or, if it cannot be given back, its outcome is unknown).
+		acked, err := r.c.Wait(ctx, r.waitReplicas, r.waitTimeout).Result()
+		if err != nil {
 			return nil, fmt.Errorf("acquire %s: WAIT: %w", key, err)
+		}
+		if acked < int64(r.waitReplicas) {
+			n, err := releaseScript.Run(ctx, r.c, []string{lockKey(key)}, value).Int64()
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("acquire %s: only %d of %d replicas acknowledged, and giving the lock back failed: %v", key, acked, r.waitReplicas, err)
+			}
+			return nil, fmt.Errorf("%w: only %d of %d replicas acknowledged the lock within %s", ErrNotAcquired, acked, r.waitReplicas, r.waitTimeout)
 		}
 	}
 	l := &redisLease{key: key, value: value}

@@ -307,6 +307,13 @@ func TestNoChildSurvives(t *testing.T) {
 				}
 				return len(childrenOf(pid)) == 0
 			})
+			if sig == syscall.SIGKILL && strings.HasPrefix(v.name, "pause") {
+				// The merge held instance-2's events back while instance-1
+				// was paused; the tail journal keeps them for bench check.
+				if n, rec := eventsAfter(t, filepath.Join(out, layout.HistoryFile), 0, "i2"); n == 0 || rec == 0 {
+					t.Errorf("after SIGKILL: %d events of instance 2 (%d recovered from the tail journal); want both above 0", n, rec)
+				}
+			}
 			if sig == syscall.SIGKILL {
 				// The killed harness could not remove its data dir; the next
 				// run removes it when it starts.

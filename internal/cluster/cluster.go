@@ -14,6 +14,7 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/links"
 )
 
 // Server is one running lock server.
@@ -60,8 +61,10 @@ type Cluster struct {
 	closed  bool
 	nextIP  int
 	// proxied names the server-side links (etcd-1-peer, redis-1-repl) to
-	// route through toxiproxy; the others are direct.
+	// route through toxiproxy; the others are direct. relays count their
+	// traffic.
 	proxied map[string]bool
+	relays  map[string]*links.Relay
 }
 
 // New takes an address slot for the cluster and starts its toxiproxy
@@ -99,7 +102,7 @@ func New(runID, logDir string, proxied ...string) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), dataDir: dataDir,
-		servers: map[string]*Server{}, proxied: map[string]bool{}}
+		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}}
 	for _, l := range proxied {
 		c.proxied[l] = true
 	}
@@ -107,8 +110,8 @@ func New(runID, logDir string, proxied ...string) (*Cluster, error) {
 }
 
 // routed makes the server-side link name go through a proxy when a fault
-// acts on it, and returns the address to advertise for it: the proxy's, or
-// addr itself.
+// acts on it, and returns the address to advertise for it: a relay that
+// counts the link's traffic in front of the proxy, or addr itself.
 func (c *Cluster) routed(name, addr string) (string, error) {
 	if !c.proxied[name] {
 		return addr, nil
@@ -117,7 +120,25 @@ func (c *Cluster) routed(name, addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return p.Listen, nil
+	r, err := links.NewRelay(c.Slot.Harness(), name, p.Listen)
+	if err != nil {
+		return "", fmt.Errorf("relay for %s: %w", name, err)
+	}
+	c.mu.Lock()
+	c.relays[name] = r
+	c.mu.Unlock()
+	return r.Addr(), nil
+}
+
+// RelayCounts returns the traffic of a server-side link, if it has a relay.
+func (c *Cluster) RelayCounts(name string) (links.Counts, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.relays[name]
+	if !ok {
+		return links.Counts{}, false
+	}
+	return r.Counts(), true
 }
 
 // ClientProxy returns the shared proxy of a server's client link, making it
@@ -448,6 +469,11 @@ func (c *Cluster) Close() error {
 	}
 	if err := c.Firewall.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
+	}
+	for name, r := range c.relays {
+		if err := r.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close relay %s: %w", name, err))
+		}
 	}
 	if err := c.Toxi.Close(); err != nil {
 		errs = append(errs, err)

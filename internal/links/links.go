@@ -231,6 +231,14 @@ func (c *countedConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite half-closes the connection when the underlying one can.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
 func (c *countedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {

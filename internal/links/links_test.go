@@ -99,3 +99,20 @@ func TestDialerRoutesAndCounts(t *testing.T) {
 		t.Errorf("encode/decode: %v %+v", err, back["redis-2"])
 	}
 }
+
+// TestRelayCountsAServerSideLink: a relay forwards to its upstream and
+// counts the link like a client's dialer does.
+func TestRelayCountsAServerSideLink(t *testing.T) {
+	up := echo(t, "127.0.0.1", 5*time.Millisecond, nil)
+	r, err := NewRelay("127.0.0.1", "redis-1-repl", up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d := NewDialer("", nil)
+	roundTrip(t, d, r.Addr())
+	c := r.Counts()
+	if c.Dials != 1 || c.BytesOut != 5 || c.BytesIn != 5 || c.Answers() != 1 || c.SlowestAtLeast() < 2*time.Millisecond {
+		t.Errorf("relay counts: %+v", c)
+	}
+}

@@ -252,6 +252,9 @@ func (cr *caseRun) workersCPU() float64 {
 // since, waiting up to a second for them. Instances that are stopped or
 // gone cannot report: their last report counts.
 func (cr *caseRun) traffic(ctx context.Context, link string) (links.Counts, error) {
+	if c, ok := cr.cl.RelayCounts(link); ok {
+		return c, nil // a server-side link: its relay counts it
+	}
 	name, inst, per := cutInstance(link)
 	since := monoclock.Since(cr.r.base)
 	deadline := time.Now().Add(time.Second)

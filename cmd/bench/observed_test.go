@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/internal/runner"
+	"github.com/lockbench/lockbench/report"
+)
+
+// faultRecords reads faults.jsonl.
+func faultRecords(t *testing.T, dir string) map[string]runner.FaultRecord {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, layout.FaultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]runner.FaultRecord{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r runner.FaultRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		out[r.Case+"/"+r.Name] = r
+	}
+	return out
+}
+
+func byCase(s *report.Summary) map[string]report.CaseSummary {
+	out := map[string]report.CaseSummary{}
+	for _, c := range s.Cases {
+		out[c.Check.Case] = c
+	}
+	return out
+}
+
+const unusedLink = `
+name: unused-link
+workload: {duration: 3s, instances: 2, clients: 1}
+cases:
+  - name: replica-link
+    backend: redis-sentinel
+    options: {replicas: 2}
+    faults: [{type: partition, target: link:redis-2@instance-1, at: 1s, for: 1s}]
+`
+
+// TestUnusedLinkIsNeverAPass: a fault aimed at a link no client uses did
+// nothing, so the case is invalid, never ✓; one aimed at a link the backend
+// never routes through is rejected before the run.
+func TestUnusedLinkIsNeverAPass(t *testing.T) {
+	needRedis(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := runInProcess(t, "run", "-dir", dir, writeScenario(t, unusedLink))
+	if got := exitcode.Of(err); got != exitcode.Invalid {
+		t.Fatalf("exit %d (%v), want %d\n%s\n%s", got, err, exitcode.Invalid, stdout, stderr)
+	}
+	c := byCase(readSummary(t, dir))["replica-link"]
+	if c.Check.Status != "invalid" || len(c.Check.Invalid) == 0 || !strings.Contains(strings.Join(c.Check.Invalid, "; "), "nothing used link:redis-2@instance-1") {
+		t.Errorf("status %s, reasons %v", c.Check.Status, c.Check.Invalid)
+	}
+	if rec := faultRecords(t, dir)["replica-link/partition-1"]; !rec.Applied || rec.Unobserved == "" {
+		t.Errorf("faults.jsonl: %+v", rec)
+	}
+	_, _, err = runInProcess(t, "run", "-dir", filepath.Join(t.TempDir(), "x"), writeScenario(t,
+		"name: x\nworkload: {instances: 2}\ncases: [{name: c, backend: consul, faults: [{type: partition, target: link:consul-2@instance-1, at: 1s, for: 1s}]}]\n"))
+	if got := exitcode.Of(err); got != exitcode.Config || !strings.Contains(err.Error(), "no instance uses it") {
+		t.Errorf("a link the backend never routes: exit %d %v", got, err)
+	}
+}
+
+const sentinelObserved = `
+name: sentinel-observed
+workload: {duration: 5s, instances: 2, clients: 1, hold: {min: 1ms, max: 3ms}}
+cases:
+  - name: wait
+    backend: redis-sentinel
+    options: {wait_replicas: 2, wait_timeout: 50ms}
+    faults: [{type: partition, target: link:redis-1-repl, at: 1s, for: 2s}]
+  - name: no-wait
+    backend: redis-sentinel
+    faults: [{type: partition, target: link:redis-1-repl, at: 1s, for: 2s}]
+  - name: failover
+    backend: redis-sentinel
+    options: {down_after: 1s, failover_timeout: 3s}
+    workload: {duration: 7s}
+    faults: [{type: kill, target: master, at: 1s, for: 4s, failover: true}]
+    expect: {max_gap: 5s}
+`
+
+// TestSentinelFaultsTakeEffect: with wait_replicas, a lock the replicas
+// did not acknowledge does not count (no acquisition while replication is
+// cut), without it the master keeps granting; the replication cut itself is
+// observed on its link; and killing the master makes the Sentinels promote
+// a replica, which is observed.
+func TestSentinelFaultsTakeEffect(t *testing.T) {
+	needRedis(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := runInProcess(t, "run", "-dir", dir, writeScenario(t, sentinelObserved))
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, stdout, stderr)
+	}
+	cs := byCase(readSummary(t, dir))
+	during := func(name string) (before, during int) {
+		c := cs[name]
+		if len(c.Metrics.Phases) != 1 {
+			t.Fatalf("%s: %d phases", name, len(c.Metrics.Phases))
+		}
+		return c.Metrics.Phases[0].Before.Acquisitions, c.Metrics.Phases[0].During.Acquisitions
+	}
+	if b, d := during("wait"); b == 0 || d != 0 {
+		t.Errorf("wait_replicas 2: %d acquisitions before the cut, %d during; want some, then none", b, d)
+	}
+	if _, d := during("no-wait"); d == 0 {
+		t.Errorf("without wait_replicas the master keeps granting during the cut; got %d", d)
+	}
+	recs := faultRecords(t, dir)
+	for _, name := range []string{"wait/partition-1", "no-wait/partition-1"} {
+		if r := recs[name]; r.Unobserved != "" || !strings.Contains(strings.Join(r.Observed, "; "), "no answer") {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	r := recs["failover/kill-1"]
+	if !strings.Contains(strings.Join(r.Observed, "; "), "took over from redis-1") {
+		t.Errorf("failover not observed: %+v", r)
+	}
+	if c := cs["failover"]; c.Check.Status != "ok" {
+		t.Errorf("failover case: %s %v %v", c.Check.Status, c.Check.Invalid, c.Check.Unmet)
+	}
+}
+
+const concurrent = `
+name: concurrent
+workload: {duration: 2s, instances: 2, clients: 1}
+cases:
+  - {name: etcd, backend: etcd}
+  - {name: consul, backend: consul, options: {session_ttl: 10s, lock_delay: 1ms}}
+  - {name: zookeeper, backend: zookeeper}
+`
+
+// TestConcurrentRunsAreIsolated runs the same etcd, Consul and ZooKeeper
+// cases twice at once, as two CI jobs on one runner would: both pass, each
+// on its own addresses, each with clusters of its own (an etcd revision
+// token starts afresh in each).
+func TestConcurrentRunsAreIsolated(t *testing.T) {
+	needRedis(t)
+	sc := writeScenario(t, concurrent)
+	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
+	var wg sync.WaitGroup
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = exec.Command(os.Args[0], "run", "-dir", d, sc).CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	var infos []runner.RunInfo
+	for i, d := range dirs {
+		if errs[i] != nil {
+			t.Fatalf("run %d: %v\n%s", i, errs[i], outs[i])
+		}
+		var info runner.RunInfo
+		b, _ := os.ReadFile(filepath.Join(d, layout.RunFile))
+		if err := json.Unmarshal(b, &info); err != nil || len(info.Cases) != 3 {
+			t.Fatalf("run.json of run %d: %v %+v", i, err, info.Cases)
+		}
+		infos = append(infos, info)
+		if first := tokensByCase(t, filepath.Join(d, layout.HistoryFile))["etcd"]; len(first) == 0 || first[0] > 100 {
+			t.Errorf("run %d: etcd tokens start at %v: not a fresh cluster of its own", i, first)
+		}
+	}
+	// Both runs started together: their first cases ran at the same time,
+	// so they must have had address ranges of their own.
+	if infos[0].Cases[0].Slot == infos[1].Cases[0].Slot {
+		t.Errorf("both runs' first case used address slot %d", infos[0].Cases[0].Slot)
+	}
+}
+
+// eventsAfter counts the events of proc's clients after t in a history,
+// with what its tail journal recovers; n is how many it recovered.
+func eventsAfter(t *testing.T, path string, after int64, proc string) (count, n int) {
+	t.Helper()
+	f, n, err := history.OpenRecovered(path, filepath.Join(filepath.Dir(path), layout.TailFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := history.NewReader(f, path)
+	for r.Next() {
+		if e := r.Event(); e.T > after && strings.HasPrefix(e.Proc, proc) {
+			count++
+		}
+	}
+	return count, n
+}
