@@ -12,7 +12,7 @@ RESULTS    ?= results
 APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
-.PHONY: help setup apt-packages servers build bench quick known screenshot test vet fmt-check clean
+.PHONY: help setup apt-packages servers build bench quick known screenshot test vet fmt-check clean fuzz fuzz-short
 
 ## help: list the targets
 help:
@@ -28,7 +28,7 @@ apt-packages:
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
-	[ -x /usr/lib/postgresql/15/bin/postgres ] || missing="$$missing postgresql"; \
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing; run 'make setup' as root" >&2; exit 1; fi; \
@@ -52,9 +52,27 @@ $(BIN): $(GOFILES) go.mod go.sum
 bench: setup build
 	./$(BIN) run -o $(RESULTS) $(SCENARIO)
 
-## test: install, then gofmt, go vet and the whole test suite with the race detector
+## test: install, then gofmt, go vet, the whole test suite with the race detector, and a short fuzz of each parser
 test: setup fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory fuzz-short
+
+FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./internal/history:FuzzReader
+FUZZTIME ?= 10m
+
+# fuzz-short: each fuzz target for 10s (part of make test)
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime 10s "$${t%%:*}" >/tmp/lockbench-fuzz.log 2>&1 || { cat /tmp/lockbench-fuzz.log; exit 1; }; \
+	  echo "fuzz $$t: 10s, no finding"; \
+	done
+
+## fuzz: fuzz the scenario parser, the threshold parser and the history reader (FUZZTIME each, default 10m)
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $$t for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	done
 
 ## vet: go vet
 vet:

@@ -17,15 +17,35 @@ import (
 	"github.com/lockbench/lockbench/backends"
 )
 
-// PostgresBin is the directory of PostgreSQL's server binaries.
-var PostgresBin = "/usr/lib/postgresql/15/bin"
+// PostgresBin is the directory of PostgreSQL's server binaries: the
+// highest major version Debian's packages installed under
+// /usr/lib/postgresql, or LOCKBENCH_POSTGRES_BIN. Versions 13 and later
+// have every setting lockbench uses.
+var PostgresBin = findPostgresBin()
+
+func findPostgresBin() string {
+	if d := os.Getenv("LOCKBENCH_POSTGRES_BIN"); d != "" {
+		return d
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	best, bestMajor := "/usr/lib/postgresql/15/bin", -1
+	for _, d := range dirs {
+		major, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		if err == nil && major > bestMajor {
+			if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+				best, bestMajor = d, major
+			}
+		}
+	}
+	return best
+}
 
 func init() {
 	starters["postgres"] = startPostgres
 	binaries["postgres"] = func() (string, error) {
 		p := filepath.Join(PostgresBin, "postgres")
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%w: %s; install it with `apt-get install -y postgresql` (or run `make setup` as root)", ErrMissingBinary, p)
+			return "", fmt.Errorf("%w: no PostgreSQL server under /usr/lib/postgresql/*/bin (looked for %s); install it with `apt-get install -y postgresql` (or run `make setup` as root), or set LOCKBENCH_POSTGRES_BIN", ErrMissingBinary, p)
 		}
 		if _, err := user.Lookup("postgres"); err != nil {
 			return "", fmt.Errorf("%w: no postgres user to run the server as (PostgreSQL refuses root); install the postgresql package", ErrMissingBinary)
