@@ -398,6 +398,8 @@ func (c *Case) closeExamples(key, proc string, t int64) {
 
 func (c *Case) mark(e *history.Event) {
 	switch e.F {
+	case history.MarkCaseStop:
+		c.live.caseStop(e.T)
 	case history.MarkCaseEnd:
 		c.ended = true
 		c.live.caseEnd(e.T)

@@ -45,6 +45,7 @@ const minRemaining = 2 * time.Second
 
 type liveness struct {
 	start, end, last int64
+	stopped          bool // end is the workload's stop, not the case's end
 	maxGap           int64
 	acquisitions     int
 	faults           []*FaultLiveness
@@ -86,7 +87,16 @@ func (l *liveness) faultEnd(name string, t int64) {
 	l.awaiting = append(l.awaiting, f)
 }
 
-func (l *liveness) caseEnd(t int64) { l.end = t }
+// caseStop is when the workload's time was up: the case's remaining time
+// after a fault is measured to it (workers may take long to stop, their
+// clients stuck in a library call, and that is not time the lock had).
+func (l *liveness) caseStop(t int64) { l.end, l.stopped = t, true }
+
+func (l *liveness) caseEnd(t int64) {
+	if !l.stopped {
+		l.end = t
+	}
+}
 
 // result finishes the liveness figures and judges them against exp; it
 // returns the unmet expectations.

@@ -111,6 +111,7 @@ type Aggregator struct {
 	heldKey  map[string]string // proc -> key it holds
 	lastAcq  map[string]int64  // key -> last ok acquire time
 	maxGap   int64
+	stopped  bool // end is the workload's stop
 	// waiting counts the acquires in flight per key; handFrom is when a
 	// holder started releasing a key somebody was waiting for.
 	waiting  map[string]int
@@ -148,7 +149,7 @@ func us(ns int64) int64 {
 
 // Add feeds one event.
 func (a *Aggregator) Add(e *history.Event) {
-	if e.T > a.end {
+	if e.T > a.end && !a.stopped {
 		a.end = e.T
 	}
 	seg := a.m.segs[len(a.m.segs)-1]
@@ -221,8 +222,12 @@ func (a *Aggregator) Add(e *history.Event) {
 		a.m.Extensions++
 	case e.F == history.OpExtend && (e.Type == history.Fail || e.Type == history.Info):
 		a.m.ExtensionsFailed++
+	case e.Type == history.Mark && e.F == history.MarkCaseStop:
+		a.end, a.stopped = e.T, true
 	case e.Type == history.Mark && e.F == history.MarkCaseEnd:
-		a.end = e.T
+		if !a.stopped {
+			a.end = e.T
+		}
 	case e.Type == history.Mark && e.F == history.MarkFaultStart:
 		a.m.wins = append(a.m.wins, window{fault: e.Fault, target: e.Target, start: e.T, end: -1})
 		a.m.segs = append(a.m.segs, newSegment(e.T))

@@ -56,8 +56,8 @@ cases:
   - name: consul-pause
     backend: consul
     options: {session_ttl: 10s, lock_delay: 1ms}
-    workload: {duration: 28s, acquire_timeout: 30s, hold: {min: 30ms, max: 60ms}}
-    faults: [{type: pause, target: holder, at: 500ms, for: 24s}]
+    workload: {duration: 32s, acquire_timeout: 30s, hold: {min: 30ms, max: 60ms}}
+    faults: [{type: pause, target: holder, at: 500ms, for: 28s}]
     expect: {violations: true}
   - {name: zookeeper, backend: zookeeper}
   - name: zookeeper-pause

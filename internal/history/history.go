@@ -56,7 +56,8 @@ const (
 // Mark names (field F of mark events).
 const (
 	MarkCaseStart  = "case-start"  // Meta holds the CaseMeta
-	MarkCaseEnd    = "case-end"    // the workload stopped
+	MarkCaseStop   = "case-stop"   // the workload's time is up: workers are asked to stop
+	MarkCaseEnd    = "case-end"    // every worker has stopped
 	MarkFaultStart = "fault-start" // a fault is in effect from now
 	MarkFaultEnd   = "fault-end"   // the fault was healed
 	MarkFaultError = "fault-error" // a scheduled fault could not be applied

@@ -116,6 +116,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	// instance can hear its stop and release what it holds.
 	stopFaults()
 	fwg.Wait()
+	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseStop})
 	if err := cr.stopWorkers(ctx); err != nil {
 		return err
 	}
