@@ -64,6 +64,10 @@ type Metrics struct {
 	// Dropped counts open-loop attempts that could not start on time
 	// because every client was busy (k6's dropped_iterations).
 	Dropped int `json:"acquires_dropped"`
+	// OfferedPerSec is, in open loop, the rate of attempts the schedule
+	// made (started or dropped); AcquiresPerSec is what was achieved.
+	OfferedPerSec float64 `json:"offered_per_s,omitempty"`
+	offered       int
 	// LongestGapMs is the longest time any key went without a successful
 	// acquisition while the case ran: how long the lock was unavailable.
 	LongestGapMs float64 `json:"longest_gap_ms"`
@@ -155,8 +159,16 @@ func (a *Aggregator) Add(e *history.Event) {
 	seg := a.m.segs[len(a.m.segs)-1]
 	seg.end = e.T
 	switch {
+	case e.Type == history.OK && e.F == history.OpDropped:
+		a.m.Dropped++
+		a.m.offered++
 	case e.Type == history.Invoke && e.F == history.OpAcquire:
 		a.invoked[e.Proc] = e.T
+		if e.Intended > 0 {
+			// Open loop: the wait for a free client counts.
+			a.invoked[e.Proc] = e.Intended
+			a.m.offered++
+		}
 		a.waitKey[e.Proc] = e.Key
 		a.waiting[e.Key]++
 	case e.F == history.OpAcquire && e.Type != history.Invoke:
@@ -288,6 +300,7 @@ func (a *Aggregator) Close() Metrics {
 	m.DurationS = float64(a.end-a.start) / 1e9
 	if m.DurationS > 0 {
 		m.AcquiresPerSec = float64(m.Acquisitions) / m.DurationS
+		m.OfferedPerSec = float64(m.offered) / m.DurationS
 	}
 	for _, t := range a.lastAcq {
 		if g := a.end - t; g > a.maxGap {

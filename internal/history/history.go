@@ -46,6 +46,10 @@ const (
 	// key it holds with a wrong token (a lease value that is not its own).
 	// ok means the backend removed the lock anyway.
 	OpForeignRelease = "release-wrong-token"
+	// OpDropped is an open-loop attempt that could not start on time
+	// because every client of its instance was busy (type ok, Proc the
+	// instance, Intended when it was due): load offered and not delivered.
+	OpDropped = "dropped"
 	// OpResource is a client's request to the protected resource that
 	// failed (type info, with the error): the resource's own marks record
 	// the requests that reached it. Outside any fault, failures here are
@@ -130,7 +134,11 @@ type Event struct {
 	Fault  string `json:"fault,omitempty"`  // fault marks: the fault's name (crash: the fault that killed it)
 	Target string `json:"target,omitempty"` // fault marks: what it hit
 	// Observed says, on fault marks, what was seen of the fault's effect.
-	Observed string          `json:"observed,omitempty"`
+	Observed string `json:"observed,omitempty"`
+	// Intended is, on an open-loop acquire's invoke (and a dropped
+	// attempt), when the schedule wanted it to start: latency counts from
+	// there, so a slow lock cannot hide behind a slower rate.
+	Intended int64           `json:"intended,omitempty"`
 	Meta     json.RawMessage `json:"meta,omitempty"` // case-start: CaseMeta
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/pacer"
 )
 
 // Workload is what the clients do. A scenario's top-level workload is the
@@ -56,6 +57,70 @@ type Workload struct {
 	// fault acts on (default false: such links are direct). For measuring
 	// what the proxy costs.
 	ProxyAll bool `yaml:"proxy_all" json:"proxy_all"`
+	// Rate, when set, makes the load open-loop: acquisitions start on a
+	// schedule over all instances, whatever became of the earlier ones;
+	// an attempt that finds every client of its instance busy is dropped
+	// (counted), and latency is measured from when the attempt was due.
+	// Unset, the load is closed-loop: each client acquires again as soon
+	// as it has released and thought.
+	Rate *Rate `yaml:"rate" json:"rate,omitempty"`
+}
+
+// Rate is an open-loop schedule: a constant rate, a linear ramp over the
+// case, or steps.
+type Rate struct {
+	PerSecond float64 `yaml:"per_second" json:"per_second,omitempty"`
+	From      float64 `yaml:"from" json:"from,omitempty"`
+	To        float64 `yaml:"to" json:"to,omitempty"`
+	Steps     []Step  `yaml:"steps" json:"steps,omitempty"`
+}
+
+// Step is one stretch of a stepped schedule.
+type Step struct {
+	PerSecond float64         `yaml:"per_second" json:"per_second"`
+	For       config.Duration `yaml:"for" json:"for"`
+}
+
+// Pacer returns the schedule of the whole case (all instances together).
+func (r *Rate) Pacer(d time.Duration) pacer.Pacer {
+	switch {
+	case len(r.Steps) > 0:
+		s := make(pacer.Steps, len(r.Steps))
+		for i, st := range r.Steps {
+			s[i] = pacer.Step{Freq: st.PerSecond, For: st.For.D()}
+		}
+		return s
+	case r.From > 0 || r.To > 0:
+		return pacer.Ramp{From: r.From, To: r.To, Duration: d}
+	}
+	return pacer.Constant{Freq: r.PerSecond, Duration: d}
+}
+
+func (r *Rate) validate(d time.Duration) []Problem {
+	shapes := 0
+	if r.PerSecond != 0 {
+		shapes++
+	}
+	if r.From != 0 || r.To != 0 {
+		shapes++
+	}
+	if len(r.Steps) > 0 {
+		shapes++
+	}
+	if shapes != 1 {
+		return []Problem{{"rate", "give exactly one of per_second, from/to (a ramp) or steps"}}
+	}
+	if err := pacer.Validate(r.Pacer(d)); err != nil {
+		return []Problem{{"rate", err.Error()}}
+	}
+	var total time.Duration
+	for _, st := range r.Steps {
+		total += st.For.D()
+	}
+	if total > d {
+		return []Problem{{"rate.steps", fmt.Sprintf("the steps last %s, longer than the case's %s", total, d)}}
+	}
+	return nil
 }
 
 // UsesResource reports whether the critical section touches the resource.
@@ -172,6 +237,9 @@ func (w *Workload) Validate() []Problem {
 	}
 	if w.AutoExtend.Every > 0 && w.AutoExtend.Every >= w.TTL {
 		add("auto_extend.every", "%s must be shorter than ttl %s", w.AutoExtend.Every, w.TTL)
+	}
+	if w.Rate != nil {
+		p = append(p, w.Rate.validate(w.Duration.D())...)
 	}
 	return p
 }

@@ -24,21 +24,27 @@ type client struct {
 	r      *rand.Rand
 	keys   *scenario.KeyPicker
 	lg     *log.Logger
+	// attempts carries, in open-loop mode, when each attempt was due.
+	attempts chan int64
 }
 
 func (c *client) ev(typ history.Type, f, key string) history.Event {
 	return history.Event{Type: typ, F: f, Proc: c.proc, Key: key}
 }
 
-// cycle is one acquire, critical section, release, think.
-func (c *client) cycle(ctx context.Context) {
+// cycle is one acquire, critical section, release, think. intended is
+// when an open-loop attempt was due (0 in closed loop, which thinks
+// between cycles instead).
+func (c *client) cycle(ctx context.Context, intended int64) {
 	key := c.keys.Next()
 	c.misbehave(ctx, key)
-	lease, ok := c.acquire(ctx, key)
+	lease, ok := c.acquire(ctx, key, intended)
 	if ok {
 		c.critical(ctx, key, lease)
 	}
-	sleep(ctx, c.w.Think.Draw(c.r))
+	if intended == 0 {
+		sleep(ctx, c.w.Think.Draw(c.r))
+	}
 }
 
 // misbehave, with the workload's probability, releases key with a wrong
@@ -68,8 +74,10 @@ func (c *client) misbehave(ctx context.Context, key string) {
 // taken, the attempts run out or the acquire timeout passes. The outcome is
 // ok, fail (every attempt certainly failed) or info (at least one attempt
 // had an unknown outcome: it may have been granted behind a lost reply).
-func (c *client) acquire(ctx context.Context, key string) (backends.Lease, bool) {
-	c.em.emit(c.ev(history.Invoke, history.OpAcquire, key))
+func (c *client) acquire(ctx context.Context, key string, intended int64) (backends.Lease, bool) {
+	inv := c.ev(history.Invoke, history.OpAcquire, key)
+	inv.Intended = intended
+	c.em.emit(inv)
 	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout.D())
 	defer cancel()
 	var lastErr error

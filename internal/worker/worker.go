@@ -33,6 +33,8 @@ import (
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/pacer"
 	"github.com/lockbench/lockbench/internal/resource"
 	"github.com/lockbench/lockbench/internal/scenario"
 )
@@ -135,8 +137,8 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		}
 		stopping.Store(true)
 	}()
-	var wg sync.WaitGroup
-	for c := 0; c < w.Clients; c++ {
+	clients := make([]*client, w.Clients)
+	for c := range clients {
 		proc := fmt.Sprintf("i%dc%d", cfg.Instance, c)
 		cl := &client{
 			proc:   proc,
@@ -151,20 +153,83 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		if ext, ok := lockers[c].(backends.Extender); ok {
 			cl.ext = ext
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.res.Close()
-			sleep(ctx, w.StartAfter.D())
-			for !stopping.Load() && ctx.Err() == nil {
-				cl.cycle(ctx)
-			}
-		}()
+		clients[c] = cl
+	}
+	var wg sync.WaitGroup
+	if w.Rate != nil {
+		openLoop(ctx, &wg, clients, cfg, em, &stopping)
+	} else {
+		for _, cl := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cl.res.Close()
+				sleep(ctx, w.StartAfter.D())
+				for !stopping.Load() && ctx.Err() == nil {
+					cl.cycle(ctx, 0)
+				}
+			}()
+		}
 	}
 	wg.Wait()
 	stopTicks()
 	em.emit(history.Event{Type: history.Mark, F: MarkStopped})
 	return em.close()
+}
+
+// openLoop runs the instance's share of the workload's schedule: every
+// attempt goes to an idle client when it is due, or is recorded as dropped
+// when none is idle. Clients do not think between attempts.
+func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Config, em *emitter, stopping *atomic.Bool) {
+	w := cfg.Workload
+	idle := make(chan *client, len(clients))
+	for _, cl := range clients {
+		cl.attempts = make(chan int64, 1)
+		idle <- cl
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.res.Close()
+			for due := range cl.attempts {
+				cl.cycle(ctx, due)
+				idle <- cl
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			for _, cl := range clients {
+				close(cl.attempts)
+			}
+		}()
+		sleep(ctx, w.StartAfter.D())
+		p := pacer.Scaled{P: w.Rate.Pacer(w.Duration.D() - w.StartAfter.D()), N: uint64(cfg.Instance - 1), Of: uint64(w.Instances)}
+		start := monoclock.Since(em.base)
+		proc := fmt.Sprintf("i%d", cfg.Instance)
+		for hits := uint64(0); !stopping.Load() && ctx.Err() == nil; hits++ {
+			wait, stop := p.Pace(time.Duration(monoclock.Since(em.base)-start), hits)
+			if stop {
+				// The schedule is over: the instance lives on until it is
+				// told to stop, as a closed-loop one does.
+				for !stopping.Load() && sleep(ctx, 10*time.Millisecond) {
+				}
+				return
+			}
+			if !sleep(ctx, wait) {
+				return
+			}
+			due, _ := p.Due(hits)
+			intended := start + int64(due)
+			select {
+			case cl := <-idle:
+				cl.attempts <- intended
+			default:
+				em.emit(history.Event{Type: history.OK, F: history.OpDropped, Proc: proc, Intended: intended})
+			}
+		}
+	}()
 }
 
 // sleep waits d or until ctx is done; it reports whether d fully elapsed.
