@@ -12,7 +12,7 @@ RESULTS    ?= results
 APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
-.PHONY: help setup apt-packages servers build bench quick known screenshot test vet fmt-check clean fuzz fuzz-short
+.PHONY: help setup apt-packages servers build bench quick known perf screenshot test vet fmt-check clean fuzz fuzz-short
 
 ## help: list the targets
 help:
@@ -98,6 +98,10 @@ known: setup build
 	  echo "== $$f"; ./$(BIN) run -q -dir $$d/$$(basename $$f .yaml) $$f; \
 	done; \
 	./$(BIN) table $$d/*/
+
+## perf: the harness against a bare lock loop, side by side, for redis and etcd (~3 min); prints the ratios
+perf: setup build
+	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 3
 
 ## screenshot: render RUN=<results folder>/report.html in headless Chromium (installed if missing) to report.png
 screenshot:

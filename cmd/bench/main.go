@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 
@@ -59,7 +60,9 @@ Exit codes:
 
 func main() {
 	ctx, stop := signalContext()
+	stopProfile := profile()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -84,6 +87,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTable(args[1:], stdout)
 	case "compare":
 		return cmdCompare(args[1:], stdout, stderr)
+	case "perf":
+		return cmdPerf(ctx, args[1:], stdout, stderr)
 	case "worker":
 		return worker.Run(ctx, stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -424,4 +429,40 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 		return exitcode.With(fmt.Errorf("%d significant regression(s) beyond the %.0f%% noise floor", perf, *noise), exitcode.Threshold)
 	}
 	return nil
+}
+
+// flagError turns a flag parsing error into the CLI's: -h is not an error.
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return exitcode.With(err, exitcode.Config)
+}
+
+// profile writes a CPU profile of this process (coordinator or worker) into
+// $LOCKBENCH_CPUPROFILE_DIR when it is set: how `make perf` findings are
+// explained. It returns how to stop it.
+func profile() func() {
+	dir := os.Getenv("LOCKBENCH_CPUPROFILE_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	name := "coordinator"
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		name = "worker"
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", name, os.Getpid())))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

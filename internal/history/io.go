@@ -3,7 +3,6 @@ package history
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -13,18 +12,24 @@ import (
 // crash leaves a readable history). It is not safe for concurrent use.
 type Writer struct {
 	bw  *bufio.Writer
-	enc *json.Encoder
+	buf []byte
 }
 
 // NewWriter returns a Writer on w.
 func NewWriter(w io.Writer) *Writer {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	return &Writer{bw: bw, enc: json.NewEncoder(bw)}
+	return &Writer{bw: bufio.NewWriterSize(w, 64<<10)}
 }
 
 // Write appends one event as one line.
 func (w *Writer) Write(e *Event) error {
-	if err := w.enc.Encode(e); err != nil {
+	w.buf = append(AppendJSON(w.buf[:0], e), '\n')
+	return w.WriteLine(w.buf)
+}
+
+// WriteLine appends a line that already holds one encoded event (with its
+// newline), as a worker sent it.
+func (w *Writer) WriteLine(line []byte) error {
+	if _, err := w.bw.Write(line); err != nil {
 		return fmt.Errorf("write history event: %w", err)
 	}
 	return nil
@@ -45,6 +50,7 @@ func (w *Writer) Flush() error { return w.bw.Flush() }
 // returned by Event is reused by the next call to Next: copy what you keep.
 type Reader struct {
 	sc        *bufio.Scanner
+	dec       *Decoder
 	line      int
 	ev        Event
 	err       error
@@ -57,7 +63,7 @@ func NewReader(r io.Reader, name string) *Reader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	sc.Split(scanLinesKeepEnd)
-	return &Reader{sc: sc, name: name}
+	return &Reader{sc: sc, name: name, dec: NewDecoder()}
 }
 
 // scanLinesKeepEnd is bufio.ScanLines but keeps the newline, so the reader
@@ -85,8 +91,7 @@ func (r *Reader) Next() bool {
 		if len(trimmed) == 0 {
 			continue
 		}
-		r.ev = Event{}
-		if err := json.Unmarshal(trimmed, &r.ev); err != nil {
+		if err := r.dec.Decode(trimmed, &r.ev); err != nil {
 			if !complete {
 				r.truncated = fmt.Sprintf("%s:%d: truncated last line skipped (%d bytes)", r.name, r.line, len(raw))
 				return false

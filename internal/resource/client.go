@@ -3,9 +3,12 @@ package resource
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/monoclock"
@@ -14,25 +17,173 @@ import (
 // Dial connects to the resource; workers pass their routed dialer.
 type Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// Client is one connection to the resource. Not safe for concurrent use:
-// each lock client has its own.
-type Client struct {
+// Mux is one instance's connection to the resource, shared by all its
+// clients: requests from many clients are written together and the server
+// answers them in order, so a busy instance pays a few system calls for
+// many critical sections, and thousands of clients need only as many
+// connections as instances. It redials after an error.
+type Mux struct {
 	addr string
-	proc string
 	dial Dial
-	conn net.Conn
-	r    *bufio.Reader
+
+	mu      sync.Mutex
+	conn    net.Conn
+	gen     int // connection generation: waiters of a dead one get its error
+	out     []byte
+	waiters []*waiter // in the order their requests were queued
+	writing bool
+	wake    chan struct{}
 }
 
-// NewClient returns a client for proc that dials addr on first use (with
-// dial, or a plain dialer when nil).
-func NewClient(addr, proc string, dial Dial) *Client {
+type waiter struct {
+	n       int // replies expected
+	replies []string
+	done    chan error
+	gen     int
+}
+
+// NewMux returns a Mux that dials addr on first use (with dial, or a plain
+// dialer when nil).
+func NewMux(addr string, dial Dial) *Mux {
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	return &Client{addr: addr, proc: proc, dial: dial}
+	return &Mux{addr: addr, dial: dial, wake: make(chan struct{}, 1)}
 }
+
+// Client returns the resource as client proc sees it.
+func (m *Mux) Client(proc string) *Client { return &Client{m: m, proc: proc} }
+
+// call queues req (n lines) and waits for its n replies.
+func (m *Mux) call(ctx context.Context, req []byte, n int) ([]string, error) {
+	w := &waiter{n: n, done: make(chan error, 1)}
+	m.mu.Lock()
+	if m.conn == nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		conn, err := m.dial(dctx, "tcp", m.addr)
+		cancel()
+		if err != nil {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("dial resource: %w", err)
+		}
+		m.conn = conn
+		m.gen++
+		go m.read(conn, m.gen)
+	}
+	w.gen = m.gen
+	m.out = append(m.out, req...)
+	m.waiters = append(m.waiters, w)
+	if !m.writing {
+		m.writing = true
+		go m.write(m.conn, m.gen)
+	}
+	m.mu.Unlock()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return nil, err
+		}
+		return w.replies, nil
+	case <-ctx.Done():
+		// The replies will still come and be dropped: the server answers
+		// every request, in order.
+		return nil, fmt.Errorf("resource: %w", ctx.Err())
+	}
+}
+
+// write sends what is queued, again and again while more is queued
+// meanwhile (group commit).
+func (m *Mux) write(conn net.Conn, gen int) {
+	for {
+		m.mu.Lock()
+		if len(m.out) == 0 || m.gen != gen {
+			m.writing = false
+			m.mu.Unlock()
+			return
+		}
+		buf := m.out
+		m.out = nil
+		m.mu.Unlock()
+		if _, err := conn.Write(buf); err != nil {
+			m.fail(conn, gen, err)
+			m.mu.Lock()
+			m.writing = false
+			m.mu.Unlock()
+			return
+		}
+	}
+}
+
+// read hands each reply line to the oldest waiter.
+func (m *Mux) read(conn net.Conn, gen int) {
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			m.fail(conn, gen, err)
+			return
+		}
+		m.mu.Lock()
+		if len(m.waiters) == 0 {
+			m.mu.Unlock()
+			m.fail(conn, gen, errors.New("a reply nobody asked for"))
+			return
+		}
+		w := m.waiters[0]
+		w.replies = append(w.replies, strings.TrimSpace(line))
+		if len(w.replies) == w.n {
+			m.waiters = m.waiters[1:]
+			var err error
+			for _, rep := range w.replies {
+				if e, ok := strings.CutPrefix(rep, "ERR "); ok {
+					err = fmt.Errorf("resource: %s", e)
+				}
+			}
+			w.done <- err
+		}
+		m.mu.Unlock()
+	}
+}
+
+// fail drops a broken connection: its waiters get the error, the next call
+// redials.
+func (m *Mux) fail(conn net.Conn, gen int, err error) {
+	conn.Close()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gen != gen {
+		return
+	}
+	for _, w := range m.waiters {
+		w.done <- fmt.Errorf("resource: %w", err)
+	}
+	m.waiters, m.out, m.conn = nil, nil, nil
+}
+
+// Close closes the connection.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn == nil {
+		return nil
+	}
+	err := m.conn.Close()
+	m.conn = nil
+	m.gen++
+	return err
+}
+
+// Client is the resource as one lock client uses it. Not safe for
+// concurrent use: each lock client has its own.
+type Client struct {
+	m    *Mux
+	proc string
+	buf  []byte
+}
+
+// NewClient returns a client for proc on a connection of its own.
+func NewClient(addr, proc string, dial Dial) *Client { return NewMux(addr, dial).Client(proc) }
 
 // ReadResult is the reply to a read.
 type ReadResult struct {
@@ -55,10 +206,24 @@ func deadline(ctx context.Context) int64 {
 	return monoclock.Now() + int64(time.Until(d))
 }
 
+func (c *Client) request(op byte, key string, token uint64, dl int64) {
+	c.buf = append(c.buf, op, ' ')
+	c.buf = append(c.buf, key...)
+	c.buf = append(c.buf, ' ')
+	c.buf = strconv.AppendUint(c.buf, token, 10)
+	c.buf = append(c.buf, ' ')
+	c.buf = append(c.buf, c.proc...)
+	c.buf = append(c.buf, ' ')
+	c.buf = strconv.AppendInt(c.buf, dl, 10)
+	c.buf = append(c.buf, '\n')
+}
+
 // Read reads both registers of key, presenting token.
 func (c *Client) Read(ctx context.Context, key string, token uint64) (ReadResult, error) {
 	var rr ReadResult
-	replies, err := c.call(ctx, fmt.Sprintf("R %s %d %s %d\n", key, token, c.proc, deadline(ctx)), 1)
+	c.buf = c.buf[:0]
+	c.request('R', key, token, deadline(ctx))
+	replies, err := c.m.call(ctx, c.buf, 1)
 	if err != nil {
 		return rr, err
 	}
@@ -69,7 +234,9 @@ func (c *Client) Read(ctx context.Context, key string, token uint64) (ReadResult
 // client last read.
 func (c *Client) Write(ctx context.Context, key string, token uint64) (WriteResult, error) {
 	var wr WriteResult
-	replies, err := c.call(ctx, fmt.Sprintf("W %s %d %s %d\n", key, token, c.proc, deadline(ctx)), 1)
+	c.buf = c.buf[:0]
+	c.request('W', key, token, deadline(ctx))
+	replies, err := c.m.call(ctx, c.buf, 1)
 	if err != nil {
 		return wr, err
 	}
@@ -82,7 +249,10 @@ func (c *Client) ReadWrite(ctx context.Context, key string, token uint64) (ReadR
 	var rr ReadResult
 	var wr WriteResult
 	dl := deadline(ctx)
-	replies, err := c.call(ctx, fmt.Sprintf("R %s %d %s %d\nW %s %d %s %d\n", key, token, c.proc, dl, key, token, c.proc, dl), 2)
+	c.buf = c.buf[:0]
+	c.request('R', key, token, dl)
+	c.request('W', key, token, dl)
+	replies, err := c.m.call(ctx, c.buf, 2)
 	if err != nil {
 		return rr, wr, err
 	}
@@ -93,73 +263,32 @@ func (c *Client) ReadWrite(ctx context.Context, key string, token uint64) (ReadR
 }
 
 func parseRead(reply string, rr *ReadResult) error {
-	if _, err := fmt.Sscan(reply, &rr.Unfenced, &rr.Fenced); err != nil {
-		return fmt.Errorf("resource read reply %q: %w", reply, err)
+	u, f, ok := strings.Cut(reply, " ")
+	var err1, err2 error
+	rr.Unfenced, err1 = strconv.ParseInt(u, 10, 64)
+	rr.Fenced, err2 = strconv.ParseInt(f, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("resource read reply %q", reply)
 	}
 	return nil
 }
 
 func parseWrite(reply string, wr *WriteResult) error {
-	var u string
-	if _, err := fmt.Sscan(reply, &u, &wr.Fenced); err != nil {
-		return fmt.Errorf("resource write reply %q: %w", reply, err)
+	u, f, ok := strings.Cut(reply, " ")
+	if !ok || (u != "ok" && u != "lost") || f == "" {
+		return fmt.Errorf("resource write reply %q", reply)
 	}
-	wr.Lost = u == "lost"
+	wr.Lost, wr.Fenced = u == "lost", f
 	return nil
 }
 
 // Abandon tells the resource this client gave up its work on key without
 // writing.
 func (c *Client) Abandon(ctx context.Context, key string) error {
-	_, err := c.call(ctx, fmt.Sprintf("A %s %s\n", key, c.proc), 1)
+	_, err := c.m.call(ctx, []byte("A "+key+" "+c.proc+"\n"), 1)
 	return err
 }
 
-// call sends req (one or more lines) and reads n reply lines.
-func (c *Client) call(ctx context.Context, req string, n int) ([]string, error) {
-	if c.conn == nil {
-		conn, err := c.dial(ctx, "tcp", c.addr)
-		if err != nil {
-			return nil, fmt.Errorf("dial resource: %w", err)
-		}
-		c.conn, c.r = conn, bufio.NewReader(conn)
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(10 * time.Second)
-	}
-	if err := c.conn.SetDeadline(deadline); err != nil {
-		return nil, c.fail(err)
-	}
-	if _, err := c.conn.Write([]byte(req)); err != nil {
-		return nil, c.fail(err)
-	}
-	out := make([]string, 0, n)
-	for len(out) < n {
-		line, err := c.r.ReadString('\n')
-		if err != nil {
-			return nil, c.fail(err)
-		}
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "ERR ") {
-			return nil, fmt.Errorf("resource: %s", line[4:])
-		}
-		out = append(out, line)
-	}
-	return out, nil
-}
-
-// fail drops the connection after an error so the next call redials.
-func (c *Client) fail(err error) error {
-	c.conn.Close()
-	c.conn, c.r = nil, nil
-	return fmt.Errorf("resource: %w", err)
-}
-
-// Close closes the connection.
-func (c *Client) Close() error {
-	if c.conn == nil {
-		return nil
-	}
-	return c.conn.Close()
-}
+// Close closes the client's connection (the instance's Mux closes the
+// shared one).
+func (c *Client) Close() error { return nil }

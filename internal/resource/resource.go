@@ -142,22 +142,24 @@ func (s *Server) serve(c net.Conn) {
 		s.mu.Unlock()
 		c.Close()
 	}()
-	r := bufio.NewReader(c)
-	w := bufio.NewWriter(c)
+	r := bufio.NewReaderSize(c, 32<<10)
+	w := bufio.NewWriterSize(c, 32<<10)
+	var reply []byte
 	for {
-		line, err := r.ReadString('\n')
+		line, err := r.ReadSlice('\n')
 		if err != nil {
 			return
 		}
-		reply, err := s.handle(strings.Fields(line))
+		reply, err = s.handle(reply[:0], line)
 		if err != nil {
-			reply = "ERR " + err.Error()
+			reply = append(append(reply[:0], "ERR "...), err.Error()...)
 		}
-		if _, err := w.WriteString(reply + "\n"); err != nil {
+		reply = append(reply, '\n')
+		if _, err := w.Write(reply); err != nil {
 			return
 		}
-		// Pipelined requests are answered together: flush once the
-		// client has nothing more waiting.
+		// Requests that came together are answered together: flush once
+		// the connection has nothing more waiting.
 		if r.Buffered() == 0 {
 			if err := w.Flush(); err != nil {
 				return
@@ -166,38 +168,72 @@ func (s *Server) serve(c net.Conn) {
 	}
 }
 
-func (s *Server) handle(f []string) (string, error) {
-	if len(f) == 0 {
-		return "", errors.New("empty request")
+// fields splits a request line on spaces into at most 5 fields.
+func fields(line []byte, f *[5][]byte) int {
+	n := 0
+	for len(line) > 0 && n < 5 {
+		for len(line) > 0 && (line[0] == ' ' || line[0] == '\n' || line[0] == '\r') {
+			line = line[1:]
+		}
+		if len(line) == 0 {
+			break
+		}
+		i := 0
+		for i < len(line) && line[i] != ' ' && line[i] != '\n' && line[i] != '\r' {
+			i++
+		}
+		f[n] = line[:i]
+		n++
+		line = line[i:]
+	}
+	for len(line) > 0 && (line[0] == ' ' || line[0] == '\n' || line[0] == '\r') {
+		line = line[1:]
+	}
+	if len(line) > 0 {
+		return 6 // too many fields
+	}
+	return n
+}
+
+// handle answers one request line, appending the reply to out.
+func (s *Server) handle(out, line []byte) ([]byte, error) {
+	var f [5][]byte
+	n := fields(line, &f)
+	if n == 0 {
+		return out, errors.New("empty request")
 	}
 	switch {
-	case (f[0] == "R" || f[0] == "W") && len(f) == 5:
-		tok, err1 := strconv.ParseUint(f[2], 10, 64)
-		deadline, err2 := strconv.ParseInt(f[4], 10, 64)
+	case (string(f[0]) == "R" || string(f[0]) == "W") && n == 5:
+		tok, err1 := strconv.ParseUint(string(f[2]), 10, 64)
+		deadline, err2 := strconv.ParseInt(string(f[4]), 10, 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return "", fmt.Errorf("bad request: %v", err)
+			return out, fmt.Errorf("bad request: %v", err)
 		}
 		late := monoclock.Now() > deadline
-		if f[0] == "R" {
-			u, fv, verdict, reuse := s.read(f[1], tok, f[3])
-			s.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: f[3], Key: f[1], Token: tok, Fenced: verdict, Reuse: reuse, Late: late})
-			return fmt.Sprintf("%d %d", u, fv), nil
+		key, proc := string(f[1]), string(f[3])
+		if f[0][0] == 'R' {
+			u, fv, verdict, reuse := s.read(key, tok, proc)
+			s.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: proc, Key: key, Token: tok, Fenced: verdict, Reuse: reuse, Late: late})
+			out = strconv.AppendInt(out, u, 10)
+			out = append(out, ' ')
+			return strconv.AppendInt(out, fv, 10), nil
 		}
-		lost, verdict, reuse, err := s.write(f[1], tok, f[3])
+		lost, verdict, reuse, err := s.write(key, tok, proc)
 		if err != nil {
-			return "", err
+			return out, err
 		}
-		s.emit(&history.Event{Type: history.Mark, F: history.MarkResWrite, Proc: f[3], Key: f[1], Token: tok, Lost: lost, Fenced: verdict, Reuse: reuse, Late: late})
-		u := "ok"
+		s.emit(&history.Event{Type: history.Mark, F: history.MarkResWrite, Proc: proc, Key: key, Token: tok, Lost: lost, Fenced: verdict, Reuse: reuse, Late: late})
 		if lost {
-			u = "lost"
+			out = append(out, "lost "...)
+		} else {
+			out = append(out, "ok "...)
 		}
-		return u + " " + verdict, nil
-	case f[0] == "A" && len(f) == 3:
-		s.Forget(f[2])
-		return "ok", nil
+		return append(out, verdict...), nil
+	case string(f[0]) == "A" && n == 3:
+		s.Forget(string(f[2]))
+		return append(out, "ok"...), nil
 	}
-	return "", fmt.Errorf("bad request %q", strings.Join(f, " "))
+	return out, fmt.Errorf("bad request %q", strings.TrimSpace(string(line)))
 }
 
 // check applies the fencing rule to a request with tok from proc and

@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestReadWriteInOneRoundTrip(t *testing.T) {
 // deadline is applied but marked late.
 func TestLateRequestIsFlagged(t *testing.T) {
 	s, rec := start(t)
-	if _, err := s.handle([]string{"R", "k", "1", "A", "1"}); err != nil {
+	if _, err := s.handle(nil, []byte("R k 1 A 1\n")); err != nil {
 		t.Fatal(err)
 	}
 	if !rec.evs[0].Late {
@@ -165,8 +166,8 @@ func TestLateRequestIsFlagged(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	s, _ := start(t)
-	for _, req := range [][]string{{}, {"R", "k"}, {"R", "k", "x", "p", "1"}, {"W", "k", "1", "p", "y"}, {"W", "k", "1", "never-read", "1"}, {"X"}} {
-		if _, err := s.handle(req); err == nil {
+	for _, req := range []string{"", "R k", "R k x p 1", "W k 1 p y", "W k 1 never-read 1", "X", "R k 1 p 1 extra"} {
+		if _, err := s.handle(nil, []byte(req+"\n")); err == nil {
 			t.Errorf("request %q accepted", req)
 		}
 	}
@@ -187,5 +188,45 @@ func TestAbandonLeavesTheCriticalSection(t *testing.T) {
 	}
 	if _, in := s.InCriticalSection()["A"]; in {
 		t.Error("A is still counted as a holder after abandoning its work")
+	}
+}
+
+// TestManyClientsShareOneConnection: the clients of an instance share one
+// connection; their concurrent requests are answered in order, each to its
+// caller, and a caller that gives up does not take another's reply.
+func TestManyClientsShareOneConnection(t *testing.T) {
+	s, rec := start(t)
+	m := NewMux(s.Addr(), nil)
+	defer m.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		c := m.Client(fmt.Sprintf("c%d", i))
+		key := fmt.Sprintf("k%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				rr, wr, err := c.ReadWrite(ctx(t), key, uint64(j+1))
+				if err != nil || rr.Unfenced != int64(j) || wr.Fenced != history.FencedAccepted {
+					t.Errorf("%s round %d: %+v %+v %v", key, j, rr, wr, err)
+					return
+				}
+			}
+		}()
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Client("late").Read(gone, "kx", 1); err == nil {
+		t.Error("a cancelled request succeeded")
+	}
+	wg.Wait()
+	if n := len(rec.evs); n < 2000 {
+		t.Errorf("%d events, want 2000", n)
+	}
+	s.mu.Lock()
+	conns := len(s.conns)
+	s.mu.Unlock()
+	if conns != 1 {
+		t.Errorf("%d connections, want 1", conns)
 	}
 }

@@ -90,7 +90,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	if eff.Seen != "" {
 		rec.Observed = append(rec.Observed, eff.Seen)
 	}
-	cr.r.m.push(src, &history.Event{T: t0, Type: history.Mark, F: history.MarkFaultStart, Fault: f.Name, Target: target, Observed: eff.Seen}, false)
+	cr.r.m.push(src, &history.Event{T: t0, Type: history.Mark, F: history.MarkFaultStart, Fault: f.Name, Target: target, Observed: eff.Seen})
 	cr.r.m.removeSource(src)
 	cr.r.fault.Store(fmt.Sprintf("%s (%s %s)", f.Name, f.Type, target))
 	fmt.Fprintf(cr.r.log, "  fault %s: %s on %s for %s: %s\n", f.Name, f.Type, target, f.For, eff.Seen)

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"container/heap"
 	"fmt"
 	"os"
@@ -38,11 +37,12 @@ type merger struct {
 	pending eventHeap
 	seq     int64
 	err     error
+	arena   []byte // encoded events are copied here, in large chunks
 
 	tail      *os.File // the tail journal ("" path: none)
 	tailPath  string
 	tailBuf   *history.Writer
-	fresh     []history.Event // received since the last flush
+	fresh     [][]byte // lines received since the last flush
 	tailLines int
 }
 
@@ -77,23 +77,50 @@ func (m *merger) removeSource(id int) {
 	delete(m.last, id)
 }
 
-// push adds an event of source id; a tick only advances the source's time.
-func (m *merger) push(id int, e *history.Event, tick bool) {
+// advance records that source id has reported time t (a tick, or an event
+// not written to the history).
+func (m *merger) advance(id int, t int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t > m.last[id] {
+		m.last[id] = t
+	}
+}
+
+// pushLine adds an event of source id at time t, already encoded as line
+// (without its newline), as the worker sent it: it is written as is.
+func (m *merger) pushLine(id int, t int64, line []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t > m.last[id] {
+		m.last[id] = t
+	}
+	m.add(t, line)
+}
+
+// push adds an event of source id.
+func (m *merger) push(id int, e *history.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e.T > m.last[id] {
 		m.last[id] = e.T
 	}
-	if !tick {
-		m.add(*e)
-	}
+	m.add(e.T, history.AppendJSON(nil, e))
 }
 
-func (m *merger) add(e history.Event) {
+// add queues an encoded event; line is copied.
+func (m *merger) add(t int64, line []byte) {
+	n := len(line) + 1
+	if cap(m.arena)-len(m.arena) < n {
+		m.arena = make([]byte, 0, max(256<<10, n))
+	}
+	start := len(m.arena)
+	m.arena = append(append(m.arena, line...), '\n')
+	raw := m.arena[start:len(m.arena):len(m.arena)]
 	m.seq++
-	heap.Push(&m.pending, item{e: e, seq: m.seq})
+	heap.Push(&m.pending, item{t: t, raw: raw, seq: m.seq})
 	if m.tail != nil {
-		m.fresh = append(m.fresh, e)
+		m.fresh = append(m.fresh, raw)
 	}
 }
 
@@ -102,7 +129,7 @@ func (m *merger) emit(e history.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.T = monoclock.Since(m.base)
-	m.add(e)
+	m.add(e.T, history.AppendJSON(nil, &e))
 }
 
 // flush writes every event at or before the watermark and flushes the file.
@@ -117,9 +144,9 @@ func (m *merger) flush(all bool) error {
 			wm = t
 		}
 	}
-	for m.pending.Len() > 0 && (all || m.pending[0].e.T <= wm) {
+	for m.pending.Len() > 0 && (all || m.pending[0].t <= wm) {
 		it := heap.Pop(&m.pending).(item)
-		if err := m.w.Write(&it.e); err != nil && m.err == nil {
+		if err := m.w.WriteLine(it.raw); err != nil && m.err == nil {
 			m.err = err
 		}
 	}
@@ -136,8 +163,8 @@ func (m *merger) journalFresh() {
 	if m.tail == nil || len(m.fresh) == 0 {
 		return
 	}
-	for i := range m.fresh {
-		if err := m.tailBuf.Write(&m.fresh[i]); err != nil && m.err == nil {
+	for _, line := range m.fresh {
+		if err := m.tailBuf.WriteLine(line); err != nil && m.err == nil {
 			m.err = err
 		}
 	}
@@ -159,16 +186,15 @@ func (m *merger) compactJournal() {
 	if err != nil {
 		return // the journal keeps growing; a later flush tries again
 	}
-	bw := bufio.NewWriter(f)
-	w := history.NewWriter(bw)
+	w := history.NewWriter(f)
 	for i := range m.pending {
-		if err := w.Write(&m.pending[i].e); err != nil {
+		if err := w.WriteLine(m.pending[i].raw); err != nil {
 			f.Close()
 			os.Remove(tmp)
 			return
 		}
 	}
-	if w.Flush() != nil || bw.Flush() != nil || os.Rename(tmp, m.tailPath) != nil {
+	if w.Flush() != nil || os.Rename(tmp, m.tailPath) != nil {
 		f.Close()
 		os.Remove(tmp)
 		return
@@ -193,16 +219,17 @@ func (m *merger) closeJournal() error {
 }
 
 type item struct {
-	e   history.Event
-	seq int64 // arrival order breaks ties, keeping a source's order
+	t   int64
+	raw []byte // the encoded event and its newline
+	seq int64  // arrival order breaks ties, keeping a source's order
 }
 
 type eventHeap []item
 
 func (h eventHeap) Len() int { return len(h) }
 func (h eventHeap) Less(i, j int) bool {
-	if h[i].e.T != h[j].e.T {
-		return h[i].e.T < h[j].e.T
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
 	}
 	return h[i].seq < h[j].seq
 }

@@ -36,9 +36,9 @@ func TestMergerOrdersByWatermark(t *testing.T) {
 		return &history.Event{T: ts, Type: history.OK, F: history.OpAcquire, Proc: "p", Key: "k"}
 	}
 	now := monoclock.Since(base)
-	m.push(1, ev(now+10), false)
-	m.push(1, ev(now+30), false)
-	m.push(2, ev(now+20), false)
+	m.push(1, ev(now+10))
+	m.push(1, ev(now+30))
+	m.push(2, ev(now+20))
 	if err := m.flush(false); err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +47,8 @@ func TestMergerOrdersByWatermark(t *testing.T) {
 	if got := written(t, &buf); len(got) != 2 || got[0] != now+10 || got[1] != now+20 {
 		t.Fatalf("after the first flush: %v", got)
 	}
-	m.push(2, ev(now+25), false) // an event from the slow source, older than now+30
-	m.push(2, &history.Event{T: now + 40}, true)
+	m.push(2, ev(now+25)) // an event from the slow source, older than now+30
+	m.advance(2, now+40)
 	if err := m.flush(false); err != nil {
 		t.Fatal(err)
 	}

@@ -123,9 +123,10 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	readySent := false
+	dec := history.NewDecoder()
+	var e history.Event
 	for sc.Scan() {
-		var e history.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := dec.Decode(sc.Bytes(), &e); err != nil {
 			cr.liveMu.Lock()
 			cr.stats.BadLines++
 			cr.liveMu.Unlock()
@@ -138,9 +139,9 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				w.ready <- nil
 				readySent = true
 			}
-			cr.r.m.push(src, &e, true)
+			cr.r.m.advance(src, e.T)
 		case worker.MarkTick, worker.MarkStopped:
-			cr.r.m.push(src, &e, true)
+			cr.r.m.advance(src, e.T)
 		case worker.MarkReport:
 			var rep worker.Report
 			if err := json.Unmarshal(e.Meta, &rep); err == nil {
@@ -156,7 +157,7 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				}
 				cr.liveMu.Unlock()
 			}
-			cr.r.m.push(src, &e, true)
+			cr.r.m.advance(src, e.T)
 		default:
 			if e.F == history.OpAcquire && e.Type == history.OK {
 				cr.r.acquired.Add(1)
@@ -170,7 +171,7 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				}
 				cr.liveMu.Unlock()
 			}
-			cr.r.m.push(src, &e, false)
+			cr.r.m.pushLine(src, e.T, sc.Bytes())
 		}
 	}
 	<-w.proc.Done()

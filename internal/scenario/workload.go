@@ -129,8 +129,9 @@ func (w *Workload) UsesResource() bool { return w.Resource == nil || *w.Resource
 // Keys selects lock keys.
 type Keys struct {
 	Count int `yaml:"count" json:"count"`
-	// Pick is uniform (default), zipf (a few hot keys) or sequential
-	// (each client walks the keys in turn).
+	// Pick is uniform (default), zipf (a few hot keys), sequential (each
+	// client walks the keys in turn) or per-client (each client keeps one
+	// key, its own while there are as many keys as clients: no contention).
 	Pick string `yaml:"pick" json:"pick"`
 }
 
@@ -211,9 +212,9 @@ func (w *Workload) Validate() []Problem {
 		add("keys.count", "%d is outside 1..1000000", w.Keys.Count)
 	}
 	switch w.Keys.Pick {
-	case "", "uniform", "zipf", "sequential":
+	case "", "uniform", "zipf", "sequential", "per-client":
 	default:
-		add("keys.pick", "%q is not one of uniform, zipf, sequential", w.Keys.Pick)
+		add("keys.pick", "%q is not one of uniform, zipf, sequential, per-client", w.Keys.Pick)
 	}
 	p = append(p, w.Hold.validate("hold")...)
 	p = append(p, w.Think.validate("think")...)
@@ -302,8 +303,9 @@ type KeyPicker struct {
 	next int
 }
 
-// NewKeyPicker returns a picker drawing from r; start offsets sequential
-// picking so that clients do not all begin on the same key.
+// NewKeyPicker returns a picker drawing from r; start (the client's index
+// over all instances) offsets sequential picking so that clients do not
+// all begin on the same key, and is the key of a per-client picker.
 func NewKeyPicker(k Keys, r *rand.Rand, start int) *KeyPicker {
 	p := &KeyPicker{keys: k, r: r, next: start}
 	if k.Pick == "zipf" && k.Count > 1 {
@@ -318,6 +320,8 @@ func (p *KeyPicker) Next() string {
 	switch {
 	case p.keys.Count == 1:
 		i = 0
+	case p.keys.Pick == "per-client":
+		i = p.next % p.keys.Count
 	case p.zipf != nil:
 		i = int(p.zipf.Uint64())
 	case p.keys.Pick == "sequential":

@@ -51,13 +51,7 @@ func (em *emitter) emit(e history.Event) {
 	if em.oldest == 0 {
 		em.oldest = e.T + 1
 	}
-	b, err := json.Marshal(&e)
-	if err != nil {
-		em.err = err
-		em.mu.Unlock()
-		return
-	}
-	em.buf = append(append(em.buf, b...), '\n')
+	em.buf = append(history.AppendJSON(em.buf, &e), '\n')
 	big := len(em.buf) > 32<<10
 	em.mu.Unlock()
 	if big {

@@ -137,6 +137,8 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		}
 		stopping.Store(true)
 	}()
+	res := resource.NewMux(cfg.Resource, dialer.DialContext)
+	defer res.Close()
 	clients := make([]*client, w.Clients)
 	for c := range clients {
 		proc := fmt.Sprintf("i%dc%d", cfg.Instance, c)
@@ -144,12 +146,12 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 			proc:   proc,
 			w:      w,
 			locker: lockers[c],
-			res:    resource.NewClient(cfg.Resource, proc, dialer.DialContext),
+			res:    res.Client(proc),
 			em:     em,
 			r:      rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Instance)<<16|uint64(c))),
 			lg:     lg,
 		}
-		cl.keys = scenario.NewKeyPicker(w.Keys, cl.r, c+cfg.Instance)
+		cl.keys = scenario.NewKeyPicker(w.Keys, cl.r, (cfg.Instance-1)*w.Clients+c)
 		if ext, ok := lockers[c].(backends.Extender); ok {
 			cl.ext = ext
 		}

@@ -1,0 +1,294 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// AppendJSON appends e as one JSON object, exactly as encoding/json would
+// write it (field order, omitempty, escaping), without reflection: the
+// history is written, and events cross from workers to the coordinator, at
+// hundreds of thousands per second.
+func AppendJSON(b []byte, e *Event) []byte {
+	b = append(b, `{"t":`...)
+	b = strconv.AppendInt(b, e.T, 10)
+	b = append(b, `,"type":`...)
+	b = appendString(b, string(e.Type))
+	b = append(b, `,"f":`...)
+	b = appendString(b, e.F)
+	b = optString(b, `,"proc":`, e.Proc)
+	b = optString(b, `,"key":`, e.Key)
+	if e.Token != 0 {
+		b = append(b, `,"token":`...)
+		b = strconv.AppendUint(b, e.Token, 10)
+	}
+	b = optString(b, `,"err":`, e.Err)
+	if e.Lost {
+		b = append(b, `,"lost":true`...)
+	}
+	b = optString(b, `,"fenced":`, e.Fenced)
+	if e.Reuse {
+		b = append(b, `,"reuse":true`...)
+	}
+	if e.Late {
+		b = append(b, `,"late":true`...)
+	}
+	b = optString(b, `,"fault":`, e.Fault)
+	b = optString(b, `,"target":`, e.Target)
+	b = optString(b, `,"observed":`, e.Observed)
+	if e.Intended != 0 {
+		b = append(b, `,"intended":`...)
+		b = strconv.AppendInt(b, e.Intended, 10)
+	}
+	if len(e.Meta) > 0 {
+		b = append(b, `,"meta":`...)
+		b = appendRaw(b, e.Meta)
+	}
+	return append(b, '}')
+}
+
+func optString(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendString(append(b, key...), v)
+}
+
+// plain reports whether s needs no escaping (printable ASCII without the
+// characters encoding/json escapes).
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+func appendString(b []byte, s string) []byte {
+	if plain(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, err := json.Marshal(s) // the rare string with escapes: encoding/json's own rules
+	if err != nil {
+		return append(b, `""`...) // a Go string always marshals
+	}
+	return append(b, q...)
+}
+
+// appendRaw appends a raw JSON value compacted, as encoding/json does.
+func appendRaw(b []byte, raw json.RawMessage) []byte {
+	q, err := json.Marshal(raw)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, q...)
+}
+
+// errSlow sends a line to the general decoder.
+var errSlow = errors.New("not in the fast path")
+
+// Decoder decodes events from JSON lines. It keeps the strings it has seen
+// (client names, keys, operation names), so that a long history allocates
+// little; it is not safe for concurrent use.
+type Decoder struct {
+	interned map[string]string
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder() *Decoder { return &Decoder{interned: map[string]string{}} }
+
+// Decode fills e from one JSON object. Lines of the shape AppendJSON
+// writes are parsed by hand; anything else (escapes, unknown fields,
+// other spacing) goes through encoding/json, so the result is the same.
+func (d *Decoder) Decode(line []byte, e *Event) error {
+	*e = Event{}
+	if err := d.fast(line, e); err == nil {
+		return nil
+	}
+	*e = Event{}
+	return json.Unmarshal(line, e)
+}
+
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.interned[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(d.interned) < 1<<16 {
+		d.interned[s] = s
+	}
+	return s
+}
+
+func (d *Decoder) fast(b []byte, e *Event) error {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return errSlow
+	}
+	i := 1
+	for i < len(b)-1 {
+		if b[i] == ',' {
+			i++
+		}
+		if b[i] != '"' {
+			return errSlow
+		}
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			return errSlow
+		}
+		key := b[i+1 : i+1+j]
+		i += j + 2
+		if i >= len(b) || b[i] != ':' {
+			return errSlow
+		}
+		i++
+		var err error
+		switch string(key) {
+		case "t":
+			e.T, i, err = num(b, i)
+		case "token":
+			var v int64
+			v, i, err = num(b, i)
+			e.Token = uint64(v)
+		case "intended":
+			e.Intended, i, err = num(b, i)
+		case "type":
+			var s []byte
+			s, i, err = str(b, i)
+			e.Type = Type(d.intern(s))
+		case "f":
+			var s []byte
+			s, i, err = str(b, i)
+			e.F = d.intern(s)
+		case "proc", "key", "fenced", "fault", "target":
+			var s []byte
+			s, i, err = str(b, i)
+			v := d.intern(s)
+			switch key[0] {
+			case 'p':
+				e.Proc = v
+			case 'k':
+				e.Key = v
+			case 'f':
+				if key[1] == 'e' {
+					e.Fenced = v
+				} else {
+					e.Fault = v
+				}
+			case 't':
+				e.Target = v
+			}
+		case "err", "observed":
+			var s []byte
+			s, i, err = str(b, i)
+			if key[0] == 'e' {
+				e.Err = string(s)
+			} else {
+				e.Observed = string(s)
+			}
+		case "lost", "reuse", "late":
+			if !bytes.HasPrefix(b[i:], []byte("true")) {
+				return errSlow
+			}
+			i += 4
+			switch key[1] {
+			case 'o':
+				e.Lost = true
+			case 'e':
+				e.Reuse = true
+			case 'a':
+				e.Late = true
+			}
+		case "meta":
+			var end int
+			end, err = skipValue(b, i)
+			if err == nil {
+				e.Meta = append(json.RawMessage(nil), b[i:end]...)
+				i = end
+			}
+		default:
+			return errSlow
+		}
+		if err != nil {
+			return err
+		}
+		if i < len(b)-1 && b[i] != ',' {
+			return errSlow
+		}
+	}
+	return nil
+}
+
+// num parses a non-negative or negative integer at b[i:].
+func num(b []byte, i int) (int64, int, error) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var v int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if v > (1<<63-1)/10 {
+			return 0, i, errSlow
+		}
+		v = v*10 + int64(b[i]-'0')
+		i++
+	}
+	if i == start || (i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E')) {
+		return 0, i, errSlow
+	}
+	if neg {
+		v = -v
+	}
+	return v, i, nil
+}
+
+// str returns the bytes of a string without escapes at b[i:].
+func str(b []byte, i int) ([]byte, int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, errSlow
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i+1 : j], j + 1, nil
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, j, errSlow
+		}
+	}
+	return nil, i, errSlow
+}
+
+// skipValue returns the end of the JSON object or array starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) || (b[i] != '{' && b[i] != '[') {
+		return i, errSlow
+	}
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			for j++; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1, nil
+			}
+		}
+	}
+	return i, fmt.Errorf("unterminated value")
+}

@@ -1,0 +1,89 @@
+package history
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+func randomEvent(r *rand.Rand) Event {
+	strs := []string{"", "i1c0", "k0", "acquire", "plain text", `with "quotes"`, "tab\there", "<html>&", "ünïcödé", "\u2028", "back\\slash", "\x01"}
+	pick := func() string { return strs[r.IntN(len(strs))] }
+	e := Event{T: r.Int64N(1 << 40), Type: []Type{Invoke, OK, Fail, Info, Mark}[r.IntN(5)], F: pick(), Proc: pick(), Key: pick(),
+		Err: pick(), Fenced: pick(), Fault: pick(), Target: pick(), Observed: pick()}
+	if r.IntN(2) == 0 {
+		e.Token = r.Uint64N(1 << 50)
+	}
+	if r.IntN(3) == 0 {
+		e.Intended = r.Int64N(1 << 40)
+	}
+	e.Lost, e.Reuse, e.Late = r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(2) == 0
+	if r.IntN(4) == 0 {
+		e.Meta = json.RawMessage(`{"name":"x","faults":[{"a":1}],"s":"}{"}`)
+	}
+	return e
+}
+
+// TestCodecMatchesEncodingJSON: AppendJSON writes what encoding/json
+// writes, and Decode reads back what was written, for events with every
+// field and awkward strings.
+func TestCodecMatchesEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	d := NewDecoder()
+	for i := 0; i < 20000; i++ {
+		e := randomEvent(r)
+		want, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := AppendJSON(nil, &e)
+		if string(got) != string(want) {
+			t.Fatalf("AppendJSON:\n got %s\nwant %s", got, want)
+		}
+		var back Event
+		if err := d.Decode(got, &back); err != nil {
+			t.Fatalf("Decode(%s): %v", got, err)
+		}
+		var ref Event
+		json.Unmarshal(want, &ref)
+		if !reflect.DeepEqual(back, ref) {
+			t.Fatalf("Decode(%s):\n got %+v\nwant %+v", got, back, ref)
+		}
+	}
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	e := Event{T: 123456789, Type: OK, F: OpAcquire, Proc: "i1c12", Key: "k17", Token: 4242}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = AppendJSON(buf[:0], &e)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	e := Event{T: 123456789, Type: OK, F: OpAcquire, Proc: "i1c12", Key: "k17", Token: 4242}
+	line := AppendJSON(nil, &e)
+	d := NewDecoder()
+	var out Event
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := d.Decode(line, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeEncodingJSON(b *testing.B) {
+	e := Event{T: 123456789, Type: OK, F: OpAcquire, Proc: "i1c12", Key: "k17", Token: 4242}
+	line := AppendJSON(nil, &e)
+	var out Event
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		out = Event{}
+		if err := json.Unmarshal(line, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
