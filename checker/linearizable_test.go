@@ -18,8 +18,8 @@ type step struct {
 	token uint64
 }
 
-func linOf(steps []step) *checker.LinOps {
-	l := checker.NewLinOps()
+func linOf(steps []step, fenced bool, lease time.Duration) *checker.LinOps {
+	l := checker.NewLinOps(fenced, lease, 10*time.Second)
 	for _, s := range steps {
 		l.Add(&history.Event{T: s.t, Type: s.typ, F: s.f, Proc: s.proc, Key: "k", Token: s.token})
 	}
@@ -63,7 +63,7 @@ func TestLockModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := linOf(tt.steps).CheckLinearizable(true, 0, 10*time.Second)
+			r := linOf(tt.steps, true, 0).Result()
 			if r.Verdict != tt.plain || r.Fenced != tt.fenced {
 				t.Errorf("plain %s fenced %s, want %s %s", r.Verdict, r.Fenced, tt.plain, tt.fenced)
 			}
@@ -84,7 +84,7 @@ func TestLinearizabilityAgreesWithMutualExclusion(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := history.NewReader(f, name)
-		l := checker.NewLinOps()
+		l := checker.NewLinOps(false, 0, 10*time.Second)
 		var c *checker.Case
 		for r.Next() {
 			if r.Event().F == history.MarkCaseStart {
@@ -96,7 +96,7 @@ func TestLinearizabilityAgreesWithMutualExclusion(t *testing.T) {
 			c.Add(r.Event())
 		}
 		f.Close()
-		lin := l.CheckLinearizable(false, 0, 10*time.Second)
+		lin := l.Result()
 		me := c.Result().MutualExclusion
 		if lin.Verdict != me {
 			t.Errorf("%s: linearizability %s, mutual exclusion %s", name, lin.Verdict, me)
@@ -125,7 +125,7 @@ func TestLeaseModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if r := linOf(tt.steps).CheckLinearizable(false, tt.lease, 10*time.Second); r.Verdict != tt.want {
+			if r := linOf(tt.steps, false, tt.lease).Result(); r.Verdict != tt.want {
 				t.Errorf("verdict %s, want %s", r.Verdict, tt.want)
 			}
 		})
@@ -142,5 +142,31 @@ func TestInvalidRunsHaveNoOkSubVerdict(t *testing.T) {
 	r = checker.LinResult{Verdict: checker.Violation, Fenced: checker.Ok}.Judged(false)
 	if r.Verdict != checker.Violation || r.Fenced != checker.Unknown {
 		t.Errorf("invalid run with a violation: %s %s", r.Verdict, r.Fenced)
+	}
+}
+
+// TestWindowsCutLongHistories: a long single-key history whose key is
+// quiet between holders is checked window by window, so it gets a verdict
+// however long it is, and a violation in one window is found.
+func TestWindowsCutLongHistories(t *testing.T) {
+	var steps []step
+	tm := int64(0)
+	at := func() int64 { tm++; return tm }
+	for i := 0; i < 3*checker.MaxLinOpsPerKey; i++ {
+		p := []string{"a", "b"}[i%2]
+		steps = append(steps, step{at(), inv, acq, p, 0}, step{at(), ok, acq, p, uint64(i + 1)}, step{at(), inv, rel, p, 0}, step{at(), ok, rel, p, 0})
+	}
+	r := linOf(steps, true, 0).Result()
+	if r.Verdict != checker.Ok || r.Fenced != checker.Ok || r.Windows < 3*checker.MaxLinOpsPerKey {
+		t.Fatalf("long safe history: %s %s in %d windows", r.Verdict, r.Fenced, r.Windows)
+	}
+	// The same, with one overlap in the middle and a token that goes back.
+	mid := len(steps) / 2
+	bad := append([]step(nil), steps[:mid]...)
+	bad = append(bad, step{at(), inv, acq, "a", 0}, step{at(), ok, acq, "a", 1}, step{at(), inv, acq, "b", 0}, step{at(), ok, acq, "b", 2},
+		step{at(), inv, rel, "a", 0}, step{at(), ok, rel, "a", 0}, step{at(), inv, rel, "b", 0}, step{at(), ok, rel, "b", 0})
+	r = linOf(bad, true, 0).Result()
+	if r.Verdict != checker.Violation || r.Fenced != checker.Violation {
+		t.Fatalf("overlap in a long history: %s %s", r.Verdict, r.Fenced)
 	}
 }

@@ -162,7 +162,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		if chk != nil {
 			res := chk.Result()
 			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)}
-			cs.Linearizability = lin.CheckLinearizable(res.Meta.Fenced, time.Duration(res.Meta.LeaseNs), LinTimeout).Judged(res.Valid)
+			cs.Linearizability = lin.Result().Judged(res.Valid)
 			cs.evaluate()
 			s.Cases = append(s.Cases, cs)
 		}
@@ -178,7 +178,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			}
 			chk = checker.NewCase(meta, e.T)
 			agg = NewAggregator(e.T)
-			lin = checker.NewLinOps()
+			lin = checker.NewLinOps(meta.Fenced, time.Duration(meta.LeaseNs), LinTimeout)
 			continue
 		}
 		if chk == nil {

@@ -93,10 +93,13 @@ type HarnessStats struct {
 	// Cores is how many cores the machine has.
 	Cores int `json:"cores"`
 	// Goroutines, open file descriptors and heap of the coordinator at
-	// the end of the case.
-	Goroutines int   `json:"coordinator_goroutines"`
-	FDs        int   `json:"coordinator_fds"`
-	HeapBytes  int64 `json:"coordinator_heap_bytes"`
+	// the end of the case, and the most any one worker reported.
+	Goroutines       int   `json:"coordinator_goroutines"`
+	FDs              int   `json:"coordinator_fds"`
+	HeapBytes        int64 `json:"coordinator_heap_bytes"`
+	WorkerGoroutines int   `json:"worker_goroutines_max"`
+	WorkerFDs        int   `json:"worker_fds_max"`
+	WorkerHeapBytes  int64 `json:"worker_heap_bytes_max"`
 }
 
 // Fenced-side outcomes of a resource request (field Fenced).

@@ -155,6 +155,9 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				if rep.EmitLagMax > cr.stats.EmitLagMaxNs && !paused {
 					cr.stats.EmitLagMaxNs = rep.EmitLagMax
 				}
+				cr.stats.WorkerGoroutines = max(cr.stats.WorkerGoroutines, rep.Goroutines)
+				cr.stats.WorkerFDs = max(cr.stats.WorkerFDs, rep.FDs)
+				cr.stats.WorkerHeapBytes = max(cr.stats.WorkerHeapBytes, rep.HeapBytes)
 				cr.liveMu.Unlock()
 			}
 			cr.r.m.advance(src, e.T)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -125,7 +127,14 @@ func (em *emitter) ticks(ctx context.Context, d *links.Dialer) {
 		lag := em.lagMax
 		em.lagMax = 0
 		em.mu.Unlock()
-		b, err := json.Marshal(Report{Links: d.Snapshot(), EmitLagMax: lag})
+		rep := Report{Links: d.Snapshot(), EmitLagMax: lag, Goroutines: runtime.NumGoroutine()}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		rep.HeapBytes = int64(ms.HeapAlloc)
+		if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+			rep.FDs = len(fds)
+		}
+		b, err := json.Marshal(rep)
 		if err != nil {
 			continue // a report of numbers always encodes
 		}

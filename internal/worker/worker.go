@@ -77,6 +77,10 @@ type Report struct {
 	// between its timestamp and its write to the coordinator: a worker
 	// that cannot get its events out is the harness's trouble.
 	EmitLagMax int64 `json:"emit_lag_max_ns"`
+	// The instance's goroutines, open descriptors and heap.
+	Goroutines int   `json:"goroutines"`
+	FDs        int   `json:"fds"`
+	HeapBytes  int64 `json:"heap_bytes"`
 }
 
 // Run is the body of `bench worker`.

@@ -1,0 +1,114 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/history"
+)
+
+// genHistory is an io.Reader that produces a safe history of n events (as
+// bench check would read from history.jsonl), generated as it is read:
+// clients take turns on keys, each acquisition six events.
+type genHistory struct {
+	n, sent int
+	buf     []byte
+	t       int64
+	i       int
+	clients []string
+	keys    []string
+}
+
+func newGenHistory(n, clients, keys int) *genHistory {
+	g := &genHistory{n: n}
+	for c := 0; c < clients; c++ {
+		g.clients = append(g.clients, fmt.Sprintf("i%dc%d", c/8+1, c%8))
+	}
+	for k := 0; k < keys; k++ {
+		g.keys = append(g.keys, fmt.Sprintf("k%d", k))
+	}
+	meta, _ := json.Marshal(history.CaseMeta{Name: "gen", Backend: "redis", Fenced: true, Clients: clients, Keys: keys, LeaseNs: int64(2 * time.Second)})
+	g.emit(&history.Event{Type: history.Mark, F: history.MarkCaseStart, Meta: meta})
+	return g
+}
+
+func (g *genHistory) emit(e *history.Event) {
+	g.t += 1000
+	e.T = g.t
+	g.buf = append(history.AppendJSON(g.buf, e), '\n')
+	g.sent++
+}
+
+func (g *genHistory) Read(p []byte) (int, error) {
+	for len(g.buf) < len(p) && g.sent < g.n {
+		if g.sent+6 >= g.n {
+			g.emit(&history.Event{Type: history.Mark, F: history.MarkCaseEnd})
+			g.n = g.sent
+			break
+		}
+		proc, key := g.clients[g.i%len(g.clients)], g.keys[g.i%len(g.keys)]
+		tok := uint64(g.i + 1)
+		g.emit(&history.Event{Type: history.Invoke, F: history.OpAcquire, Proc: proc, Key: key})
+		g.emit(&history.Event{Type: history.OK, F: history.OpAcquire, Proc: proc, Key: key, Token: tok})
+		g.emit(&history.Event{Type: history.Mark, F: history.MarkResRead, Proc: proc, Key: key, Token: tok, Fenced: history.FencedAccepted})
+		g.emit(&history.Event{Type: history.Mark, F: history.MarkResWrite, Proc: proc, Key: key, Token: tok, Fenced: history.FencedAccepted})
+		g.emit(&history.Event{Type: history.Invoke, F: history.OpRelease, Proc: proc, Key: key})
+		g.emit(&history.Event{Type: history.OK, F: history.OpRelease, Proc: proc, Key: key})
+		g.i++
+	}
+	if len(g.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, g.buf)
+	g.buf = g.buf[:copy(g.buf, g.buf[n:])]
+	return n, nil
+}
+
+// BenchmarkCheck10M runs bench check's analysis (parse, mutual exclusion,
+// metrics, windowed linearizability) over a generated history of ten
+// million events, and reports events per second and the peak heap: the
+// analysis streams, so memory does not grow with the history.
+func BenchmarkCheck10M(b *testing.B) {
+	const events = 10_000_000
+	for i := 0; i < b.N; i++ {
+		var peak uint64
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak {
+					peak = ms.HeapInuse
+				}
+				select {
+				case <-done:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
+		start := time.Now()
+		sum, err := Analyze(history.NewReader(newGenHistory(events, 64, 1000), "gen"))
+		elapsed := time.Since(start)
+		close(done)
+		wg.Wait()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := sum.Cases[0]
+		if c.Check.Status != "ok" || c.Linearizability.Verdict != "ok" || c.Metrics.Acquisitions < events/6-1 {
+			b.Fatalf("status %s, linearizability %s, %d acquisitions", c.Check.Status, c.Linearizability.Verdict, c.Metrics.Acquisitions)
+		}
+		b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
+		b.ReportMetric(elapsed.Seconds(), "s")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	}
+}
