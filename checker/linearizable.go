@@ -208,8 +208,8 @@ func sequential(ops []porcupine.Operation, fenced bool, lease int64, startMax ui
 // there stands, otherwise the key is Unknown.
 type LinOps struct {
 	isFenced bool
-	lease   int64
-	timeout time.Duration
+	lease    int64
+	timeout  time.Duration
 
 	clients map[string]int
 	names   []string
