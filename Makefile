@@ -12,7 +12,7 @@ RESULTS    ?= results
 APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 
-.PHONY: help setup apt-packages servers build bench quick known perf screenshot test vet fmt-check clean fuzz fuzz-short
+.PHONY: help setup apt-packages servers build bench quick known perf perf-profile screenshot test vet fmt-check clean fuzz fuzz-short
 
 ## help: list the targets
 help:
@@ -102,6 +102,10 @@ known: setup build
 ## perf: the harness against a bare lock loop, side by side, for redis and etcd (~3 min); prints the ratios
 perf: setup build
 	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 3
+
+## perf-profile: what each lock costs three ways (scenarios/perf.yaml: uncontended, hand-off, open loop; ~4 min)
+perf-profile: setup build
+	./$(BIN) run -o $(RESULTS) scenarios/perf.yaml
 
 ## screenshot: render RUN=<results folder>/report.html in headless Chromium (installed if missing) to report.png
 screenshot:
