@@ -11,6 +11,7 @@ SCENARIO   ?= scenarios/backends.yaml
 RESULTS    ?= results
 APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
+VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: help setup apt-packages servers build bench quick known perf perf-profile screenshot test vet fmt-check clean fuzz fuzz-short
 
@@ -46,7 +47,7 @@ build: $(BIN)
 	@true
 
 $(BIN): $(GOFILES) go.mod go.sum
-	@$(GO) build -o $(BIN) ./cmd/bench
+	@$(GO) build -ldflags "-X github.com/lockbench/lockbench/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/bench
 
 ## bench: install, build and run every backend (scenarios/backends.yaml, ~5 min; SCENARIO=... for another) into results/
 bench: setup build

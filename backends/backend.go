@@ -21,10 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/suggest"
 )
 
 // ErrNotAcquired means the lock is held by someone else: the attempt
@@ -225,6 +228,65 @@ type Info struct {
 	// catches what it should.
 	Unsafe bool
 	New    Constructor
+	// Options is the zero value of the backend's options struct (nil:
+	// none): its yaml and doc tags are what `bench list` shows.
+	Options any
+}
+
+// Option describes one option of a backend.
+type Option struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Doc  string `json:"doc"`
+}
+
+// OptionList lists a backend's options from the yaml and doc tags of its
+// options struct (inline structs flattened), in declaration order.
+func (i Info) OptionList() []Option {
+	if i.Options == nil {
+		return nil
+	}
+	return optionsOf(reflect.TypeOf(i.Options))
+}
+
+func optionsOf(t reflect.Type) []Option {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []Option
+	for n := 0; n < t.NumField(); n++ {
+		f := t.Field(n)
+		tag := f.Tag.Get("yaml")
+		name, flags, _ := strings.Cut(tag, ",")
+		if flags == "inline" {
+			out = append(out, optionsOf(f.Type)...)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, Option{Name: name, Type: typeName(f.Type), Doc: f.Tag.Get("doc")})
+	}
+	return out
+}
+
+// typeName names an option's type the way a scenario file writes it.
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "Duration" {
+		return "duration"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "int"
+	case reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "bool"
+	}
+	return t.Kind().String()
 }
 
 var (
@@ -252,7 +314,7 @@ func Lookup(name string) (Info, error) {
 	defer regMu.RUnlock()
 	info, ok := registry[name]
 	if !ok {
-		return Info{}, fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(namesLocked(), ", "))
+		return Info{}, fmt.Errorf("unknown backend %q%s (known: %s)", name, suggest.Hint(name, namesLocked()), strings.Join(namesLocked(), ", "))
 	}
 	return info, nil
 }

@@ -20,21 +20,21 @@ import (
 // key's ModifyIndex read (consistently) right after acquiring: a Raft index,
 // monotonic across the cluster.
 func init() {
-	Register(Info{Name: "consul", Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", New: newConsul})
+	Register(Info{Name: "consul", Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", Options: ConsulOptions{}, New: newConsul})
 }
 
 // ConsulOptions expose api.LockOptions; unset means the library's default.
 type ConsulOptions struct {
-	Servers        int             `yaml:"servers"`         // default 3
-	SessionTTL     config.Duration `yaml:"session_ttl"`     // default 15s; Consul's minimum is 10s
-	LockDelay      config.Duration `yaml:"lock_delay"`      // default 15s (0 is not expressible through the client: use 1ms)
-	LockWaitTime   config.Duration `yaml:"lock_wait_time"`  // blocking query wait, default 15s
-	LockTryOnce    bool            `yaml:"lock_try_once"`   // default false: wait until acquired or the acquire timeout
-	MonitorRetries int             `yaml:"monitor_retries"` // default 0
-	MonitorRetry   config.Duration `yaml:"monitor_retry_time"`
+	Servers        int             `yaml:"servers" doc:"Consul servers in the cluster (default 3)"`                                    // default 3
+	SessionTTL     config.Duration `yaml:"session_ttl" doc:"session TTL (default 15s; Consul's minimum is 10s)"`                       // default 15s; Consul's minimum is 10s
+	LockDelay      config.Duration `yaml:"lock_delay" doc:"lock delay after a session is invalidated (default 15s; use 1ms for none)"` // default 15s (0 is not expressible through the client: use 1ms)
+	LockWaitTime   config.Duration `yaml:"lock_wait_time" doc:"blocking query wait of api.Lock (default 15s)"`                         // blocking query wait, default 15s
+	LockTryOnce    bool            `yaml:"lock_try_once" doc:"one attempt per Lock call instead of waiting (default false)"`           // default false: wait until acquired or the acquire timeout
+	MonitorRetries int             `yaml:"monitor_retries" doc:"retries of the lock monitor on errors (default 0)"`                    // default 0
+	MonitorRetry   config.Duration `yaml:"monitor_retry_time" doc:"wait between monitor retries (library default 2s)"`
 	// HealthChecks ties the session to the node's serfHealth check (the
 	// default, true); false leaves only the TTL.
-	HealthChecks *bool `yaml:"health_checks"`
+	HealthChecks *bool `yaml:"health_checks" doc:"tie the session to serfHealth (default true); false leaves only the TTL"`
 }
 
 type consulBackend struct{ opt ConsulOptions }

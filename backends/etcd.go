@@ -23,25 +23,25 @@ import (
 // token is the revision at which the mutex was acquired
 // (Mutex.Header().Revision), which increases across successive holders.
 func init() {
-	Register(Info{Name: "etcd", Summary: "etcd v3 concurrency.Mutex over a session lease; token = acquisition revision", New: newEtcd})
+	Register(Info{Name: "etcd", Summary: "etcd v3 concurrency.Mutex over a session lease; token = acquisition revision", Options: EtcdOptions{}, New: newEtcd})
 }
 
 // EtcdOptions configure the etcd backend.
 type EtcdOptions struct {
 	// Members of the cluster (default 3).
-	Members int `yaml:"members"`
+	Members int `yaml:"members" doc:"cluster members (default 3)"`
 	// SessionTTL of the lease (default: the workload's ttl rounded up to
 	// whole seconds; the library's own default is 60s; the server raises
 	// anything below its minimum, 2s with default timings).
-	SessionTTL config.Duration `yaml:"session_ttl"`
+	SessionTTL config.Duration `yaml:"session_ttl" doc:"session lease TTL (default: the workload ttl rounded up to seconds; server minimum 2s)"`
 	// Wait is block (Mutex.Lock, default) or try (Mutex.TryLock, with the
 	// client's backoff between attempts).
-	Wait string `yaml:"wait"`
+	Wait string `yaml:"wait" doc:"block (Mutex.Lock, default) or try (Mutex.TryLock with backoff)"`
 	// Server timings in ms (etcd defaults: 100 and 1000).
-	HeartbeatInterval int `yaml:"heartbeat_interval"`
-	ElectionTimeout   int `yaml:"election_timeout"`
+	HeartbeatInterval int `yaml:"heartbeat_interval" doc:"server heartbeat in ms (default 100)"`
+	ElectionTimeout   int `yaml:"election_timeout" doc:"server election timeout in ms (default 1000)"`
 	// DialTimeout of the client (default 5s).
-	DialTimeout config.Duration `yaml:"dial_timeout"`
+	DialTimeout config.Duration `yaml:"dial_timeout" doc:"client dial timeout (default 5s)"`
 }
 
 type etcdBackend struct{ opt EtcdOptions }

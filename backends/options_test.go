@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestBackendOptions: each backend's defaults, and every out-of-range or
@@ -62,4 +62,31 @@ func TestDefaults(t *testing.T) {
 	if got := len(r.Servers()); got != 5 || r.Fenced() {
 		t.Errorf("redlock: %d servers, fenced %v; want 5, false", got, r.Fenced())
 	}
+}
+
+// TestEveryOptionIsDocumented: bench list shows every option of every
+// backend with its type and a description that names its default.
+func TestEveryOptionIsDocumented(t *testing.T) {
+	for _, info := range All() {
+		for _, o := range info.OptionList() {
+			if o.Doc == "" || o.Type == "" {
+				t.Errorf("%s option %s has no doc tag or type", info.Name, o.Name)
+			}
+			if !strings.Contains(o.Doc, "default") {
+				t.Errorf("%s option %s: doc %q does not say its default", info.Name, o.Name, o.Doc)
+			}
+		}
+	}
+	if len(mustLookup(t, "redis-sentinel").OptionList()) < 10 {
+		t.Error("redis-sentinel does not list the redis options it inlines")
+	}
+}
+
+func mustLookup(t *testing.T, name string) Info {
+	t.Helper()
+	i, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }

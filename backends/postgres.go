@@ -21,26 +21,26 @@ import (
 // (TCP keepalive settings). The fencing token is nextval of a sequence,
 // taken while the lock is held.
 func init() {
-	Register(Info{Name: "postgres", Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", New: newPostgres})
+	Register(Info{Name: "postgres", Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", Options: PostgresOptions{}, New: newPostgres})
 }
 
 // PostgresOptions configure the postgres backend.
 type PostgresOptions struct {
 	// Scope is session (pg_advisory_lock / pg_advisory_unlock, default) or
 	// transaction (pg_advisory_xact_lock inside BEGIN ... COMMIT).
-	Scope string `yaml:"scope"`
+	Scope string `yaml:"scope" doc:"session (pg_advisory_lock, default) or transaction (pg_advisory_xact_lock)"`
 	// Wait is try (pg_try_advisory_lock, default: the client retries with
 	// backoff) or block (pg_advisory_lock, bounded by the acquire timeout).
-	Wait string `yaml:"wait"`
+	Wait string `yaml:"wait" doc:"try (pg_try_advisory_lock with backoff, default) or block (pg_advisory_lock)"`
 	// ConnectTimeout of pgx (default: none).
-	ConnectTimeout config.Duration `yaml:"connect_timeout"`
+	ConnectTimeout config.Duration `yaml:"connect_timeout" doc:"pgx connect timeout (default none)"`
 	// Server settings deciding how fast a dead client's session, and its
 	// locks, are dropped (PostgreSQL defaults: the kernel's keepalive, 0).
-	TCPKeepalivesIdle             int             `yaml:"tcp_keepalives_idle"`
-	TCPKeepalivesInterval         int             `yaml:"tcp_keepalives_interval"`
-	TCPKeepalivesCount            int             `yaml:"tcp_keepalives_count"`
-	TCPUserTimeout                config.Duration `yaml:"tcp_user_timeout"`
-	ClientConnectionCheckInterval config.Duration `yaml:"client_connection_check_interval"`
+	TCPKeepalivesIdle             int             `yaml:"tcp_keepalives_idle" doc:"server tcp_keepalives_idle in s (default: the kernel's)"`
+	TCPKeepalivesInterval         int             `yaml:"tcp_keepalives_interval" doc:"server tcp_keepalives_interval in s (default: the kernel's)"`
+	TCPKeepalivesCount            int             `yaml:"tcp_keepalives_count" doc:"server tcp_keepalives_count (default: the kernel's)"`
+	TCPUserTimeout                config.Duration `yaml:"tcp_user_timeout" doc:"server tcp_user_timeout (default 0: the kernel's)"`
+	ClientConnectionCheckInterval config.Duration `yaml:"client_connection_check_interval" doc:"server client_connection_check_interval (default 0: off)"`
 }
 
 type postgresBackend struct{ opt PostgresOptions }

@@ -29,9 +29,9 @@ import (
 // same single server, so a restart without persistence resets it (the
 // token can go backwards; a scenario can measure that).
 func init() {
-	Register(Info{Name: "redis", Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", New: newRedisMode(redisSafe)})
-	Register(Info{Name: "redis-del", Summary: "control: as redis but releases with plain DEL (removes another holder's lock)", Unsafe: true, New: newRedisMode(redisDel)})
-	Register(Info{Name: "redis-nottl", Summary: "control: SETNX without TTL (a dead holder blocks the key forever)", Unsafe: true, New: newRedisMode(redisNoTTL)})
+	Register(Info{Name: "redis", Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", Options: RedisOptions{}, New: newRedisMode(redisSafe)})
+	Register(Info{Name: "redis-del", Summary: "control: as redis but releases with plain DEL (removes another holder's lock)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisDel)})
+	Register(Info{Name: "redis-nottl", Summary: "control: SETNX without TTL (a dead holder blocks the key forever)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisNoTTL)})
 }
 
 type redisMode int
@@ -72,19 +72,19 @@ return 0`)
 // mean the go-redis default.
 type RedisOptions struct {
 	// Persistence of the server: none (default), everysec or always.
-	Persistence string `yaml:"persistence"`
+	Persistence string `yaml:"persistence" doc:"server persistence: none (default), everysec or always"`
 	// Fencing issues an INCR token with each acquisition (default true).
-	Fencing *bool `yaml:"fencing"`
+	Fencing *bool `yaml:"fencing" doc:"issue an INCR fencing token with each acquisition (default true)"`
 	// DriftFactor shortens the client's idea of its lease's validity by
 	// ttl*factor, as Redlock does (default 0.01).
-	DriftFactor *float64 `yaml:"drift_factor"`
+	DriftFactor *float64 `yaml:"drift_factor" doc:"shorten the client's lease validity by ttl*factor (default 0.01)"`
 	// Connection settings of go-redis (defaults: dial 5s, read 3s, write =
 	// read, 3 retries, pool 10 per CPU).
-	DialTimeout  config.Duration `yaml:"dial_timeout"`
-	ReadTimeout  config.Duration `yaml:"read_timeout"`
-	WriteTimeout config.Duration `yaml:"write_timeout"`
-	MaxRetries   *int            `yaml:"max_retries"`
-	PoolSize     int             `yaml:"pool_size"`
+	DialTimeout  config.Duration `yaml:"dial_timeout" doc:"go-redis dial timeout (default 5s)"`
+	ReadTimeout  config.Duration `yaml:"read_timeout" doc:"go-redis read timeout (default 3s)"`
+	WriteTimeout config.Duration `yaml:"write_timeout" doc:"go-redis write timeout (default: read_timeout)"`
+	MaxRetries   *int            `yaml:"max_retries" doc:"go-redis retries of a failed command (default 3)"`
+	PoolSize     int             `yaml:"pool_size" doc:"go-redis pool size (default 10 per CPU)"`
 }
 
 // clientOptions are the go-redis settings of the options.

@@ -20,25 +20,25 @@ import (
 // value cannot be ordered, so the fenced resource cannot protect it, and
 // the report says so.
 func init() {
-	Register(Info{Name: "redlock", Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", New: newRedlock})
+	Register(Info{Name: "redlock", Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", Options: RedlockOptions{}, New: newRedlock})
 }
 
 // RedlockOptions expose redsync's safety-relevant options; unset means the
 // library's default. The lock's expiry is the workload's ttl.
 type RedlockOptions struct {
-	Nodes         int             `yaml:"nodes"`            // independent Redis servers (default 5)
-	Tries         int             `yaml:"tries"`            // attempts inside one Lock call (redsync default 32)
-	RetryDelay    config.Duration `yaml:"retry_delay"`      // fixed delay between tries (default: random 50–250ms)
-	DriftFactor   *float64        `yaml:"drift_factor"`     // redsync default 0.01
-	TimeoutFactor *float64        `yaml:"timeout_factor"`   // per-node timeout = expiry×factor (default 0.05)
-	SetNXOnExtend bool            `yaml:"set_nx_on_extend"` // Extend re-creates missing keys (default false)
-	FailFast      bool            `yaml:"fail_fast"`        // return as soon as a quorum answered (default false)
-	ShufflePools  bool            `yaml:"shuffle_pools"`    // default false
-	Persistence   string          `yaml:"persistence"`      // of every node: none (default), everysec, always
-	ReadTimeout   config.Duration `yaml:"read_timeout"`     // go-redis, default 3s
-	WriteTimeout  config.Duration `yaml:"write_timeout"`
-	DialTimeout   config.Duration `yaml:"dial_timeout"`
-	MaxRetries    *int            `yaml:"max_retries"` // go-redis, default 3
+	Nodes         int             `yaml:"nodes" doc:"independent Redis servers (default 5)"`                                    // independent Redis servers (default 5)
+	Tries         int             `yaml:"tries" doc:"attempts inside one Lock call (redsync default 32)"`                       // attempts inside one Lock call (redsync default 32)
+	RetryDelay    config.Duration `yaml:"retry_delay" doc:"fixed delay between tries (default: random 50-250ms)"`               // fixed delay between tries (default: random 50–250ms)
+	DriftFactor   *float64        `yaml:"drift_factor" doc:"clock drift allowance, fraction of the TTL (redsync default 0.01)"` // redsync default 0.01
+	TimeoutFactor *float64        `yaml:"timeout_factor" doc:"per-node timeout as a fraction of the TTL (default 0.05)"`        // per-node timeout = expiry×factor (default 0.05)
+	SetNXOnExtend bool            `yaml:"set_nx_on_extend" doc:"Extend re-creates missing keys (default false)"`                // Extend re-creates missing keys (default false)
+	FailFast      bool            `yaml:"fail_fast" doc:"return as soon as a quorum answered (default false)"`                  // return as soon as a quorum answered (default false)
+	ShufflePools  bool            `yaml:"shuffle_pools" doc:"shuffle the node order per call (default false)"`                  // default false
+	Persistence   string          `yaml:"persistence" doc:"persistence of every node: none (default), everysec or always"`      // of every node: none (default), everysec, always
+	ReadTimeout   config.Duration `yaml:"read_timeout" doc:"go-redis read timeout (default 3s)"`                                // go-redis, default 3s
+	WriteTimeout  config.Duration `yaml:"write_timeout" doc:"go-redis write timeout (default: read_timeout)"`
+	DialTimeout   config.Duration `yaml:"dial_timeout" doc:"go-redis dial timeout (default 5s)"`
+	MaxRetries    *int            `yaml:"max_retries" doc:"go-redis retries of a failed command (default 3)"` // go-redis, default 3
 }
 
 type redlockBackend struct{ opt RedlockOptions }

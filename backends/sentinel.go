@@ -16,26 +16,26 @@ import (
 // fencing counter, which can go backwards after a failover (the Redis
 // documentation's "Why failover-based implementations are not enough").
 func init() {
-	Register(Info{Name: "redis-sentinel", Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", New: newSentinel})
+	Register(Info{Name: "redis-sentinel", Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", Options: SentinelOptions{}, New: newSentinel})
 }
 
 // SentinelOptions configure redis-sentinel; the redis options apply too.
 type SentinelOptions struct {
 	RedisOptions `yaml:",inline"`
-	Replicas     int `yaml:"replicas"`  // 1 or 2 (default 2)
-	Sentinels    int `yaml:"sentinels"` // default 3
-	Quorum       int `yaml:"quorum"`    // Sentinels that must agree the master is down (default majority)
+	Replicas     int `yaml:"replicas" doc:"replicas of the master, 1 or 2 (default 2)"`                       // 1 or 2 (default 2)
+	Sentinels    int `yaml:"sentinels" doc:"Sentinels watching the master (default 3)"`                       // default 3
+	Quorum       int `yaml:"quorum" doc:"Sentinels that must agree the master is down (default: a majority)"` // Sentinels that must agree the master is down (default majority)
 	// DownAfter: Sentinel's down-after-milliseconds (default 30s).
-	DownAfter config.Duration `yaml:"down_after"`
+	DownAfter config.Duration `yaml:"down_after" doc:"Sentinel down-after-milliseconds (default 30s)"`
 	// FailoverTimeout: Sentinel's failover-timeout (default 180s).
-	FailoverTimeout config.Duration `yaml:"failover_timeout"`
+	FailoverTimeout config.Duration `yaml:"failover_timeout" doc:"Sentinel failover-timeout (default 180s)"`
 	// MinReplicasToWrite and MinReplicasMaxLag (s) of the servers (Redis
 	// defaults 0 and 10): a master that lost its replicas refuses writes.
-	MinReplicasToWrite int `yaml:"min_replicas_to_write"`
-	MinReplicasMaxLag  int `yaml:"min_replicas_max_lag"`
+	MinReplicasToWrite int `yaml:"min_replicas_to_write" doc:"a master with fewer replicas refuses writes (default 0: off)"`
+	MinReplicasMaxLag  int `yaml:"min_replicas_max_lag" doc:"replica lag in s for min_replicas_to_write (default 10)"`
 	// WaitReplicas > 0 sends WAIT <n> <wait_timeout> after each acquisition.
-	WaitReplicas int             `yaml:"wait_replicas"`
-	WaitTimeout  config.Duration `yaml:"wait_timeout"`
+	WaitReplicas int             `yaml:"wait_replicas" doc:"WAIT for this many replicas after each acquisition; fewer acks give the lock back (default 0: off)"`
+	WaitTimeout  config.Duration `yaml:"wait_timeout" doc:"timeout of that WAIT (default 100ms)"`
 }
 
 type sentinelBackend struct{ opt SentinelOptions }

@@ -26,24 +26,24 @@ import (
 // reconnects). The fencing token is the node's czxid, the zxid of its
 // creation, which increases in the order holders queued.
 func init() {
-	Register(Info{Name: "zookeeper", Summary: "ZooKeeper ephemeral-sequential lock recipe (go-zookeeper); token = czxid", New: newZooKeeper})
+	Register(Info{Name: "zookeeper", Summary: "ZooKeeper ephemeral-sequential lock recipe (go-zookeeper); token = czxid", Options: ZooKeeperOptions{}, New: newZooKeeper})
 }
 
 // ZooKeeperOptions configure the zookeeper backend.
 type ZooKeeperOptions struct {
-	Members int `yaml:"members"` // ensemble size (default 3)
+	Members int `yaml:"members" doc:"ensemble size (default 3)"` // ensemble size (default 3)
 	// SessionTimeout asked by the client (default: the workload's ttl); the
 	// server bounds it to [2, 20]×tick_time unless min/max are set.
-	SessionTimeout config.Duration `yaml:"session_timeout"`
+	SessionTimeout config.Duration `yaml:"session_timeout" doc:"session timeout the client asks for (default: the workload ttl; bounded to 2-20 ticks)"`
 	// TickTime of the servers (default 500ms here; ZooKeeper's is 2s).
-	TickTime config.Duration `yaml:"tick_time"`
+	TickTime config.Duration `yaml:"tick_time" doc:"server tick time (default 500ms; ZooKeeper's own is 2s)"`
 	// Wait is block (watch the predecessor, default) or try.
-	Wait string `yaml:"wait"`
+	Wait string `yaml:"wait" doc:"block (watch the predecessor, default) or try"`
 	// LostOn says when the client gives its lease up: expired (default:
 	// when ZooKeeper says the session expired, which the client learns
 	// only once it reconnects) or disconnected (as soon as the connection
 	// drops, as Curator's SUSPENDED handling advises).
-	LostOn string `yaml:"lost_on"`
+	LostOn string `yaml:"lost_on" doc:"when a client gives its lease up: expired (default) or disconnected"`
 }
 
 type zkBackend struct{ opt ZooKeeperOptions }

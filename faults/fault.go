@@ -44,6 +44,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/suggest"
+
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/internal/links"
 )
@@ -203,7 +205,7 @@ func Lookup(name string) (Info, error) {
 	defer regMu.RUnlock()
 	info, ok := registry[name]
 	if !ok {
-		return Info{}, fmt.Errorf("unknown fault type %q (known: %s)", name, strings.Join(namesLocked(), ", "))
+		return Info{}, fmt.Errorf("unknown fault type %q%s (known: %s)", name, suggest.Hint(name, namesLocked()), strings.Join(namesLocked(), ", "))
 	}
 	return info, nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/redis/go-redis/v9"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // testEnv is a faults.Env over a real in-process toxiproxy, real child

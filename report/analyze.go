@@ -17,10 +17,16 @@ const LatencyPlot = "latency"
 
 // Summary is summary.json: the verdicts and metrics of every case.
 type Summary struct {
-	Scenario string            `json:"scenario,omitempty"`
-	Seed     int64             `json:"seed"`
-	RunID    string            `json:"run_id,omitempty"`
-	Versions map[string]string `json:"versions,omitempty"`
+	// SchemaVersion is the layout version of this file (SchemaVersion).
+	SchemaVersion int               `json:"schema_version"`
+	Scenario      string            `json:"scenario,omitempty"`
+	Seed          int64             `json:"seed"`
+	RunID         string            `json:"run_id,omitempty"`
+	Versions      map[string]string `json:"versions,omitempty"`
+	// Conditions are the run's machine and set-up, from run.json.
+	Conditions *Conditions `json:"conditions,omitempty"`
+	// Decision is the backends × fault classes view of the run.
+	Decision *Decision `json:"decision,omitempty"`
 	// Warnings about the history itself (a truncated last line).
 	Warnings []string      `json:"warnings,omitempty"`
 	Cases    []CaseSummary `json:"cases"`
@@ -152,7 +158,7 @@ var ErrEmpty = errors.New("history holds no case (no case-start mark)")
 // Analyze runs the checker and the metrics over a history, case by case, in
 // one streaming pass. Events outside any case are ignored.
 func Analyze(r *history.Reader) (*Summary, error) {
-	s := &Summary{}
+	s := &Summary{SchemaVersion: SchemaVersion}
 	var (
 		chk *checker.Case
 		agg *Aggregator

@@ -45,7 +45,43 @@ type Delta struct {
 
 // Comparison is the result of comparing two sets of runs.
 type Comparison struct {
-	Deltas []Delta `json:"deltas"`
+	OldRuns int `json:"old_runs"`
+	NewRuns int `json:"new_runs"`
+	// MinP is the smallest p-value the Mann-Whitney U test can give with
+	// this many runs a side: when it is not below alpha, no change can be
+	// significant, however large.
+	MinP  float64 `json:"min_p"`
+	Alpha float64 `json:"alpha"`
+	// Warnings about the comparison as a whole (too few runs), said once.
+	Warnings []string `json:"warnings,omitempty"`
+	// Unverified counts performance changes beyond the noise floor in the
+	// bad direction that could not be tested for lack of runs.
+	Unverified int     `json:"unverified"`
+	Deltas     []Delta `json:"deltas"`
+}
+
+// minP is the smallest two-sided p-value of a Mann-Whitney U test with
+// samples of n1 and n2: 2 / C(n1+n2, n1).
+func minP(n1, n2 int) float64 {
+	if n1 == 0 || n2 == 0 {
+		return 1
+	}
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return math.Min(1, 2/c)
+}
+
+// RunsNeeded is the fewest runs a side (equal sides) for a change to be
+// able to reach significance at alpha.
+func RunsNeeded(alpha float64) int {
+	for n := 1; n < 100; n++ {
+		if minP(n, n) < alpha {
+			return n
+		}
+	}
+	return 100
 }
 
 // Regressions counts performance and safety regressions.
@@ -105,7 +141,11 @@ func Compare(old, new []*Summary, opt CompareOptions) *Comparison {
 		}
 	}
 	sort.Strings(names)
-	res := &Comparison{}
+	res := &Comparison{OldRuns: len(old), NewRuns: len(new), MinP: minP(len(old), len(new)), Alpha: opt.Alpha}
+	if res.MinP >= opt.Alpha {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("TOO FEW RUNS: %d old and %d new; with fewer than %d a side no change can be significant at alpha=%.2f (the smallest p possible is %.3f), so every performance row reads ~ however large the change. Repeat the runs (bench compare takes folders of runs).",
+			len(old), len(new), RunsNeeded(opt.Alpha), opt.Alpha, res.MinP))
+	}
 	for _, name := range names {
 		for _, m := range cmpMetrics {
 			ov, nv := values(oc[name], m.get), values(nc[name], m.get)
@@ -115,8 +155,12 @@ func Compare(old, new []*Summary, opt CompareOptions) *Comparison {
 			cmp := benchmath.AssumeNothing.Compare(os, ns)
 			d := Delta{Case: name, Metric: m.name, OldN: len(ov), NewN: len(nv), Old: osum.Center, New: nsum.Center,
 				OldRange: osum.PctRangeString(), NewRange: nsum.PctRangeString(), Change: cmp.FormatDelta(osum.Center, nsum.Center), P: cmp.P, Verdict: "ok"}
+			seen := map[string]bool{}
 			for _, w := range append(append(osum.Warnings, nsum.Warnings...), cmp.Warnings...) {
-				d.Warnings = append(d.Warnings, w.Error())
+				if !seen[w.Error()] {
+					seen[w.Error()] = true
+					d.Warnings = append(d.Warnings, w.Error())
+				}
 			}
 			if m.safety {
 				if maxOf(ov) == 0 && maxOf(nv) > 0 {
@@ -125,12 +169,20 @@ func Compare(old, new []*Summary, opt CompareOptions) *Comparison {
 				res.Deltas = append(res.Deltas, d)
 				continue
 			}
+			rel := 0.0
+			if osum.Center != 0 {
+				rel = (nsum.Center - osum.Center) / math.Abs(osum.Center)
+			}
+			worse := rel > 0
+			if !m.lowerIsBetter {
+				worse = rel < 0
+			}
+			if res.MinP >= opt.Alpha && worse && math.Abs(rel) >= opt.NoiseFloor {
+				d.Verdict = "unverified"
+				d.Change = fmt.Sprintf("%+.0f%%?", 100*rel)
+				res.Unverified++
+			}
 			if cmp.P < cmp.Alpha && osum.Center != 0 {
-				rel := (nsum.Center - osum.Center) / math.Abs(osum.Center)
-				worse := rel > 0
-				if !m.lowerIsBetter {
-					worse = rel < 0
-				}
 				switch {
 				case math.Abs(rel) < opt.NoiseFloor:
 				case worse:
@@ -161,21 +213,50 @@ func maxOf(v []float64) float64 {
 	return m
 }
 
-// Write prints the comparison as a table, benchstat style, with warnings.
+// Write prints the comparison grouped by metric, benchstat style: one
+// table per metric, a row per case, footnotes numbered once per distinct
+// text, and the warnings about the whole comparison first and last.
 func (c *Comparison) Write(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-28s %-22s %14s %8s %14s %8s %10s %-12s %s\n", "case", "metric", "old", "±", "new", "±", "change", "p, n", "verdict")
+	for _, wn := range c.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n\n", wn)
+	}
+	noteIdx := map[string]int{}
 	var notes []string
+	var metrics []string
+	rows := map[string][]Delta{}
 	for _, d := range c.Deltas {
-		note := ""
-		if len(d.Warnings) > 0 {
-			notes = append(notes, strings.Join(d.Warnings, "; "))
-			note = fmt.Sprintf(" (%d)", len(notes))
+		if _, ok := rows[d.Metric]; !ok {
+			metrics = append(metrics, d.Metric)
 		}
-		fmt.Fprintf(&b, "%-28s %-22s %14.3f %8s %14.3f %8s %10s p=%.3f n=%d+%d %s%s\n", d.Case, d.Metric, d.Old, d.OldRange, d.New, d.NewRange, d.Change, d.P, d.OldN, d.NewN, d.Verdict, note)
+		rows[d.Metric] = append(rows[d.Metric], d)
+	}
+	for _, m := range metrics {
+		t := Table{Header: []string{m, "old", "±", "new", "±", "change", "p (n)", "verdict"}, Right: []bool{false, true, true, true, true, true, true, false}}
+		for _, d := range rows[m] {
+			verdict := d.Verdict
+			if len(d.Warnings) > 0 {
+				text := strings.Join(d.Warnings, "; ")
+				i, ok := noteIdx[text]
+				if !ok {
+					notes = append(notes, text)
+					i = len(notes)
+					noteIdx[text] = i
+				}
+				verdict += fmt.Sprintf(" (%d)", i)
+			}
+			t.Add(d.Case, fmt.Sprintf("%.3f", d.Old), d.OldRange, fmt.Sprintf("%.3f", d.New), d.NewRange, d.Change, fmt.Sprintf("%.3f (%d+%d)", d.P, d.OldN, d.NewN), verdict)
+		}
+		if err := t.Write(&b); err != nil {
+			return err
+		}
+		b.WriteString("\n")
 	}
 	for i, n := range notes {
 		fmt.Fprintf(&b, "(%d) %s\n", i+1, n)
+	}
+	if c.Unverified > 0 {
+		fmt.Fprintf(&b, "\nWARNING: %d change(s) beyond the noise floor in the bad direction are marked unverified: with %d+%d runs they cannot be tested. They do not fail the comparison; more runs (or -min-runs in a gate) would.\n", c.Unverified, c.OldRuns, c.NewRuns)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -31,9 +31,12 @@ func verdictOf(t *testing.T, c *Comparison, metric string) Delta {
 	return Delta{}
 }
 
+var (
+	base = []float64{10, 10.5, 9.8, 10.2, 9.9, 10.1, 10.3, 9.7, 10, 10.4}
+	slow = []float64{20, 21, 19.6, 20.4, 19.8, 20.2, 20.6, 19.4, 20, 20.8}
+)
+
 func TestCompare(t *testing.T) {
-	base := []float64{10, 10.5, 9.8, 10.2, 9.9, 10.1, 10.3, 9.7, 10, 10.4}
-	slow := []float64{20, 21, 19.6, 20.4, 19.8, 20.2, 20.6, 19.4, 20, 20.8}
 	slight := []float64{10.4, 10.9, 10.2, 10.6, 10.3, 10.5, 10.7, 10.1, 10.4, 10.8} // +4%: significant, under the floor
 	tests := []struct {
 		name     string
@@ -47,7 +50,8 @@ func TestCompare(t *testing.T) {
 		{"significant regression", runs(base, 10, 0), runs(slow, 10, 0), "acquire_p99_ms", "regression", "", false},
 		{"significant improvement", runs(slow, 10, 0), runs(base, 10, 0), "acquire_p99_ms", "improvement", "", false},
 		{"below the noise floor", runs(base, 10, 0), runs(slight, 10, 0), "acquire_p99_ms", "ok", "", false},
-		{"too few samples", runs(base, 1, 0), runs(slow, 1, 0), "acquire_p99_ms", "ok", "~", true},
+		{"too few samples: a doubling is unverified, not ok", runs(base, 1, 0), runs(slow, 1, 0), "acquire_p99_ms", "unverified", "", true},
+		{"too few samples, no change", runs(base, 1, 0), runs(base, 1, 0), "acquire_p99_ms", "ok", "~", true},
 		{"safety regression with one sample", runs(base, 1, 0), runs(base, 1, 3), "violations", "safety-regression", "", true},
 		{"violations that were already there", runs(base, 3, 2), runs(base, 3, 5), "violations", "ok", "", true},
 	}
@@ -69,6 +73,30 @@ func TestCompare(t *testing.T) {
 				t.Errorf("table: %v\n%s", err, buf.String())
 			}
 		})
+	}
+}
+
+// TestCompareTooFewRunsIsLoud: with one run a side the comparison says,
+// once and first, that nothing can be significant, and footnotes are not
+// repeated per row.
+func TestCompareTooFewRunsIsLoud(t *testing.T) {
+	c := Compare(runs(base, 1, 0), runs(slow, 1, 0), DefaultCompareOptions)
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "TOO FEW RUNS") || c.Unverified == 0 {
+		t.Fatalf("warnings %v unverified %d", c.Warnings, c.Unverified)
+	}
+	var buf bytes.Buffer
+	if err := c.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.HasPrefix(out, "WARNING: TOO FEW RUNS") || strings.Count(out, "need >= 4 samples") != 1 {
+		t.Errorf("output:\n%s", out)
+	}
+	if c := Compare(runs(base, 4, 0), runs(base, 4, 0), DefaultCompareOptions); len(c.Warnings) != 0 {
+		t.Errorf("4 runs a side can reach p < 0.05, yet: %v", c.Warnings)
+	}
+	if n := RunsNeeded(0.05); n != 4 {
+		t.Errorf("RunsNeeded(0.05) = %d, want 4", n)
 	}
 }
 

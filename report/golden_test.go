@@ -26,7 +26,7 @@ func TestGoldenResults(t *testing.T) {
 	if err := WriteAll(dir, sum); err != nil {
 		t.Fatal(err)
 	}
-	files := []string{layout.ReportFile, layout.SummaryFile, layout.BenchFile, "latency.svg", "matrix.svg", "scatter.svg", "timeline-overlap.svg"}
+	files := []string{layout.ReportFile, layout.SummaryFile, layout.BenchFile, "latency.svg", "decision.svg", "timeline-overlap.svg"}
 	for _, f := range files {
 		got, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {

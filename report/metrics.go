@@ -84,8 +84,19 @@ type Metrics struct {
 	// by the case's duration over SeriesStep.
 	series []point
 	start  int64
-	// spans are believed-held intervals for the holder timeline (capped).
+	// spans are believed-held intervals for the holder timeline (capped),
+	// marks the writes the fenced register refused or let through late.
 	spans []span
+	marks []writeMark
+}
+
+// writeMark is a write the timeline marks: refused by the fencing check
+// (rejected), or accepted although someone else had written since the
+// writer's read (stale, or lost on the unfenced register).
+type writeMark struct {
+	proc, key string
+	t         int64
+	rejected  bool
 }
 
 // span is one client's believed hold of a key.
@@ -234,6 +245,11 @@ func (a *Aggregator) Add(e *history.Event) {
 		a.m.Extensions++
 	case e.F == history.OpExtend && (e.Type == history.Fail || e.Type == history.Info):
 		a.m.ExtensionsFailed++
+	case e.Type == history.Mark && e.F == history.MarkResWrite:
+		bad := e.Fenced == history.FencedRejected || e.Fenced == history.FencedStale || e.Lost
+		if bad && len(a.m.marks) < MaxSpans {
+			a.m.marks = append(a.m.marks, writeMark{proc: e.Proc, key: e.Key, t: e.T, rejected: e.Fenced == history.FencedRejected})
+		}
 	case e.Type == history.Mark && e.F == history.MarkCaseStop:
 		a.end, a.stopped = e.T, true
 	case e.Type == history.Mark && e.F == history.MarkCaseEnd:

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // nines maps a percentile to the HDR-style x axis: 0 at 0%, 1 at 90%, 2 at 99%, 3 at 99.9%: x = -log10(1 - p/100).
@@ -33,73 +35,157 @@ var palette = []color.Color{
 	color.RGBA{0, 0, 0, 255}, color.RGBA{240, 228, 66, 255},
 }
 
-// WriteLatencyPlot writes the acquire latency distribution of every case,
-// HDR-histogram style (latency against percentile on a "nines" axis, log
-// latency), to base+".png" and base+".svg".
-func WriteLatencyPlot(base string, s *Summary) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Acquire latency by percentile — %s", s.Scenario)
-	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "acquire latency (ms, log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Tick.Marker = ninesTicks{}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
-	maxX := 2.0
-	lines := 0
-	lo, hi := math.Inf(1), 0.0
+// byBackend groups case indexes by backend, in order of first appearance.
+func byBackend(s *Summary) (names []string, idx map[string][]int) {
+	idx = map[string][]int{}
 	for i, c := range s.Cases {
-		h := c.Metrics.LatencyHistogram()
-		if h == nil || h.TotalCount() == 0 {
+		b := c.Check.Backend
+		if _, ok := idx[b]; !ok {
+			names = append(names, b)
+		}
+		idx[b] = append(idx[b], i)
+	}
+	return names, idx
+}
+
+// shortCase names a case inside its backend's panel: the part of its name
+// after the backend's, or its fault class when that is all it shares.
+func shortCase(c *CaseSummary) string {
+	n := strings.TrimPrefix(c.Check.Case, c.Check.Backend)
+	n = strings.TrimLeft(n, "-_ ")
+	if n == "" {
+		return FaultClass(c.Check.Meta)
+	}
+	if c.Check.Meta.Trial > 0 {
+		n = strings.TrimSuffix(n, fmt.Sprintf("#%d", c.Check.Meta.Trial))
+	}
+	return n
+}
+
+// WriteLatencyPlot writes the acquire latency distribution by percentile
+// as small multiples, one panel per backend with a line per case, on
+// shared axes (latency on a log scale, percentiles on a "nines" axis, HDR
+// histogram style), to base+".png" and base+".svg".
+func WriteLatencyPlot(base string, s *Summary) error {
+	names, idx := byBackend(s)
+	type line struct {
+		label string
+		pts   plotter.XYs
+	}
+	panels := map[string][]line{}
+	lo, hi, maxX := math.Inf(1), 0.0, 2.0
+	for _, b := range names {
+		for _, i := range idx[b] {
+			c := &s.Cases[i]
+			h := c.Metrics.LatencyHistogram()
+			if h == nil || h.TotalCount() == 0 {
+				continue
+			}
+			var pts plotter.XYs
+			for _, pct := range []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999} {
+				if pct > 0 && float64(h.TotalCount())*(1-pct/100) < 1 {
+					break // fewer samples than this percentile needs
+				}
+				raw := h.ValueAtQuantile(pct)
+				if pct == 0 {
+					raw = h.Min() // ValueAtQuantile(0) is the histogram's floor, not a sample
+				}
+				v := math.Max(float64(raw)/1e3, 0.001)
+				pts = append(pts, plotter.XY{X: nines(pct), Y: v})
+				lo, hi, maxX = math.Min(lo, v), math.Max(hi, v), math.Max(maxX, nines(pct))
+			}
+			panels[b] = append(panels[b], line{label: shortCase(c), pts: pts})
+		}
+	}
+	var plots []*plot.Plot
+	for _, b := range names {
+		ls := panels[b]
+		if len(ls) == 0 {
 			continue
 		}
-		var pts plotter.XYs
-		for _, pct := range []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999} {
-			x := nines(pct)
-			if pct > 0 && float64(h.TotalCount())*(1-pct/100) < 1 {
-				break // fewer samples than this percentile needs
+		p := plot.New()
+		p.Title.Text = b
+		p.X.Label.Text = "percentile"
+		p.Y.Label.Text = "acquire latency (ms)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = ninesTicks{}
+		p.Add(plotter.NewGrid())
+		for i, ln := range ls {
+			l, err := plotter.NewLine(ln.pts)
+			if err != nil {
+				return fmt.Errorf("latency plot %s: %w", b, err)
 			}
-			v := float64(h.ValueAtQuantile(pct)) / 1e3
-			if v <= 0 {
-				v = 0.001
+			l.Color = palette[i%len(palette)]
+			l.Width = vg.Points(1.5)
+			if i >= len(palette) {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 			}
-			pts = append(pts, plotter.XY{X: x, Y: v})
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-			if x > maxX {
-				maxX = x
+			p.Add(l)
+			p.Legend.Add(ln.label, l)
+		}
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.TextStyle.Font.Size = vg.Points(7)
+		p.Legend.Padding = vg.Points(1)
+		p.X.Min, p.X.Max = 0, math.Ceil(maxX)
+		// Shared, explicit bounds: panels compare at a glance, and equal
+		// latencies would give a zero-height log axis gonum cannot draw.
+		p.Y.Min, p.Y.Max = lo/2, hi*4
+		plots = append(plots, p)
+	}
+	if len(plots) == 0 {
+		p := plot.New()
+		p.Title.Text = "Acquire latency by percentile: no acquisitions"
+		p.HideAxes()
+		return savePlot(p, 6*vg.Inch, 2*vg.Inch, base)
+	}
+	cols := 3
+	if len(plots) < cols {
+		cols = len(plots)
+	}
+	rows := (len(plots) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+		for c := range grid[r] {
+			if i := r*cols + c; i < len(plots) {
+				grid[r][c] = plots[i]
 			}
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return fmt.Errorf("latency plot %s: %w", c.Check.Case, err)
-		}
-		l.Color = palette[i%len(palette)]
-		l.Width = vg.Points(1.5)
-		if i >= len(palette) {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
-		p.Add(l)
-		p.Legend.Add(c.Check.Case, l)
-		lines++
 	}
-	if lines == 0 {
-		p.Add(plotter.NewFunction(func(float64) float64 { return math.NaN() }))
-		p.Title.Text += " (no acquisitions)"
-	}
-	p.X.Min, p.X.Max = 0, math.Ceil(maxX)
-	if hi > 0 {
-		// Explicit bounds: equal latencies would give a zero-height log
-		// axis, which gonum cannot draw.
-		p.Y.Min, p.Y.Max = lo/2, hi*2
-	}
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	p.Legend.Padding = vg.Points(2)
-	p.Legend.YOffs = -vg.Points(4)
+	w, h := vg.Length(cols)*3.6*vg.Inch, vg.Length(rows)*2.8*vg.Inch
+	return saveTiles(grid, w, h, base)
+}
+
+// saveTiles draws a grid of plots into one image, .png and .svg.
+func saveTiles(grid [][]*plot.Plot, w, h vg.Length, base string) error {
 	for _, ext := range []string{"png", "svg"} {
-		if err := p.Save(8*vg.Inch, 5*vg.Inch, base+"."+ext); err != nil {
-			return fmt.Errorf("save latency plot: %w", err)
+		img, err := draw.NewFormattedCanvas(w, h, ext)
+		if err != nil {
+			return err
+		}
+		dc := draw.New(img)
+		tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Points(10), PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+		canvases := plot.Align(grid, tiles, dc)
+		for r := range grid {
+			for c, p := range grid[r] {
+				if p != nil {
+					p.Draw(canvases[r][c])
+				}
+			}
+		}
+		if err := saveCanvas(img, base+"."+ext); err != nil {
+			return fmt.Errorf("save %s.%s: %w", base, ext, err)
+		}
+	}
+	return nil
+}
+
+// savePlot writes one plot as .png and .svg.
+func savePlot(p *plot.Plot, w, h vg.Length, base string) error {
+	for _, ext := range []string{"png", "svg"} {
+		if err := p.Save(w, h, base+"."+ext); err != nil {
+			return fmt.Errorf("save %s.%s: %w", base, ext, err)
 		}
 	}
 	return nil

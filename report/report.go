@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/layout"
 )
 
-// WriteAll writes summary.json, report.md and the plots into dir.
+// WriteAll writes summary.json, report.md, report.html and the plots
+// into dir.
 func WriteAll(dir string, s *Summary) error {
+	s.Decision = NewDecision(s)
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
@@ -26,10 +29,11 @@ func WriteAll(dir string, s *Summary) error {
 	if err := writeLinearizationViews(dir, s); err != nil {
 		return err
 	}
-	if err := WriteMatrix(filepath.Join(dir, MatrixPlot), s); err != nil {
+	if err := WriteDecisionPlot(filepath.Join(dir, DecisionPlot), s.Decision); err != nil {
 		return err
 	}
-	if err := WriteScatter(filepath.Join(dir, ScatterPlot), s); err != nil {
+	scatter, err := WriteScatter(filepath.Join(dir, ScatterPlot), s)
+	if err != nil {
 		return err
 	}
 	for i := range s.Cases {
@@ -60,7 +64,7 @@ func WriteAll(dir string, s *Summary) error {
 		return err
 	}
 	var md bytes.Buffer
-	if err := WriteReport(&md, s); err != nil {
+	if err := writeReport(&md, s, scatter); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, layout.ReportFile), md.Bytes(), 0o644); err != nil {
@@ -88,111 +92,64 @@ var statusWords = map[string]string{
 	"unknown":        "? incomplete",
 }
 
-// WriteReport writes the human-readable report.
+// WriteReport writes the human-readable report, with the scatter plot
+// when WriteScatter drew one.
 func WriteReport(w io.Writer, s *Summary) error {
+	return writeReport(w, s, len(ScatterPoints(s)) >= 2)
+}
+
+// caption writes a figure and the sentence that says how to read it.
+func caption(b *strings.Builder, alt, file, text string) {
+	fmt.Fprintf(b, "![%s](%s)\n\n*%s*\n\n", alt, file, text)
+}
+
+func writeReport(w io.Writer, s *Summary, scatter bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lockbench report: %s\n\n", s.Scenario)
-	fmt.Fprintf(&b, "Seed %d. Each row is one case: a lock backend under one workload and fault schedule. ", s.Seed)
-	b.WriteString("*Violations* counts moments when two clients both believed they held the same lock. ")
-	b.WriteString("*Lost updates* are writes to the unfenced resource that overwrote another holder's work. ")
-	b.WriteString("The fenced resource checks each request's fencing token: *stale rejected* are late writes it stopped, ")
-	b.WriteString("*stale accepted* are late writes it let through (damage despite fencing).\n\n")
-	b.WriteString("| case | backend | faults | verdict | violations | lost updates | stale rejected | stale accepted | acquires/s | p50 ms | p99 ms | p99.9 ms | max ms | unknown acquires | longest gap ms |\n")
-	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, c := range s.Cases {
-		r, m := c.Check, c.Metrics
-		fs := "none"
-		if len(r.Meta.Faults) > 0 {
-			var names []string
-			for _, f := range r.Meta.Faults {
-				n := fmt.Sprintf("%s %s", f.Type, f.Target)
-				if f.Type == "clock-jump" {
-					n += " (emulated)"
-				}
-				names = append(names, n)
-			}
-			fs = strings.Join(names, ", ")
-		}
-		stale := fmt.Sprint(r.Resource.StaleAccepted)
-		if !r.Meta.Fenced {
-			stale += " (no token)"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %s | %.0f | %.2f | %.2f | %.2f | %.2f | %d | %.0f |\n",
-			r.Case, r.Backend, fs, statusWords[r.Status], r.Violations, r.Resource.LostUpdates, r.Resource.StaleRejected, stale,
-			m.AcquiresPerSec, m.AcquireLatency.P50, m.AcquireLatency.P99, m.AcquireLatency.P999, m.AcquireLatency.Max,
-			m.AcquiresUnknown, m.LongestGapMs)
+	writeConditions(&b, s)
+	if t := s.Tally(); t != "" {
+		fmt.Fprintf(&b, "**%s**\n\n", t)
+	}
+	d := s.Decision
+	if d == nil {
+		d = NewDecision(s)
+	}
+	b.WriteString("## Decision view\n\n")
+	b.WriteString("Which lock is safe under which class of fault, and what it costs: backends down, the fault classes this run exercised across, each cell summing up every case (and trial) of that backend in that class. " + DecisionLegend + " The last columns are the cost when nothing goes wrong: acquire latency and throughput of the busiest case without faults, and the hand-off latency (a holder's release to the next holder's grant).\n\n")
+	if err := d.WriteMarkdown(&b); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	caption(&b, "decision view", DecisionPlot+".png", "The decision view as an image (2× resolution, to paste into a design document): the colour and the words in each cell say the same thing; \"during/after\" count acquisitions while the fault was in force and after it healed, \"gap\" is the longest time with no acquisition at all.")
+
+	b.WriteString("## Safety, case by case\n\n")
+	b.WriteString("*Violations* count moments when two clients both believed they held the same lock. *Lost updates* are writes to the unfenced resource that overwrote another holder's work. ")
+	b.WriteString("The fenced resource checks each request's fencing token: *stale rejected* are late writes it stopped, *stale accepted* are late writes it let through (damage despite fencing). *Token regressions* count fencing tokens lower than an earlier holder's (the fenced resource then refuses legitimate writes).\n\n")
+	if err := WriteSafetyTable(&b, s); err != nil {
+		return err
+	}
+	b.WriteString("\n## Latency and throughput\n\n")
+	b.WriteString("Acquire latency runs from the call (in open loop: from when the attempt was due, so a queue behind a slow lock counts) to the grant; it includes the retries and their backoff. ")
+	b.WriteString("*Hand-off* is measured only where clients waited for a key: from the holder starting its release to the next holder's grant. *Offered* and *dropped* are for open-loop cases: attempts the schedule made, and those no free client could start on time.\n\n")
+	if err := WriteLatencyTable(&b, s); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	caption(&b, "acquire latency by percentile", LatencyPlot+".png", "Acquire latency by percentile, one panel per backend and one line per case, on shared axes: read across a panel for how the tail grows (the x axis counts nines: 90%, 99%, 99.9%), and between panels at the same height to compare backends. A line stops at the highest percentile its samples can support.")
+	if scatter {
+		caption(&b, "latency against safety", ScatterPlot+".png", "Each backend's p99 acquire latency without faults (x, log scale) against its violations per 1,000 acquisitions in the cases with faults (y): down and to the left is fast and safe. Backends without both a fault-free case and a faulted one are left out.")
 	}
 	if hasTrials(s) {
-		b.WriteString("\n## Rows over trials\n\nA row repeats a case because timing makes a single run of a race flaky; it is reproduced when the expected outcome appears in at least *need* trials.\n\n")
+		b.WriteString("## Rows over trials\n\nA row repeats a case because timing makes a single run of a race flaky; it is reproduced when the expected outcome appears in at least *need* trials.\n\n")
 		b.WriteString("| row | backend | verdict | met | trials | need | invalid |\n|---|---|---|---:|---:|---:|---:|\n")
 		for _, r := range s.Rows {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d |\n", r.Row, r.Backend, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid)
 		}
+		b.WriteString("\n")
 	}
-	b.WriteString("\n![acquire latency distribution](latency.png)\n\n")
-	b.WriteString("![violations by backend and fault](matrix.png)\n\n![latency against safety](scatter.png)\n\n")
 	b.WriteString("## Cases\n\n")
 	for _, c := range s.Cases {
-		r := c.Check
-		fmt.Fprintf(&b, "### %s (%s): %s\n\n", r.Case, r.Backend, statusWords[r.Status])
-		fmt.Fprintf(&b, "- expected: violations %s, stale writes accepted %s, lost updates %s", yesno(r.Expect.Violations), yesno(r.Expect.StaleAccepted), yesno(r.Expect.LostUpdates))
-		if r.Expect.Note != "" {
-			fmt.Fprintf(&b, " — %s", r.Expect.Note)
-		}
-		b.WriteString("\n")
-		fmt.Fprintf(&b, "- mutual exclusion: %s (%d violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
-			r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
-		if !r.Meta.Fenced {
-			b.WriteString("- this backend issues no fencing token: the fenced resource cannot tell holders apart\n")
-		}
-		lin := c.Linearizability
-		fmt.Fprintf(&b, "- linearizability of the lock history (porcupine, mutex model per key): %s", lin.Verdict)
-		if lin.Fenced != "" {
-			fmt.Fprintf(&b, "; fenced model (tokens must grow): %s", lin.Fenced)
-		}
-		b.WriteString("\n")
-		for _, k := range sortedKeys(lin.Info) {
-			fmt.Fprintf(&b, "  - key %s: %s — see [%s](%s)\n", k, lin.Keys[k], linViewName(r.Case, k), linViewName(r.Case, k))
-		}
-		if r.TokenRegressions > 0 {
-			fmt.Fprintf(&b, "- **fencing token went backwards** %d times (a counter lost in a failover or restart): the fenced resource then rejects legitimate holders\n", r.TokenRegressions)
-		}
-		for _, u := range r.Unmet {
-			fmt.Fprintf(&b, "- **unmet expectation**: %s\n", u)
-		}
-		for _, v := range c.Thresholds {
-			fmt.Fprintf(&b, "- threshold %s\n", v.String())
-		}
-		for _, why := range r.Invalid {
-			fmt.Fprintf(&b, "- **invalid**: %s\n", why)
-		}
-		if len(c.Metrics.wins) > 0 {
-			fmt.Fprintf(&b, "\n![%s over time](%s.png)\n", r.Case, timeseriesName(r.Case))
-		}
-		if len(c.Metrics.wins) > 0 || r.Violations > 0 {
-			fmt.Fprintf(&b, "\n![who held the lock when](%s.png)\n", timelineName(r.Case))
-		}
-		if ph := c.Metrics.Phases; len(ph) > 0 {
-			b.WriteString("\n| fault | target | phase | seconds | acquisitions | acq/s | failed | unknown | p50 ms | p99 ms | max ms | violations |\n")
-			b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-			for _, p := range ph {
-				for _, x := range []struct {
-					name string
-					s    PhaseStats
-				}{{"before", p.Before}, {"during", p.During}, {"after", p.After}} {
-					fmt.Fprintf(&b, "| %s | %s | %s | %.1f | %d | %.0f | %d | %d | %.2f | %.2f | %.2f | %d |\n", p.Fault, p.Target, x.name,
-						x.s.DurationS, x.s.Acquisitions, x.s.AcquiresPerSec, x.s.AcquiresFailed, x.s.AcquiresUnknown, x.s.P50, x.s.P99, x.s.Max, x.s.Violations)
-				}
-			}
-			b.WriteString("\n")
-		}
-		if len(r.Examples) > 0 {
-			b.WriteString("- first violations:\n")
-			for _, o := range r.Examples {
-				fmt.Fprintf(&b, "  - %s\n", o.Describe())
-			}
-		}
-		b.WriteString("\n")
+		writeCase(&b, &c)
 	}
 	if len(s.Warnings) > 0 {
 		b.WriteString("## Warnings\n\n")
@@ -203,23 +160,156 @@ func WriteReport(w io.Writer, s *Summary) error {
 	}
 	if len(s.Versions) > 0 {
 		b.WriteString("## Versions\n\n")
-		keys := make([]string, 0, len(s.Versions))
-		for k := range s.Versions {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(s.Versions) {
 			fmt.Fprintf(&b, "- %s: %s\n", k, s.Versions[k])
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("## Re-run\n\n")
-	fmt.Fprintf(&b, "Re-check this history: `bench check history.jsonl`. Re-run the scenario with the same seed: see `rerun` in run.json.\n")
+	fmt.Fprintf(&b, "Re-check this history: `bench check history.jsonl`; regenerate this report from it: `bench report .`. Re-run the scenario with the same seed: see `rerun` in run.json.\n")
 	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// WriteSafetyTable writes the safety columns of every case of the
+// summaries, one row per case.
+func WriteSafetyTable(w io.Writer, sums ...*Summary) error {
+	t := Table{Header: []string{"case", "backend", "faults", "verdict", "violations", "lost updates", "stale rejected", "stale accepted", "token regressions", "acquisitions", "unknown acquires", "longest gap ms"},
+		Right: rightFrom(4, 12)}
+	for _, s := range sums {
+		for _, c := range s.Cases {
+			r := c.Check
+			stale := fmt.Sprint(r.Resource.StaleAccepted)
+			if !r.Meta.Fenced {
+				stale += " (no token)"
+			}
+			t.Add(r.Case, r.Backend, faultsText(r.Meta), statusWords[r.Status], fmt.Sprint(r.Violations), fmt.Sprint(r.Resource.LostUpdates),
+				fmt.Sprint(r.Resource.StaleRejected), stale, fmt.Sprint(r.TokenRegressions), fmt.Sprint(r.AcquiresOK), fmt.Sprint(r.AcquiresUnknown),
+				fmt.Sprintf("%.0f", r.Liveness.LongestGapMs))
+		}
+	}
+	return t.Write(w)
+}
+
+// WriteLatencyTable writes the latency and throughput of every case of
+// the summaries: the load, achieved and offered rates, drops, acquire
+// latency percentiles and hand-off latency.
+func WriteLatencyTable(w io.Writer, sums ...*Summary) error {
+	t := Table{Header: []string{"case", "backend", "load", "acq/s", "offered/s", "dropped", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "hand-off p50 ms", "hand-off p99 ms"},
+		Right: rightFrom(3, 12)}
+	for _, s := range sums {
+		for _, c := range s.Cases {
+			r, m := c.Check, c.Metrics
+			loop := "closed"
+			offered, dropped := "—", "—"
+			if m.OfferedPerSec > 0 {
+				loop = "open"
+				offered, dropped = fmt.Sprintf("%.0f", m.OfferedPerSec), fmt.Sprint(m.Dropped)
+			}
+			load := fmt.Sprintf("%s, %d clients, %d key%s", loop, r.Meta.Clients, r.Meta.Keys, plural(r.Meta.Keys))
+			hp50, hp99 := "—", "—"
+			if m.Handoff.Count > 0 {
+				hp50, hp99 = fmt.Sprintf("%.2f", m.Handoff.P50), fmt.Sprintf("%.2f", m.Handoff.P99)
+			}
+			t.Add(r.Case, r.Backend, load, fmt.Sprintf("%.0f", m.AcquiresPerSec), offered, dropped,
+				fmt.Sprintf("%.2f", m.AcquireLatency.P50), fmt.Sprintf("%.2f", m.AcquireLatency.P99), fmt.Sprintf("%.2f", m.AcquireLatency.P999),
+				fmt.Sprintf("%.2f", m.AcquireLatency.Max), hp50, hp99)
+		}
+	}
+	return t.Write(w)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// faultsText names a case's faults (and client misuse) for a table.
+func faultsText(m history.CaseMeta) string {
+	var names []string
+	for _, f := range m.Faults {
+		n := fmt.Sprintf("%s %s", f.Type, f.Target)
+		if f.Type == "clock-jump" {
+			n += " (emulated)"
+		}
+		names = append(names, n)
+	}
+	names = append(names, m.Misuse...)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeCase writes one case's section.
+func writeCase(b *strings.Builder, c *CaseSummary) {
+	r := c.Check
+	fmt.Fprintf(b, "### %s (%s): %s\n\n", r.Case, r.Backend, statusWords[r.Status])
+	fmt.Fprintf(b, "- expected: violations %s, stale writes accepted %s, lost updates %s", yesno(r.Expect.Violations), yesno(r.Expect.StaleAccepted), yesno(r.Expect.LostUpdates))
+	if r.Expect.Note != "" {
+		fmt.Fprintf(b, " — %s", r.Expect.Note)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "- mutual exclusion: %s (%d violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
+		r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
+	fmt.Fprintf(b, "- availability: %s\n", availability(r.Liveness))
+	if !r.Meta.Fenced {
+		b.WriteString("- this backend issues no fencing token: the fenced resource cannot tell holders apart\n")
+	}
+	lin := c.Linearizability
+	fmt.Fprintf(b, "- linearizability of the lock history (porcupine, mutex model per key): %s", lin.Verdict)
+	if lin.Fenced != "" {
+		fmt.Fprintf(b, "; fenced model (tokens must grow): %s", lin.Fenced)
+	}
+	b.WriteString("\n")
+	for _, k := range sortedKeys(lin.Info) {
+		fmt.Fprintf(b, "  - key %s: %s — see [%s](%s)\n", k, lin.Keys[k], linViewName(r.Case, k), linViewName(r.Case, k))
+	}
+	if r.TokenRegressions > 0 {
+		fmt.Fprintf(b, "- **fencing token went backwards** %d times (a counter lost in a failover or restart): the fenced resource then rejects legitimate holders\n", r.TokenRegressions)
+	}
+	for _, u := range r.Unmet {
+		fmt.Fprintf(b, "- **unmet expectation**: %s\n", u)
+	}
+	for _, v := range c.Thresholds {
+		fmt.Fprintf(b, "- threshold %s\n", v.String())
+	}
+	for _, why := range r.Invalid {
+		fmt.Fprintf(b, "- **invalid**: %s\n", why)
+	}
+	b.WriteString("\n")
+	if len(c.Metrics.wins) > 0 {
+		caption(b, r.Case+" over time", timeseriesName(r.Case)+".png", "Acquisitions per second (top) and the slowest acquisition of each 250 ms (bottom) over the whole case, fault windows shaded: a zero rate is a time nobody acquired the lock, and the latency line breaks there.")
+	}
+	if len(c.Metrics.wins) > 0 || r.Violations > 0 {
+		caption(b, "who held the lock when", timelineName(r.Case)+".png", "Who believed they held one key when: one lane per client, a bar per hold, red where two holds overlap; × marks a write the fencing token refused, a red ▲ a late write that landed. Faults shaded.")
+	}
+	if ph := c.Metrics.Phases; len(ph) > 0 {
+		b.WriteString("| fault | target | phase | seconds | acquisitions | acq/s | failed | unknown | p50 ms | p99 ms | max ms | violations |\n")
+		b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, p := range ph {
+			for _, x := range []struct {
+				name string
+				s    PhaseStats
+			}{{"before", p.Before}, {"during", p.During}, {"after", p.After}} {
+				fmt.Fprintf(b, "| %s | %s | %s | %.1f | %d | %.0f | %d | %d | %.2f | %.2f | %.2f | %d |\n", p.Fault, p.Target, x.name,
+					x.s.DurationS, x.s.Acquisitions, x.s.AcquiresPerSec, x.s.AcquiresFailed, x.s.AcquiresUnknown, x.s.P50, x.s.P99, x.s.Max, x.s.Violations)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Examples) > 0 {
+		b.WriteString("- first violations:\n")
+		for _, o := range r.Examples {
+			fmt.Fprintf(b, "  - %s\n", o.Describe())
+		}
+	}
+	b.WriteString("\n")
 }
 
 // Verdicts counts rows by verdict.
@@ -272,6 +362,24 @@ func (s *Summary) Lines() []string {
 		}
 	}
 	return out
+}
+
+// Tally sums the run up in one line: rows by verdict.
+func (s *Summary) Tally() string {
+	v := s.Verdicts()
+	if len(s.Rows) == 0 {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("%d as expected", v["ok"]+v["reproduced"])}
+	for _, k := range []string{"violation", "unavailable", "not-reproduced", "invalid"} {
+		if v[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", v[k], k))
+		}
+	}
+	if n := s.ThresholdsFailed(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d threshold(s) failed", n))
+	}
+	return fmt.Sprintf("%d row(s) from %d case(s): %s", len(s.Rows), len(s.Cases), strings.Join(parts, ", "))
 }
 
 func hasTrials(s *Summary) bool {

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // timelineName is the base name of a case's holder timeline.
@@ -27,13 +28,20 @@ func (l laneTicks) Ticks(min, max float64) []plot.Tick {
 
 // WriteTimeline draws who believed they held the case's first key when:
 // one lane per client, each hold a bar, holds that overlap another
-// client's in red, fault windows shaded.
+// client's in red, fault windows shaded; a write the fencing check refused
+// is a black ×, a late write that landed (stale, or a lost update) a red
+// ▲ above its writer's lane.
 func WriteTimeline(dir string, c *CaseSummary) error {
 	m := c.Metrics
 	if len(m.spans) == 0 {
 		return nil
 	}
+	// The key to draw: the first a write was refused or landed late on,
+	// else the first one held.
 	key := m.spans[0].key
+	if len(m.marks) > 0 {
+		key = m.marks[0].key
+	}
 	var spans []span
 	lanes := map[string]int{}
 	var names []string
@@ -87,9 +95,44 @@ func WriteTimeline(dir string, c *CaseSummary) error {
 		}
 		p.Add(rect{x0: x0, y0: y + 0.2, x1: x1, y1: y + 0.8, fill: col})
 	}
+	var rejected, landed plotter.XYs
+	for _, w := range m.marks {
+		y, ok := lanes[w.proc]
+		if w.key != key || !ok {
+			continue
+		}
+		xy := plotter.XY{X: sec(w.t), Y: float64(y) + 0.9}
+		if w.rejected {
+			rejected = append(rejected, xy)
+		} else {
+			landed = append(landed, xy)
+		}
+	}
+	for _, m := range []struct {
+		xys   plotter.XYs
+		shape draw.GlyphDrawer
+		col   color.Color
+		name  string
+	}{{rejected, draw.CrossGlyph{}, color.Black, "write refused by the fencing token"}, {landed, draw.TriangleGlyph{}, red, "late write landed"}} {
+		if len(m.xys) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(m.xys)
+		if err != nil {
+			return fmt.Errorf("timeline of %s: %w", c.Check.Case, err)
+		}
+		sc.GlyphStyle.Shape, sc.GlyphStyle.Color, sc.GlyphStyle.Radius = m.shape, m.col, vg.Points(3)
+		p.Add(sc)
+		p.Legend.Add(m.name, sc)
+	}
+	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	p.Add(plotter.NewGrid())
 	p.X.Min, p.X.Max = 0, sec(m.start)+m.DurationS
 	p.Y.Min, p.Y.Max = 0, float64(len(names))
+	if len(rejected)+len(landed) > 0 {
+		p.Y.Max += 0.8 // room for the legend
+	}
 	h := vg.Length(1.2+0.35*float64(len(names))) * vg.Inch
 	for _, ext := range []string{"png", "svg"} {
 		if err := p.Save(10*vg.Inch, h, filepath.Join(dir, timelineName(c.Check.Case))+"."+ext); err != nil {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -34,18 +35,33 @@ func (s shade) Plot(c draw.Canvas, p *plot.Plot) {
 
 // WriteTimeSeries writes, for one case, acquisitions per second and the
 // slowest acquisition over time, with its fault windows shaded: what a
-// partition or a pause did to the lock, second by second.
+// partition or a pause did to the lock, second by second. Both panels
+// cover the whole case; an interval without any acquisition is a zero
+// rate and a gap in the latency line (no acquisition, no latency), never a
+// latency of 0 ms.
 func WriteTimeSeries(dir string, c *CaseSummary) error {
 	m := c.Metrics
 	if len(m.series) == 0 {
 		return nil
 	}
 	step := float64(SeriesStep) / 1e9
+	n := int(math.Ceil(m.DurationS / step))
+	if n < len(m.series) {
+		n = len(m.series)
+	}
 	var rate, worst plotter.XYs
-	for i, p := range m.series {
+	for i := 0; i < n; i++ {
+		var p point
+		if i < len(m.series) {
+			p = m.series[i]
+		}
 		x := float64(i) * step
 		rate = append(rate, plotter.XY{X: x, Y: float64(p.acq) / step})
-		worst = append(worst, plotter.XY{X: x, Y: p.maxMs})
+		y := math.NaN()
+		if p.acq > 0 {
+			y = p.maxMs
+		}
+		worst = append(worst, plotter.XY{X: x, Y: y})
 	}
 	var wins [][2]float64
 	for _, w := range m.wins {
@@ -61,12 +77,10 @@ func WriteTimeSeries(dir string, c *CaseSummary) error {
 		p.X.Label.Text = "seconds since the case started (faults shaded)"
 		p.Y.Label.Text = ylabel
 		p.Add(plotter.NewGrid(), shade{windows: wins, fill: color.NRGBA{230, 90, 90, 55}})
-		l, err := plotter.NewLine(xys)
-		if err != nil {
+		if err := addBroken(p, xys, col); err != nil {
 			return nil, err
 		}
-		l.Color, l.Width = col, vg.Points(1.5)
-		p.Add(l)
+		p.X.Min, p.X.Max = 0, math.Max(m.DurationS, float64(n)*step)
 		p.Y.Min = 0
 		return p, nil
 	}
@@ -74,26 +88,49 @@ func WriteTimeSeries(dir string, c *CaseSummary) error {
 	if err != nil {
 		return fmt.Errorf("time series of %s: %w", c.Check.Case, err)
 	}
-	bottom, err := mk("slowest acquisition in each 250 ms", "acquire latency (ms)", worst, palette[1])
+	bottom, err := mk("slowest acquisition in each 250 ms (no line: none acquired)", "acquire latency (ms)", worst, palette[1])
 	if err != nil {
 		return fmt.Errorf("time series of %s: %w", c.Check.Case, err)
 	}
-	base := filepath.Join(dir, timeseriesName(c.Check.Case))
-	for _, ext := range []string{"png", "svg"} {
-		img, err := draw.NewFormattedCanvas(8*vg.Inch, 6*vg.Inch, ext)
-		if err != nil {
-			return err
+	return saveTiles([][]*plot.Plot{{top}, {bottom}}, 8*vg.Inch, 6*vg.Inch, filepath.Join(dir, timeseriesName(c.Check.Case)))
+}
+
+// addBroken draws xys as a line broken wherever Y is NaN; a lone point
+// between two breaks is drawn as a dot.
+func addBroken(p *plot.Plot, xys plotter.XYs, col color.Color) error {
+	var run plotter.XYs
+	flush := func() error {
+		switch len(run) {
+		case 0:
+			return nil
+		case 1:
+			s, err := plotter.NewScatter(run)
+			if err != nil {
+				return err
+			}
+			s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = col, vg.Points(1.5), draw.CircleGlyph{}
+			p.Add(s)
+		default:
+			l, err := plotter.NewLine(run)
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = col, vg.Points(1.5)
+			p.Add(l)
 		}
-		dc := draw.New(img)
-		tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8)}
-		canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
-		top.Draw(canvases[0][0])
-		bottom.Draw(canvases[1][0])
-		if err := saveCanvas(img, base+"."+ext); err != nil {
-			return fmt.Errorf("save time series of %s: %w", c.Check.Case, err)
-		}
+		run = nil
+		return nil
 	}
-	return nil
+	for _, xy := range xys {
+		if math.IsNaN(xy.Y) {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		run = append(run, xy)
+	}
+	return flush()
 }
 
 // saveCanvas writes a formatted canvas to a file.

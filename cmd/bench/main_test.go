@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,7 +159,13 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"no command", nil, exitcode.Config, "no command"},
 		{"unknown command", []string{"fly"}, exitcode.Config, `unknown command "fly"`},
-		{"run without file", []string{"run"}, exitcode.Config, "exactly one scenario"},
+		{"run without file", []string{"run"}, exitcode.Config, "exactly one argument (SCENARIO.yaml)"},
+		{"misspelt command", []string{"rnu"}, exitcode.Config, `did you mean "run"`},
+		{"misspelt flag after the file", []string{"run", "x.yaml", "-dri", "d"}, exitcode.Config, `did you mean "dir"`},
+		{"compare with one folder", []string{"compare", "a"}, exitcode.Config, "exactly 2 arguments"},
+		{"compare bad noise", []string{"compare", "-noise", "lots", "a", "b"}, exitcode.Config, "percentage"},
+		{"table bad view", []string{"table", "-view", "pie", "../../checker/testdata"}, exitcode.Config, ""},
+		{"validate invalid", []string{"validate", writeScenario(t, "name: x\ncases: [{name: a, backend: etdc}]\n")}, exitcode.Config, "1 of 1 scenario file(s) invalid"},
 		{"run missing file", []string{"run", "/nonexistent/x.yaml"}, exitcode.Config, "no such file"},
 		{"run bad scenario", []string{"run", writeScenario(t, "name: x\ncases: [{name: a, backend: nope}]\n")}, exitcode.Config, `unknown backend "nope"`},
 		{"run unknown case", []string{"run", "-case", "zzz", writeScenario(t, "name: x\ncases: [{name: a, backend: local}]\n")}, exitcode.Config, `no case named "zzz"`},
@@ -179,6 +186,71 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("error %v does not mention %q", err, tt.msg)
 			}
 		})
+	}
+}
+
+// TestHelpAndVersion: -h, -help and --help print a command's usage (with
+// its positional arguments) on stdout and exit 0, for every command.
+func TestHelpAndVersion(t *testing.T) {
+	for _, c := range commands() {
+		for _, h := range []string{"-h", "--help"} {
+			out, _, err := runInProcess(t, c.name, h)
+			if err != nil {
+				t.Errorf("bench %s %s: %v", c.name, h, err)
+			}
+			if !strings.Contains(out, "Usage: bench "+c.name) || !strings.Contains(out, c.args) {
+				t.Errorf("bench %s %s printed:\n%s", c.name, h, out)
+			}
+		}
+	}
+	// -h after other arguments still asks for help.
+	if out, _, err := runInProcess(t, "run", "x.yaml", "-h"); err != nil || !strings.Contains(out, "Flags:") {
+		t.Errorf("run x.yaml -h: %v\n%s", err, out)
+	}
+	out, _, err := runInProcess(t, "--version")
+	if err != nil || !strings.HasPrefix(out, "bench ") {
+		t.Errorf("--version: %v %q", err, out)
+	}
+	if out, _, err := runInProcess(t, "help"); err != nil || !strings.Contains(out, "validate") {
+		t.Errorf("help: %v\n%s", err, out)
+	}
+}
+
+// TestFlagsAfterArguments: flags are read wherever they stand, and "--"
+// ends them.
+func TestFlagsAfterArguments(t *testing.T) {
+	c := checkCmd()
+	pos, err := c.parse([]string{"h.jsonl", "-json"}, io.Discard)
+	if err != nil || len(pos) != 1 || pos[0] != "h.jsonl" || c.fs.Lookup("json").Value.String() != "true" {
+		t.Errorf("check h.jsonl -json: pos %v err %v json %s", pos, err, c.fs.Lookup("json").Value)
+	}
+	c = reportCmd()
+	pos, err = c.parse([]string{"--", "-odd-name"}, io.Discard)
+	if err != nil || len(pos) != 1 || pos[0] != "-odd-name" {
+		t.Errorf("report -- -odd-name: pos %v err %v", pos, err)
+	}
+}
+
+// TestValidateShippedScenarios: every shipped scenario is valid, and
+// bench validate prints each case's schedule without starting anything.
+func TestValidateShippedScenarios(t *testing.T) {
+	files, _ := filepath.Glob("../../scenarios/*.yaml")
+	known, _ := filepath.Glob("../../scenarios/known/*.yaml")
+	files = append(files, known...)
+	if len(files) < 5 {
+		t.Fatalf("found only %d scenario files", len(files))
+	}
+	out, _, err := runInProcess(t, append([]string{"validate"}, files...)...)
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	if n := strings.Count(out, ": valid: "); n != len(files) {
+		t.Errorf("%d files valid of %d:\n%s", n, len(files), out)
+	}
+	for _, want := range []string{"pause       holder (role: resolved when the fault starts)", "kill        master", "servers: etcd-1, etcd-2, etcd-3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q", want)
+		}
 	}
 }
 

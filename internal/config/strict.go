@@ -6,7 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/lockbench/lockbench/internal/suggest"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // DecodeStrict decodes a YAML node into v, rejecting fields v does not
@@ -60,7 +62,7 @@ func unknownFields(n *yaml.Node, t reflect.Type) error {
 			k := n.Content[i]
 			ft, ok := fields[k.Value]
 			if !ok {
-				return fmt.Errorf("line %d: field %s not found in type %s (known: %s)", k.Line, k.Value, t, strings.Join(fieldNames(fields), ", "))
+				return fmt.Errorf("line %d: field %s not found in type %s%s (known: %s)", k.Line, k.Value, t, suggest.Hint(k.Value, fieldNames(fields)), strings.Join(fieldNames(fields), ", "))
 			}
 			if err := unknownFields(n.Content[i+1], ft); err != nil {
 				return err

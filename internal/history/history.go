@@ -173,6 +173,10 @@ type CaseMeta struct {
 	// Thresholds are pass/fail criteria on the case's metrics, as written
 	// ("acquire_p99 < 50ms"); see package threshold.
 	Thresholds []string `json:"thresholds,omitempty"`
+	// Misuse names the ways the workload's clients misbehave on purpose
+	// ("wrong-token release", "work longer than the lease"): faults of the
+	// client, not of the cluster.
+	Misuse []string `json:"misuse,omitempty"`
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

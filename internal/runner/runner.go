@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/version"
+
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/history"
@@ -100,6 +102,8 @@ type HostInfo struct {
 	CPUs     int    `json:"cpus"`
 	MemoryMB int    `json:"memory_mb"`
 	Go       string `json:"go"`
+	CPUModel string `json:"cpu_model,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
 }
 
 type run struct {
@@ -312,7 +316,30 @@ func (r *run) addCase(ci CaseInfo) {
 
 func hostInfo() HostInfo {
 	h, _ := os.Hostname() // an unknown hostname is not worth failing a run
-	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), MemoryMB: memoryMB()}
+	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), MemoryMB: memoryMB(),
+		CPUModel: procField("/proc/cpuinfo", "model name"), Kernel: strings.TrimSpace(readFile("/proc/sys/kernel/osrelease"))}
+}
+
+// procField returns the value of the first "name : value" line of a /proc
+// file ("" if absent).
+func procField(path, name string) string {
+	for _, line := range strings.Split(readFile(path), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// readFile returns a file's text, "" if it cannot be read (what it
+// describes is then unknown, not an error).
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // memoryMB reads the machine's memory from /proc/meminfo (0 if unknown).
@@ -332,16 +359,8 @@ func memoryMB() int {
 
 // versions records the servers and client libraries used.
 func versions(cases []*scenario.Case) map[string]string {
-	v := map[string]string{"lockbench": "dev"}
+	v := map[string]string{"lockbench": version.String()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v["lockbench"] = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v["lockbench"] = s.Value
-			}
-		}
 		for _, d := range bi.Deps {
 			for _, want := range []string{"github.com/redis/go-redis/v9", "github.com/go-redsync/redsync/v4", "go.etcd.io/etcd/client/v3",
 				"github.com/hashicorp/consul/api", "github.com/go-zookeeper/zk", "github.com/jackc/pgx/v5",

@@ -21,7 +21,7 @@ import (
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/threshold"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Scenario is a parsed, validated scenario file.
@@ -73,6 +73,12 @@ func (c *Case) Meta() history.CaseMeta {
 		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count,
 		LeaseNs: int64(backends.LeaseTime(c.Backend, c.Workload.TTL.D())), OpTimeoutNs: int64(c.Workload.OpTimeout),
 		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
+	if c.Workload.WrongTokenRelease > 0 {
+		m.Misuse = append(m.Misuse, "wrong-token release")
+	}
+	if lease := m.LeaseNs; lease > 0 && c.Workload.AutoExtend.Every == 0 && int64(c.Workload.Hold.Upper()) > lease {
+		m.Misuse = append(m.Misuse, "work longer than the lease")
+	}
 	for _, f := range c.Faults {
 		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For)})
 	}

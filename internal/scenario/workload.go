@@ -332,3 +332,22 @@ func (p *KeyPicker) Next() string {
 	}
 	return fmt.Sprintf("k%d", i)
 }
+
+// Upper returns the longest duration d can draw (an uncapped exponential
+// has none: it returns a long one, eight means).
+func (d Dist) Upper() time.Duration {
+	switch d.Dist {
+	case "constant":
+		return d.Value.D()
+	case "exponential":
+		if d.Max > 0 {
+			return d.Max.D()
+		}
+		return 8 * d.Mean.D()
+	default:
+		if d.Max < d.Min {
+			return d.Min.D()
+		}
+		return d.Max.D()
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/report"
+)
+
+// percent is a flag holding a percentage, written "5%" or "5" (always
+// percent: "0.05" is 0.05%, not 5%).
+type percent float64
+
+func (p *percent) String() string { return strconv.FormatFloat(float64(*p), 'g', -1, 64) + "%" }
+func (p *percent) Set(v string) error {
+	f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64)
+	if err != nil || f < 0 || f >= 1000 {
+		return errors.New("want a percentage such as 5% or 10")
+	}
+	*p = percent(f)
+	return nil
+}
+
+func compareCmd() *command {
+	c := newCommand("compare", "OLD NEW", "compare two results folders (or folders of repeated runs) and gate on regressions", 2, 2)
+	c.long = `Benchstat style: per case and metric, medians with confidence intervals
+and a Mann-Whitney U test; "~" when a difference is not significant. A
+performance metric regresses (exit 99) when the change is significant and
+beyond the noise floor; a safety count rising from zero in every old run
+fails at once (exit 100). With too few runs a side nothing can be
+significant: the output says so first, and large changes in the bad
+direction are marked "unverified"; -min-runs makes that a failure (101).`
+	alpha := c.fs.Float64("alpha", report.DefaultCompareOptions.Alpha, "significance level of the Mann-Whitney U test")
+	noise := percent(report.DefaultCompareOptions.NoiseFloor * 100)
+	c.fs.Var(&noise, "noise", "noise floor: smaller changes never fail (\"5%\" or 5)")
+	minRuns := c.fs.Int("min-runs", 0, "fail (exit 101) unless each side has at least this many runs")
+	jsonOut := c.fs.Bool("json", false, "print the comparison as JSON")
+	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
+		if *alpha <= 0 || *alpha >= 1 {
+			return exitcode.With(fmt.Errorf("-alpha %v: want a value between 0 and 1", *alpha), exitcode.Config)
+		}
+		var sets [2][]*report.Summary
+		for i, dir := range args {
+			set, err := report.LoadSet(dir)
+			if err != nil {
+				return exitcode.With(err, exitcode.Config)
+			}
+			for _, s := range set {
+				if v := s.Verdicts(); v["invalid"] > 0 {
+					return exitcode.With(fmt.Errorf("run %s in %s has invalid cases: it cannot be a baseline or a candidate", s.RunID, dir), exitcode.Invalid)
+				}
+			}
+			sets[i] = set
+		}
+		cmp := report.Compare(sets[0], sets[1], report.CompareOptions{Alpha: *alpha, NoiseFloor: float64(noise) / 100})
+		if len(cmp.Deltas) == 0 {
+			return exitcode.With(errors.New("the two sets have no case in common"), exitcode.Config)
+		}
+		var err error
+		if *jsonOut {
+			err = writeJSON(cio.stdout, cmp)
+		} else {
+			err = cmp.Write(cio.stdout)
+		}
+		if err != nil {
+			return err
+		}
+		perf, safety := cmp.Regressions()
+		switch {
+		case safety > 0:
+			return exitcode.With(fmt.Errorf("%d safety count(s) went from zero to non-zero", safety), exitcode.Violation)
+		case *minRuns > 0 && (cmp.OldRuns < *minRuns || cmp.NewRuns < *minRuns):
+			return exitcode.With(fmt.Errorf("-min-runs %d: %d old and %d new run(s) are too few to judge", *minRuns, cmp.OldRuns, cmp.NewRuns), exitcode.Invalid)
+		case perf > 0:
+			return exitcode.With(fmt.Errorf("%d significant regression(s) beyond the %v noise floor", perf, noise.String()), exitcode.Threshold)
+		}
+		return nil
+	}
+	return c
+}

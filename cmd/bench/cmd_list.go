@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/scenario"
+)
+
+// listing is what bench list -json prints.
+type listing struct {
+	Backends  []backendEntry  `json:"backends"`
+	Faults    []faultEntry    `json:"faults"`
+	Scenarios []scenarioEntry `json:"scenarios"`
+}
+
+type backendEntry struct {
+	Name    string            `json:"name"`
+	Summary string            `json:"summary"`
+	Unsafe  bool              `json:"known_unsafe_control"`
+	Options []backends.Option `json:"options"`
+}
+
+type faultEntry struct {
+	Name    string   `json:"name"`
+	Summary string   `json:"summary"`
+	Targets []string `json:"targets"`
+	Root    bool     `json:"needs_root"`
+}
+
+type scenarioEntry struct {
+	File        string `json:"file"`
+	Cases       int    `json:"cases"`
+	Description string `json:"description,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+func listCmd() *command {
+	c := newCommand("list", "[SCENARIO_DIR]", "list backends with their options, fault types and scenario files", 0, 1)
+	jsonOut := c.fs.Bool("json", false, "print the listing as JSON")
+	brief := c.fs.Bool("brief", false, "leave the backends' options out")
+	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
+		dir := "scenarios"
+		if len(args) > 0 {
+			dir = args[0]
+		}
+		l, err := buildListing(dir)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return writeJSON(cio.stdout, l)
+		}
+		return l.write(cio.stdout, !*brief)
+	}
+	return c
+}
+
+func buildListing(dir string) (*listing, error) {
+	l := &listing{}
+	for _, b := range backends.All() {
+		l.Backends = append(l.Backends, backendEntry{Name: b.Name, Summary: b.Summary, Unsafe: b.Unsafe, Options: b.OptionList()})
+	}
+	for _, f := range faults.All() {
+		var kinds []string
+		for _, k := range f.Targets {
+			kinds = append(kinds, string(k))
+		}
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, Root: f.NeedsFirewall})
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, exitcode.With(fmt.Errorf("list scenarios: %w", err), exitcode.Config)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		e := scenarioEntry{File: f}
+		if sc, err := scenario.Load(f); err == nil {
+			e.Cases, e.Description = len(sc.Cases), firstLine(sc.Description)
+		} else {
+			e.Error = err.Error()
+		}
+		l.Scenarios = append(l.Scenarios, e)
+	}
+	return l, nil
+}
+
+func (l *listing) write(w io.Writer, options bool) error {
+	width := 0
+	for _, b := range l.Backends {
+		width = max(width, len(b.Name))
+	}
+	for _, f := range l.Faults {
+		width = max(width, len(f.Name))
+	}
+	var b strings.Builder
+	b.WriteString("BACKENDS\n")
+	for _, be := range l.Backends {
+		mark := ""
+		if be.Unsafe {
+			mark = " [known-unsafe control]"
+		}
+		fmt.Fprintf(&b, "  %-*s  %s%s\n", width, be.Name, be.Summary, mark)
+		if options {
+			ow := 0
+			for _, o := range be.Options {
+				ow = max(ow, len(o.Name)+len(o.Type)+3)
+			}
+			for _, o := range be.Options {
+				fmt.Fprintf(&b, "  %-*s    %-*s  %s\n", width, "", ow, o.Name+" ("+o.Type+")", o.Doc)
+			}
+		}
+	}
+	b.WriteString("\nFAULTS\n")
+	for _, f := range l.Faults {
+		root := ""
+		if f.Root {
+			root = "; needs root"
+		}
+		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s)\n", width, f.Name, f.Summary, strings.Join(f.Targets, ", "), root)
+	}
+	b.WriteString("\nSCENARIOS\n")
+	fw := 0
+	for _, s := range l.Scenarios {
+		fw = max(fw, len(s.File))
+	}
+	for _, s := range l.Scenarios {
+		desc := fmt.Sprintf("%d case(s)", s.Cases)
+		if s.Description != "" {
+			desc += ": " + s.Description
+		}
+		if s.Error != "" {
+			desc = "INVALID: " + firstLine(s.Error) + " (bench validate " + s.File + ")"
+		}
+		fmt.Fprintf(&b, "  %-*s  %s\n", fw, s.File, desc)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

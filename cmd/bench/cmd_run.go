@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/runner"
+	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/report"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runCmd() *command {
+	c := newCommand("run", "SCENARIO.yaml", "run a scenario and write a results folder", 1, 1)
+	c.long = `Validates the scenario (nothing starts if it is invalid), then runs each case
+on a local cluster of real servers, records every event in history.jsonl,
+checks it and writes summary.json, report.md, report.html and the plots.
+The last lines printed are a tally and the results folder ("open
+<folder>/report.html"). The exit code says the worst verdict (bench -h).`
+	out := c.fs.String("o", envOr("RESULTS_DIR", "results"), "folder under which the run's results folder is created (env RESULTS_DIR)")
+	dir := c.fs.String("dir", "", "exact results folder to write (overrides -o); refused if it holds files, unless -clean")
+	clean := c.fs.Bool("clean", false, "with -dir: remove what the folder holds before the run")
+	seed := c.fs.Int64("seed", 0, "override the scenario's seed (replays a run's workload choices and fault schedule)")
+	var only listFlag
+	c.fs.Var(&only, "case", "run only this case (repeatable)")
+	quiet := c.fs.Bool("q", false, "print only the verdicts")
+	c.exec = func(ctx context.Context, cio cmdIO, args []string) error {
+		sc, err := scenario.Load(args[0])
+		if err != nil {
+			return exitcode.With(err, exitcode.Config)
+		}
+		opts := runner.Options{ResultsRoot: *out, Dir: *dir, Clean: *clean, Only: only, Log: cio.stderr}
+		if *quiet {
+			opts.Log = io.Discard
+		} else if isTerminal(cio.stderr) {
+			opts.Progress = cio.stderr // a live status line; CI logs (not a terminal) stay quiet
+			opts.Log = clearLine{cio.stderr}
+		}
+		c.fs.Visit(func(f *flag.Flag) {
+			if f.Name == "seed" {
+				opts.Seed = seed
+			}
+		})
+		if opts.Seed != nil {
+			// The fault schedule is part of what a seed replays.
+			if err := sc.Reseed(*opts.Seed); err != nil {
+				return exitcode.With(err, exitcode.Config)
+			}
+		}
+		outcome, err := runner.Run(ctx, sc, opts)
+		if outcome == nil {
+			return err
+		}
+		// Whatever happened, judge what was recorded: a partial results
+		// folder still says what the run saw before it stopped.
+		sum, aerr := analyseRun(outcome.Dir)
+		if sum != nil {
+			for _, l := range sum.Lines() {
+				fmt.Fprintln(cio.stdout, l)
+			}
+			fmt.Fprintln(cio.stdout, sum.Tally())
+		}
+		if *dir == "" {
+			if ierr := report.WriteIndex(*out); ierr != nil {
+				fmt.Fprintln(cio.stderr, "warning:", ierr)
+			}
+		}
+		fmt.Fprintf(cio.stdout, "results: %s (open %s)\n", outcome.Dir, filepath.Join(outcome.Dir, report.ReportHTML))
+		if err != nil {
+			return err
+		}
+		if aerr != nil {
+			return aerr
+		}
+		return verdictError(sum)
+	}
+	return c
+}
+
+// analyseRun checks the history of a results folder and writes its
+// summary, report and plots into it.
+func analyseRun(dir string) (*report.Summary, error) {
+	sum, err := report.AnalyzeDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.WriteAll(dir, sum); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// verdictError turns row verdicts (a case over its trials) into the run's
+// exit code: a safety violation outranks an invalid run, which outranks a
+// lock that was not live, which outranks a known answer that was not
+// reproduced.
+func verdictError(s *report.Summary) error {
+	v := s.Verdicts()
+	switch {
+	case v["violation"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", v["violation"]), exitcode.Violation)
+	case v["invalid"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", v["invalid"]), exitcode.Invalid)
+	case v["unavailable"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) were not live as the scenario expects", v["unavailable"]), exitcode.Unavailable)
+	case v["not-reproduced"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) did not show the outcome the scenario expects", v["not-reproduced"]), exitcode.NotReproduced)
+	case s.ThresholdsFailed() > 0:
+		return exitcode.With(fmt.Errorf("%d threshold(s) failed", s.ThresholdsFailed()), exitcode.Threshold)
+	}
+	return nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

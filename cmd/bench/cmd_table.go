@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/report"
+)
+
+func tableCmd() *command {
+	c := newCommand("table", "RESULTS_DIR...", "print one table over several results folders (known answers, decision view, safety, latency)", 1, -1)
+	c.long = `Re-checks the history of each folder and prints one aligned Markdown
+table over all of them:
+  -view known     one row per scenario row: verdict over trials, counts,
+                  server versions (the README's known-answer table); exit
+                  102 if a row was not reproduced
+  -view decision  backends × fault classes (the report's decision view)
+  -view safety    every case's safety counts
+  -view latency   every case's throughput, latency and hand-off latency`
+	view := c.fs.String("view", "known", "known, decision, safety or latency")
+	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
+		var sums []*report.Summary
+		for _, dir := range args {
+			sum, err := report.AnalyzeDir(dir)
+			if err != nil {
+				return exitcode.With(fmt.Errorf("%s: %w", dir, err), exitcode.Config)
+			}
+			sums = append(sums, sum)
+		}
+		switch *view {
+		case "known":
+			return knownTable(cio.stdout, args, sums)
+		case "decision":
+			return report.NewDecision(sums...).WriteMarkdown(cio.stdout)
+		case "safety":
+			return report.WriteSafetyTable(cio.stdout, sums...)
+		case "latency":
+			return report.WriteLatencyTable(cio.stdout, sums...)
+		}
+		return exitcode.With(fmt.Errorf("-view %q: want known, decision, safety or latency", *view), exitcode.Config)
+	}
+	return c
+}
+
+// knownTable prints one row per scenario row: the known-answer table.
+func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
+	t := report.Table{Header: []string{"row", "backend", "verdict", "expected outcome in", "violations", "stale rejected", "stale accepted", "token regressions", "versions"},
+		Right: []bool{false, false, false, false, true, true, true, true, false}}
+	var failed int
+	for i, sum := range sums {
+		vers := runVersions(dirs[i])
+		for _, r := range sum.Rows {
+			var viol, rej, acc, regr int
+			for _, c := range sum.Cases {
+				m := c.Check.Meta
+				if m.Row == r.Row || (m.Row == "" && m.Name == r.Row) {
+					viol += c.Check.Violations
+					rej += c.Check.Resource.StaleRejected
+					acc += c.Check.Resource.StaleAccepted
+					regr += c.Check.TokenRegressions
+				}
+			}
+			if r.Verdict != "reproduced" {
+				failed++
+			}
+			t.Add(r.Row, r.Backend, r.Verdict, fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need),
+				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), vers)
+		}
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return exitcode.With(fmt.Errorf("%d row(s) not reproduced", failed), exitcode.NotReproduced)
+	}
+	return nil
+}
+
+// runVersions lists the server versions recorded in a results folder.
+func runVersions(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, layout.RunFile))
+	if err != nil {
+		return "?"
+	}
+	var info struct {
+		Versions map[string]string `json:"versions"`
+	}
+	if json.Unmarshal(b, &info) != nil {
+		return "?"
+	}
+	seen := map[string]bool{}
+	var out []string
+	for k, v := range info.Versions {
+		if sv := shortVersion(v); strings.HasSuffix(k, "-server") && !seen[sv] {
+			seen[sv] = true
+			out = append(out, sv)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// shortVersion trims a server's version banner to name and number.
+func shortVersion(v string) string {
+	f := strings.Fields(v)
+	switch {
+	case len(f) >= 3 && f[0] == "Redis":
+		return "redis " + strings.TrimPrefix(f[2], "v=")
+	case len(f) >= 3 && f[0] == "postgres":
+		return "postgresql " + f[2]
+	case len(f) >= 3 && f[0] == "etcd":
+		return "etcd " + f[2]
+	case len(f) >= 2 && f[0] == "Consul":
+		return "consul " + strings.TrimPrefix(f[1], "v")
+	}
+	return v
+}
