@@ -13,11 +13,11 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build bench quick known perf perf-profile screenshot test vet fmt-check clean fuzz fuzz-short
+.PHONY: help setup apt-packages servers build bench quick known perf perf-profile ci-gate screenshot test vet fmt-check clean fuzz fuzz-short
 
 ## help: list the targets
 help:
-	@sed -n 's/^## //p' $(MAKEFILE_LIST) | awk -F': ' '{ printf "%-11s %s\n", $$1, $$2 }'
+	@sed -n 's/^## \([^:]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{ printf "%-13s %s\n", $$1, $$2 }'
 
 ## setup: install the servers (Debian packages as root, etcd and Consul built once) and Go modules; quiet when done
 setup: apt-packages servers
@@ -107,6 +107,13 @@ perf: setup build
 ## perf-profile: what each lock costs three ways (scenarios/perf.yaml: uncontended, hand-off, open loop; ~4 min)
 perf-profile: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/perf.yaml
+
+RUNS     ?= 5
+BASELINE ?= $(RESULTS)/baseline
+GATE     ?= scenarios/quick.yaml
+## ci-gate: RUNS runs of GATE (default scenarios/quick.yaml) against BASELINE (created on first use), gated by bench compare (scripts/ci-gate.sh)
+ci-gate: setup build
+	scripts/ci-gate.sh -n $(RUNS) -b $(BASELINE) -o $(RESULTS)/ci $(GATE)
 
 ## screenshot: render RUN=<results folder>/report.html in headless Chromium (installed if missing) to report.png
 screenshot:
