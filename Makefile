@@ -115,9 +115,9 @@ GATE     ?= scenarios/quick.yaml
 ci-gate: setup build
 	scripts/ci-gate.sh -n $(RUNS) -b $(BASELINE) -o $(RESULTS)/ci $(GATE)
 
-## screenshot: render RUN=<results folder>/report.html in headless Chromium (installed if missing) to report.png
+## screenshot: render the whole RUN=<results folder>/report.html in headless Chromium (installed if missing): report.pdf, a PNG per page, report.png
 screenshot:
 	@[ -n "$(RUN)" ] || { echo "usage: make screenshot RUN=results/<folder>" >&2; exit 2; }
-	@command -v chromium >/dev/null || { echo "installing chromium with apt-get"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@command -v chromium >/dev/null && command -v pdftoppm >/dev/null || { echo "installing chromium and poppler-utils with apt-get"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium poppler-utils >/dev/null; }
 	@scripts/screenshot.sh "$(RUN)/report.html" "$(RUN)/report.png"
