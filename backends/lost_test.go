@@ -95,6 +95,7 @@ func TestLostSignalAfterPause(t *testing.T) {
 		{"zookeeper", "{}", 4 * time.Second, true},
 		{"consul", "{session_ttl: 10s, lock_delay: 1ms}", 24 * time.Second, true},
 		{"postgres", "{}", 3 * time.Second, false},
+		{"postgres-lease", "{}", 3 * time.Second, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.backend, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -86,20 +85,10 @@ func (b *postgresBackend) Servers() []ServerSpec {
 func (b *postgresBackend) Fenced() bool { return true }
 
 func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
-	addr, ok := env.Endpoints["postgres-1"]
-	if !ok {
-		return nil, errors.New("no endpoint for postgres-1")
-	}
-	host, port, _ := strings.Cut(addr, ":")
-	dsn := fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port)
-	if b.opt.ConnectTimeout > 0 {
-		dsn += fmt.Sprintf(" connect_timeout=%d", max(1, int(b.opt.ConnectTimeout.D().Seconds())))
-	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgConfig(env, b.opt.ConnectTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("postgres config: %w", err)
+		return nil, err
 	}
-	cfg.DialFunc = pgconn.DialFunc(env.Dialer())
 	l := &pgLocker{cfg: cfg, opt: b.opt}
 	// Create the token sequence once per instance; instances may race, and
 	// IF NOT EXISTS can still collide in the catalog, so retry once.

@@ -57,6 +57,9 @@ const (
 	Ok        Verdict = "ok"        // checked, nothing wrong
 	Violation Verdict = "violation" // checked, something wrong
 	Unknown   Verdict = "unknown"   // could not be decided; never counts as ok
+	// NotApplicable: the property does not exist for this backend (mutual
+	// exclusion of a backend that takes no lock); never counts as ok.
+	NotApplicable Verdict = "n/a"
 )
 
 // MaxExamples is how many violations a Result lists in detail.
@@ -118,6 +121,9 @@ type Result struct {
 	Examples        []Overlap `json:"examples,omitempty"`
 
 	Resource Resource `json:"resource"`
+	// Store judges a critical section run in the backend's own database
+	// (nil for the others); its lost increments count as lost updates.
+	Store    *Store   `json:"store,omitempty"`
 	Liveness Liveness `json:"liveness"`
 	Harness  Harness  `json:"harness"`
 
@@ -210,6 +216,7 @@ type Case struct {
 	early      int
 	live       liveness
 	harness    harnessCheck
+	store      storeCheck
 }
 
 // NewCase returns a checker for the case described by meta, whose
@@ -233,10 +240,15 @@ func NewCase(meta history.CaseMeta, start int64) *Case {
 	}
 	c.live.init(start)
 	c.harness.init(meta)
+	c.store.init(meta)
 	c.res.Segments = []Segment{{Start: start}}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
 	c.res.Expect = meta.Expect.WithDefaults(meta.Fenced, len(meta.Faults) > 0)
+	if meta.Store && c.res.Expect.LostUpdates == nil {
+		no := false // the database is the resource: no update may be lost
+		c.res.Expect.LostUpdates = &no
+	}
 	c.res.Meta = meta
 	return c
 }
@@ -268,6 +280,7 @@ func (c *Case) Add(e *history.Event) {
 	default:
 		c.lastT = e.T
 	}
+	c.store.add(e)
 	switch e.Type {
 	case history.OK:
 		switch e.F {
@@ -311,6 +324,9 @@ func (c *Case) Add(e *history.Event) {
 }
 
 func (c *Case) grant(e *history.Event) {
+	if c.meta.Lockless {
+		return // no lock: every client "holds" at once, by design
+	}
 	if e.Token > 0 {
 		if e.Token <= c.maxToken[e.Key] {
 			c.res.TokenRegressions++
@@ -361,6 +377,7 @@ func (c *Case) drop(key, proc string, t int64) {
 // it asked for may or may not have been granted.
 func (c *Case) dropInstance(inst string, t int64) {
 	prefix := inst + "c"
+	c.store.dropInstance(inst)
 	for key, hs := range c.holders {
 		for i := 0; i < len(hs); {
 			if strings.HasPrefix(hs[i].proc, prefix) {

@@ -93,6 +93,19 @@ func TestKnownHistories(t *testing.T) {
 		{"stays-unavailable", "not-reproduced", checker.Ok, 0, checker.Ok},
 		// Resource trouble outside any fault, a stuck worker: degraded.
 		{"harness-degraded", "invalid", checker.Violation, 1, checker.Unknown},
+		// A critical section in the backend's database: a commit refused
+		// by the release is not counted; totals match the commits.
+		{"store-ok", "ok", checker.Ok, 0, checker.Ok},
+		// Two compare-and-sets both "committed" but the counter moved by
+		// one: a lost update, whatever the lock (there is none) says.
+		{"store-lost", "violation", checker.NotApplicable, 0, checker.Violation},
+		// No lock, overlapping clients, a conflict and an unknown write:
+		// the counter lies within what the history allows.
+		{"occ-conflicts", "ok", checker.NotApplicable, 0, checker.Ok},
+		// The totals were never read: the store cannot be judged.
+		{"store-no-totals", "invalid", checker.Unknown, 0, checker.Unknown},
+		// More in the counter than anyone committed.
+		{"store-phantom", "violation", checker.Ok, 0, checker.Violation},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

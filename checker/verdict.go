@@ -23,6 +23,14 @@ func (c *Case) Result() Result {
 		}
 	}
 	r.Invalid = append(r.Invalid, c.crashes...)
+	var storeInvalid string
+	r.Store, storeInvalid = c.store.result()
+	if storeInvalid != "" {
+		r.Invalid = append(r.Invalid, storeInvalid)
+	}
+	if r.Store != nil {
+		r.Resource.LostUpdates += r.Store.Lost + r.Store.Phantom
+	}
 	if r.AcquiresOK == 0 {
 		r.Invalid = append(r.Invalid, "no lock was ever acquired: the run did no work")
 	}
@@ -48,6 +56,9 @@ func (c *Case) Result() Result {
 	r.MutualExclusion = Ok
 	if r.Violations > 0 {
 		r.MutualExclusion = Violation
+	}
+	if c.meta.Lockless {
+		r.MutualExclusion = NotApplicable
 	}
 	r.Resource.Verdict = Ok
 	if r.Resource.LostUpdates > 0 || r.Resource.StaleAccepted > 0 {
@@ -125,6 +136,10 @@ func unmet(r Result) []string {
 	}
 	check(r.Expect.Violations, r.Violations, "mutual-exclusion violations")
 	check(r.Expect.StaleAccepted, r.Resource.StaleAccepted, "stale writes accepted by the fenced resource")
-	check(r.Expect.LostUpdates, r.Resource.LostUpdates, "lost updates on the unfenced resource")
+	where := "lost updates on the unfenced resource"
+	if r.Store != nil {
+		where = "lost (or never committed) updates in the backend's database"
+	}
+	check(r.Expect.LostUpdates, r.Resource.LostUpdates, where)
 	return out
 }

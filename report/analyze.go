@@ -168,7 +168,12 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		if chk != nil {
 			res := chk.Result()
 			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)}
-			cs.Linearizability = lin.Result().Judged(res.Valid)
+			if lin != nil {
+				cs.Linearizability = lin.Result().Judged(res.Valid)
+			} else {
+				// No lock, so no lock history to linearize.
+				cs.Linearizability = checker.LinResult{Verdict: checker.NotApplicable}
+			}
 			cs.evaluate()
 			s.Cases = append(s.Cases, cs)
 		}
@@ -184,7 +189,10 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			}
 			chk = checker.NewCase(meta, e.T)
 			agg = NewAggregator(e.T)
-			lin = checker.NewLinOps(meta.Fenced, time.Duration(meta.LeaseNs), LinTimeout)
+			lin = nil
+			if !meta.Lockless {
+				lin = checker.NewLinOps(meta.Fenced, time.Duration(meta.LeaseNs), LinTimeout)
+			}
 			continue
 		}
 		if chk == nil {
@@ -192,7 +200,9 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		}
 		chk.Add(e)
 		agg.Add(e)
-		lin.Add(e)
+		if lin != nil {
+			lin.Add(e)
+		}
 		if e.Type == history.Mark && e.F == history.MarkCaseEnd {
 			finish()
 		}

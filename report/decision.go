@@ -48,6 +48,10 @@ type DecisionCell struct {
 type DecisionRow struct {
 	Backend string `json:"backend"`
 	Fenced  bool   `json:"fenced"`
+	// Lockless: no lock at all (optimistic concurrency); Store: the work
+	// runs in the backend's own database (see backends.Store).
+	Lockless bool `json:"lockless,omitempty"`
+	Store    bool `json:"store,omitempty"`
 	// NoFault latency and throughput, from the cases without faults
 	// (zero when the run had none for this backend).
 	P50Ms          float64 `json:"no_fault_p50_ms"`
@@ -85,7 +89,7 @@ func NewDecision(sums ...*Summary) *Decision {
 			b := r.Backend
 			ri, ok := rowIdx[b]
 			if !ok {
-				d.Rows = append(d.Rows, DecisionRow{Backend: b, Fenced: r.Meta.Fenced, Cells: map[string]*DecisionCell{}})
+				d.Rows = append(d.Rows, DecisionRow{Backend: b, Fenced: r.Meta.Fenced, Lockless: r.Meta.Lockless, Store: r.Meta.Store, Cells: map[string]*DecisionCell{}})
 				ri = len(d.Rows) - 1
 				rowIdx[b] = ri
 				lats[b] = &lat{}
@@ -105,6 +109,11 @@ func NewDecision(sums ...*Summary) *Decision {
 			if class == ClassNone && c.Metrics.AcquireLatency.Count > l.n && r.Valid {
 				l.n, l.p50, l.p99 = c.Metrics.AcquireLatency.Count, c.Metrics.AcquireLatency.P50, c.Metrics.AcquireLatency.P99
 				l.acqPerSec = c.Metrics.AcquiresPerSec
+				if st := r.Store; st != nil && c.Metrics.DurationS > 0 {
+					// The work's commits, not the (free) acquisitions of a
+					// lockless entry.
+					l.acqPerSec = float64(st.Committed) / c.Metrics.DurationS
+				}
 			}
 			if h := c.Metrics.Handoff; h.Count > l.handN && r.Valid && class == ClassNone {
 				l.handN, l.handoffP50 = h.Count, h.P50
@@ -116,7 +125,9 @@ func NewDecision(sums ...*Summary) *Decision {
 		l := lats[row.Backend]
 		row.P50Ms, row.P99Ms, row.AcquiresPerSec, row.HandoffP50Ms = l.p50, l.p99, l.acqPerSec, l.handoffP50
 		for _, cell := range row.Cells {
-			cell.Outcome = cell.judge(row.Fenced)
+			// Work that commits with its lock in the database is stopped
+			// by the database as a token would stop it.
+			cell.Outcome = cell.judge(row.Fenced || row.Store)
 		}
 	}
 	for _, c := range ClassOrder {
@@ -221,21 +232,30 @@ func (cell *DecisionCell) cellText(class string) string {
 	return s + " · " + cell.availabilityText(class)
 }
 
+// label names a row's backend with what kind of entry it is.
+func (r DecisionRow) label() string {
+	switch {
+	case r.Lockless:
+		return r.Backend + " (no lock)"
+	case r.Store:
+		return r.Backend + " (work in its transaction)"
+	case !r.Fenced:
+		return r.Backend + " (no token)"
+	}
+	return r.Backend
+}
+
 // WriteMarkdown writes the decision view as a Markdown table: one row per
 // backend, one column per fault class the run exercised, then the cost
 // without faults.
 func (d *Decision) WriteMarkdown(w io.Writer) error {
-	t := Table{Header: append(append([]string{"backend"}, d.Classes...), "p50 / p99 ms, no fault", "acq/s, no fault", "hand-off p50 ms")}
+	t := Table{Header: append(append([]string{"backend"}, d.Classes...), "p50 / p99 ms, no fault", "acq/s (commits/s), no fault", "hand-off p50 ms")}
 	t.Right = make([]bool, len(t.Header))
 	for i := len(d.Classes) + 1; i < len(t.Header); i++ {
 		t.Right[i] = true
 	}
 	for _, r := range d.Rows {
-		name := r.Backend
-		if !r.Fenced {
-			name += " (no token)"
-		}
-		row := []string{name}
+		row := []string{r.label()}
 		for _, c := range d.Classes {
 			if cell := r.Cells[c]; cell != nil {
 				row = append(row, cell.cellText(c))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"strings"
 
 	"golang.org/x/image/font"
 	"gonum.org/v1/plot"
@@ -58,11 +59,7 @@ func WriteDecisionPlot(base string, d *Decision) error {
 	white := color.NRGBA{250, 250, 250, 255}
 	for ri, r := range d.Rows {
 		y := float64(n - 1 - ri)
-		name := r.Backend
-		if !r.Fenced {
-			name += "\n(no token)"
-		}
-		add(-1.55, y+0.4, name, true)
+		add(-1.55, y+0.4, strings.Replace(r.label(), " (", "\n(", 1), true)
 		for ci, c := range d.Classes {
 			x := float64(ci)
 			cell := r.Cells[c]

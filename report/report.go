@@ -258,7 +258,16 @@ func writeCase(b *strings.Builder, c *CaseSummary) {
 	fmt.Fprintf(b, "- mutual exclusion: %s (%d violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
 		r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
 	fmt.Fprintf(b, "- availability: %s\n", availability(r.Liveness))
-	if !r.Meta.Fenced {
+	if st := r.Store; st != nil {
+		fmt.Fprintf(b, "- the work ran in the backend's own database: %s; %d increments committed, %d conflicts (each retried), %d rolled back by a refused commit, %d cut short, %d unknown; the counters read at the end: %d increments lost, %d never committed\n",
+			st.Verdict, st.Committed, st.Conflicts, st.RolledBack, st.CutShort, st.Unknown, st.Lost, st.Phantom)
+	}
+	switch {
+	case r.Meta.Lockless:
+		b.WriteString("- this entry takes no lock: clients overlap by design, and only the database's counters say whether work was lost\n")
+	case r.Meta.Store:
+		b.WriteString("- this entry's work commits with its lock: no fencing token is needed, the database refuses what a dead holder did\n")
+	case !r.Meta.Fenced:
 		b.WriteString("- this backend issues no fencing token: the fenced resource cannot tell holders apart\n")
 	}
 	lin := c.Linearizability

@@ -55,7 +55,17 @@ const (
 	// the requests that reached it. Outside any fault, failures here are
 	// the harness's trouble, not the lock's.
 	OpResource = "resource"
+	// OpStore is a critical section run in the lock's own database
+	// (backends.Store): ok means the increment was written (committed when
+	// the release that follows succeeds), fail that nothing was written
+	// (Err StoreConflict: a compare-and-set found the data changed), info
+	// an unknown outcome.
+	OpStore = "store"
 )
+
+// StoreConflict is the Err of a store fail event that a compare-and-set
+// refused (optimistic concurrency's conflict, followed by a retry).
+const StoreConflict = "conflict"
 
 // Mark names (field F of mark events).
 const (
@@ -76,6 +86,10 @@ const (
 	// HarnessStats), so that a case whose figures describe the harness
 	// rather than the lock can be told apart.
 	MarkHarness = "harness"
+	// MarkStoreTotals records, after every client stopped, each key's
+	// counter as the backend's own database holds it (Meta: a JSON object
+	// of key to value), for backends whose critical section runs there.
+	MarkStoreTotals = "store-totals"
 )
 
 // HarnessStats is what the coordinator measured of itself during a case.
@@ -177,6 +191,11 @@ type CaseMeta struct {
 	// ("wrong-token release", "work longer than the lease"): faults of the
 	// client, not of the cluster.
 	Misuse []string `json:"misuse,omitempty"`
+	// Lockless: the backend takes no lock (optimistic concurrency), so
+	// overlapping holds are expected; Store: the critical section runs in
+	// the backend's own database and its totals are checked at the end.
+	Lockless bool `json:"lockless,omitempty"`
+	Store    bool `json:"store,omitempty"`
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

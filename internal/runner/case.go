@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
+
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/layout"
@@ -32,7 +34,8 @@ type caseRun struct {
 	start    int64 // case start, since run base
 
 	liveMu  sync.Mutex
-	waiting map[string]bool // clients with an acquire in flight, as events arrive
+	waiting map[string]bool   // clients with an acquire in flight, as events arrive
+	storing map[string]string // clients inside a store critical section: client -> key
 	stats   history.HarnessStats
 }
 
@@ -44,7 +47,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err != nil {
 		return err
 	}
-	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, plan: plan, workers: map[string]*workerProc{}, waiting: map[string]bool{}}
+	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, plan: plan, workers: map[string]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}}
 	defer func() {
 		// Teardown runs on success, error, interrupt and panic alike.
 		cr.killWorkers()
@@ -120,6 +123,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err := cr.stopWorkers(ctx); err != nil {
 		return err
 	}
+	cr.storeTotals(ctx)
 	cr.stats.CoordinatorCPU = (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()
 	cr.stats.WorkersCPU = cr.workersCPU() / time.Since(wall0).Seconds()
 	cr.harnessGauges()
@@ -130,6 +134,29 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkHarness, Meta: stats})
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseEnd})
 	return nil
+}
+
+// storeTotals records, for a backend whose critical section runs in its
+// own database, each key's counter once every client has stopped: the
+// checker compares it with the increments the history says were
+// committed. A failure to read them is recorded too (the case is then
+// invalid: its safety cannot be judged).
+func (cr *caseRun) storeTotals(ctx context.Context) {
+	v, ok := cr.c.Backend.(backends.Verifier)
+	if !ok {
+		return
+	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	e := history.Event{Type: history.Mark, F: history.MarkStoreTotals}
+	totals, err := v.Totals(tctx, backends.Env{Endpoints: cr.cl.Endpoints()})
+	if err == nil {
+		e.Meta, err = json.Marshal(totals)
+	}
+	if err != nil {
+		e.Err = fmt.Sprintf("read the store's totals: %v", err)
+	}
+	cr.r.m.emit(e)
 }
 
 // cpuTime is the coordinator's CPU time so far (user and system).

@@ -151,7 +151,13 @@ func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) 
 			cr.liveMu.Unlock()
 		default:
 			key, only := strings.CutPrefix(role, faults.RoleHolderOf)
-			for proc, k := range cr.res.InCriticalSection() {
+			inside := cr.res.InCriticalSection()
+			cr.liveMu.Lock()
+			for proc, k := range cr.storing {
+				inside[proc] = k
+			}
+			cr.liveMu.Unlock()
+			for proc, k := range inside {
 				if !only || k == key {
 					cands = append(cands, instanceOf(proc))
 				}

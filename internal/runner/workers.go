@@ -174,6 +174,17 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				}
 				cr.liveMu.Unlock()
 			}
+			if e.F == history.OpStore {
+				// A critical section run in the backend's database never
+				// reaches the resource: its events say who is inside.
+				cr.liveMu.Lock()
+				if e.Type == history.Invoke {
+					cr.storing[e.Proc] = e.Key
+				} else {
+					delete(cr.storing, e.Proc)
+				}
+				cr.liveMu.Unlock()
+			}
 			cr.r.m.pushLine(src, e.T, sc.Bytes())
 		}
 	}

@@ -19,11 +19,14 @@ type client struct {
 	w      scenario.Workload
 	locker backends.Locker
 	ext    backends.Extender
-	res    *resource.Client
-	em     *emitter
-	r      *rand.Rand
-	keys   *scenario.KeyPicker
-	lg     *log.Logger
+	// store runs the critical section in the lock's own database instead
+	// of the harness's resource (backends.Store).
+	store backends.Store
+	res   *resource.Client
+	em    *emitter
+	r     *rand.Rand
+	keys  *scenario.KeyPicker
+	lg    *log.Logger
 	// attempts carries, in open-loop mode, when each attempt was due.
 	attempts chan int64
 }
@@ -165,7 +168,7 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 		}()
 	}
 
-	c.work(ctx, work, key, lease.Token())
+	c.work(ctx, work, key, lease)
 
 	stopExtending()
 	extender.Wait()
@@ -201,8 +204,13 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 // cancelled when the lease is reported lost (with abort_on_lost); the
 // client then tells the resource it abandoned its work, so that it no
 // longer counts as the holder a fault should hit.
-func (c *client) work(ctx, work context.Context, key string, token uint64) {
+func (c *client) work(ctx, work context.Context, key string, lease backends.Lease) {
+	token := lease.Token()
 	hold := c.w.Hold.Draw(c.r)
+	if c.store != nil && c.w.UsesResource() {
+		c.storeWork(ctx, work, key, lease, hold)
+		return
+	}
 	if !c.w.UsesResource() {
 		sleep(work, hold)
 		return
@@ -237,6 +245,28 @@ func (c *client) work(ctx, work context.Context, key string, token uint64) {
 		c.resourceError(key, err)
 	}
 	cancel()
+}
+
+// storeWork runs the critical section in the backend's database: read,
+// hold, write, reported as one store operation (ok: written, committed by
+// the release that follows; fail: nothing written, a conflict or work cut
+// short; info: unknown). Each statement is bounded by the op timeout
+// around the hold.
+func (c *client) storeWork(ctx, work context.Context, key string, lease backends.Lease, hold time.Duration) {
+	c.em.emit(c.ev(history.Invoke, history.OpStore, key))
+	sctx, cancel := context.WithTimeout(ctx, hold+2*c.w.OpTimeout.D())
+	wrote, err := c.store.Work(sctx, lease, func() bool { return sleep(work, hold) })
+	cancel()
+	e := c.ev(history.OK, history.OpStore, key)
+	switch {
+	case errors.Is(err, backends.ErrConflict):
+		e.Type, e.Err = history.Fail, history.StoreConflict
+	case err != nil:
+		e.Type, e.Err = history.Info, err.Error()
+	case !wrote:
+		e.Type, e.Err = history.Fail, "work cut short: nothing written"
+	}
+	c.em.emit(e)
 }
 
 // autoExtend extends the lease every AutoExtend.Every, at most

@@ -159,6 +159,9 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		if ext, ok := lockers[c].(backends.Extender); ok {
 			cl.ext = ext
 		}
+		if st, ok := lockers[c].(backends.Store); ok {
+			cl.store = st
+		}
 		clients[c] = cl
 	}
 	var wg sync.WaitGroup

@@ -1,0 +1,190 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/lockbench/lockbench/internal/config"
+)
+
+// postgres-lease: a lease row under a unique constraint, with an expiry,
+// in PostgreSQL (the seeds' "tabela de locks com constraint única"). To
+// acquire, a client inserts the row for its key, or takes it over when the
+// holder's lease has expired (INSERT ... ON CONFLICT DO UPDATE ... WHERE
+// expires <= now), and gets a fencing token from a sequence; release and
+// extension name the owner, so nobody removes or extends a lease that is
+// not theirs. Expiry is judged by the database's clock only
+// (clock_timestamp()), so client clocks never matter; the client gives a
+// lease up a drift margin before the row expires, as Redlock does.
+func init() {
+	Register(Info{Name: "postgres-lease", Summary: "lease row with a unique key and an expiry in PostgreSQL (INSERT ... ON CONFLICT ... WHERE expired); token from a sequence",
+		Options: PgLeaseOptions{}, New: newPgLease})
+}
+
+// PgLeaseOptions configure postgres-lease.
+type PgLeaseOptions struct {
+	ConnectTimeout config.Duration `yaml:"connect_timeout" doc:"pgx connect timeout (default none)"`
+	DriftFactor    *float64        `yaml:"drift_factor" doc:"shorten the client's lease validity by ttl*factor (default 0.01)"`
+}
+
+type pgLeaseBackend struct{ opt PgLeaseOptions }
+
+func newPgLease(decode Decoder) (Backend, error) {
+	var o PgLeaseOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.DriftFactor == nil {
+		d := 0.01
+		o.DriftFactor = &d
+	}
+	if *o.DriftFactor < 0 || *o.DriftFactor >= 0.5 {
+		return nil, fmt.Errorf("drift_factor: %v is outside [0, 0.5)", *o.DriftFactor)
+	}
+	if o.ConnectTimeout < 0 {
+		return nil, errors.New("connect_timeout: must not be negative")
+	}
+	return &pgLeaseBackend{opt: o}, nil
+}
+
+func (b *pgLeaseBackend) Servers() []ServerSpec                     { return pgServer() }
+func (b *pgLeaseBackend) Fenced() bool                              { return true }
+func (b *pgLeaseBackend) LeaseTime(ttl time.Duration) time.Duration { return ttl }
+
+func (b *pgLeaseBackend) Open(ctx context.Context, env Env) (Locker, error) {
+	cfg, err := pgConfig(env, b.opt.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := pgOnce(ctx, env, cfg, "pg-lease-ddl",
+		"CREATE TABLE IF NOT EXISTS lockbench_lease (k text PRIMARY KEY, owner text NOT NULL, token bigint NOT NULL, expires timestamptz NOT NULL)",
+		"CREATE SEQUENCE IF NOT EXISTS lockbench_lease_token"); err != nil {
+		return nil, fmt.Errorf("create lease table: %w", err)
+	}
+	ttl := env.TTL
+	return &pgLeaseLocker{cfg: cfg, ttl: ttl, validity: ttl - time.Duration(float64(ttl)**b.opt.DriftFactor) - 2*time.Millisecond}, nil
+}
+
+// pgLeaseLocker is one client, on a connection of its own (autocommit).
+type pgLeaseLocker struct {
+	cfg      *pgx.ConnConfig
+	conn     *pgx.Conn
+	ttl      time.Duration
+	validity time.Duration
+}
+
+type pgLeaseLease struct {
+	key, owner string
+	token      uint64
+	wd         *Watchdog
+}
+
+func (l *pgLeaseLease) Key() string   { return l.key }
+func (l *pgLeaseLease) Token() uint64 { return l.token }
+func (l *pgLeaseLease) Lost() <-chan struct{} {
+	if l.wd == nil {
+		return nil
+	}
+	return l.wd.Lost()
+}
+
+func (p *pgLeaseLocker) ensure(ctx context.Context) error {
+	if p.conn != nil {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, p.cfg)
+	if err != nil {
+		return fmt.Errorf("connect to postgres-1: %w", err)
+	}
+	p.conn = conn
+	return nil
+}
+
+// drop closes the connection after an error whose effect is unknown.
+func (p *pgLeaseLocker) drop() {
+	if p.conn != nil {
+		p.conn.Close(context.Background())
+		p.conn = nil
+	}
+}
+
+func (p *pgLeaseLocker) Acquire(ctx context.Context, key string) (Lease, error) {
+	if err := p.ensure(ctx); err != nil {
+		return nil, err
+	}
+	owner := randomID()
+	sent := time.Now()
+	var token int64
+	err := p.conn.QueryRow(ctx, `INSERT INTO lockbench_lease AS l (k, owner, token, expires)
+VALUES ($1, $2, nextval('lockbench_lease_token'), clock_timestamp() + make_interval(secs => $3))
+ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, expires = EXCLUDED.expires
+WHERE l.expires <= clock_timestamp()
+RETURNING token`, key, owner, p.ttl.Seconds()).Scan(&token)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, ErrNotAcquired
+	case err != nil:
+		// The row may have been written before the error: unknown.
+		p.drop()
+		return nil, fmt.Errorf("postgres-lease acquire %s: %w", key, err)
+	}
+	return &pgLeaseLease{key: key, owner: owner, token: uint64(token), wd: NewWatchdog(p.validity - time.Since(sent))}, nil
+}
+
+func (p *pgLeaseLocker) Release(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*pgLeaseLease)
+	if !ok {
+		return fmt.Errorf("release: lease of type %T is not a postgres-lease lease", lease)
+	}
+	if l.wd != nil {
+		l.wd.Stop()
+	}
+	if err := p.ensure(ctx); err != nil {
+		return err
+	}
+	tag, err := p.conn.Exec(ctx, "DELETE FROM lockbench_lease WHERE k = $1 AND owner = $2", l.key, l.owner)
+	if err != nil {
+		p.drop()
+		return fmt.Errorf("postgres-lease release %s: %w", l.key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// Extend pushes the row's expiry out by the TTL, if the lease is still the
+// caller's and has not expired.
+func (p *pgLeaseLocker) Extend(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*pgLeaseLease)
+	if !ok {
+		return fmt.Errorf("extend: lease of type %T is not a postgres-lease lease", lease)
+	}
+	if err := p.ensure(ctx); err != nil {
+		return err
+	}
+	sent := time.Now()
+	tag, err := p.conn.Exec(ctx, `UPDATE lockbench_lease SET expires = clock_timestamp() + make_interval(secs => $3)
+WHERE k = $1 AND owner = $2 AND expires > clock_timestamp()`, l.key, l.owner, p.ttl.Seconds())
+	if err != nil {
+		p.drop()
+		return fmt.Errorf("postgres-lease extend %s: %w", l.key, err)
+	}
+	if tag.RowsAffected() == 0 || !l.wd.Reset(p.validity-time.Since(sent)) {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// Forge builds a lease for key with an owner nobody has.
+func (p *pgLeaseLocker) Forge(key string) Lease {
+	return &pgLeaseLease{key: key, owner: randomID()}
+}
+
+func (p *pgLeaseLocker) Close() error {
+	p.drop()
+	return nil
+}
