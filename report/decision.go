@@ -52,6 +52,7 @@ type DecisionRow struct {
 	// runs in the backend's own database (see backends.Store).
 	Lockless bool `json:"lockless,omitempty"`
 	Store    bool `json:"store,omitempty"`
+	Control  bool `json:"known_unsafe_control,omitempty"`
 	// NoFault latency and throughput, from the cases without faults
 	// (zero when the run had none for this backend).
 	P50Ms          float64 `json:"no_fault_p50_ms"`
@@ -89,7 +90,7 @@ func NewDecision(sums ...*Summary) *Decision {
 			b := r.Backend
 			ri, ok := rowIdx[b]
 			if !ok {
-				d.Rows = append(d.Rows, DecisionRow{Backend: b, Fenced: r.Meta.Fenced, Lockless: r.Meta.Lockless, Store: r.Meta.Store, Cells: map[string]*DecisionCell{}})
+				d.Rows = append(d.Rows, DecisionRow{Backend: b, Fenced: r.Meta.Fenced, Lockless: r.Meta.Lockless, Store: r.Meta.Store, Control: r.Meta.Control, Cells: map[string]*DecisionCell{}})
 				ri = len(d.Rows) - 1
 				rowIdx[b] = ri
 				lats[b] = &lat{}
@@ -124,6 +125,10 @@ func NewDecision(sums ...*Summary) *Decision {
 		row := &d.Rows[i]
 		l := lats[row.Backend]
 		row.P50Ms, row.P99Ms, row.AcquiresPerSec, row.HandoffP50Ms = l.p50, l.p99, l.acqPerSec, l.handoffP50
+		if row.Lockless {
+			// No lock: its "acquisitions" cost nothing and hand nothing over.
+			row.P50Ms, row.P99Ms, row.HandoffP50Ms = 0, 0, 0
+		}
 		for _, cell := range row.Cells {
 			// Work that commits with its lock in the database is stopped
 			// by the database as a token would stop it.
@@ -216,14 +221,16 @@ func msText(ms float64) string {
 }
 
 // cellText is a cell in the Markdown table.
-func (cell *DecisionCell) cellText(class string) string {
+func (cell *DecisionCell) cellText(class string, store bool) string {
 	s := outcomeSymbol[cell.Outcome] + " " + cell.Outcome
-	switch cell.Outcome {
-	case OutcomeRegressed:
+	switch {
+	case cell.Outcome == OutcomeRegressed:
 		s += fmt.Sprintf(" (%d, %d writes refused)", cell.TokenRegressions, cell.StaleRejected)
-	case OutcomeFenced:
+	case cell.Outcome == OutcomeFenced && store:
+		s += fmt.Sprintf(" (%d overlaps; the database rolled the late work back)", cell.Violations)
+	case cell.Outcome == OutcomeFenced:
 		s += fmt.Sprintf(" (%d overlaps, %d late writes stopped)", cell.Violations, cell.StaleRejected)
-	case OutcomeDamage:
+	case cell.Outcome == OutcomeDamage:
 		s += fmt.Sprintf(" (%d overlaps, %d stale accepted, %d lost)", cell.Violations, cell.StaleAccepted, cell.LostUpdates)
 	}
 	if cell.Invalid > 0 && cell.Outcome != OutcomeNone {
@@ -235,6 +242,8 @@ func (cell *DecisionCell) cellText(class string) string {
 // label names a row's backend with what kind of entry it is.
 func (r DecisionRow) label() string {
 	switch {
+	case r.Control:
+		return r.Backend + " (unsafe control)"
 	case r.Lockless:
 		return r.Backend + " (no lock)"
 	case r.Store:
@@ -258,7 +267,7 @@ func (d *Decision) WriteMarkdown(w io.Writer) error {
 		row := []string{r.label()}
 		for _, c := range d.Classes {
 			if cell := r.Cells[c]; cell != nil {
-				row = append(row, cell.cellText(c))
+				row = append(row, cell.cellText(c, r.Store))
 			} else {
 				row = append(row, "—")
 			}

@@ -97,7 +97,9 @@ func WriteScatter(base string, s *Summary) (bool, error) {
 			return false, fmt.Errorf("scatter: %w", err)
 		}
 		sc.GlyphStyle.Radius = vg.Points(5)
-		sc.GlyphStyle.Color = palette[i%len(palette)]
+		// Colour and shape change together, and no two backends share
+		// both (up to 64).
+		sc.GlyphStyle.Color = palette[(i+i/len(glyphs))%len(palette)]
 		sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
 		p.Add(sc)
 		p.Legend.Add(pt.Backend, sc)

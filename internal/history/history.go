@@ -196,6 +196,8 @@ type CaseMeta struct {
 	// the backend's own database and its totals are checked at the end.
 	Lockless bool `json:"lockless,omitempty"`
 	Store    bool `json:"store,omitempty"`
+	// Control marks a known-unsafe control backend (local, redis-del, ...).
+	Control bool `json:"control,omitempty"`
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

@@ -74,6 +74,9 @@ func (c *Case) Meta() history.CaseMeta {
 		LeaseNs: int64(backends.LeaseTime(c.Backend, c.Workload.TTL.D())), OpTimeoutNs: int64(c.Workload.OpTimeout),
 		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
 	m.Lockless = backends.IsLockless(c.Backend)
+	if info, err := backends.Lookup(c.BackendName); err == nil {
+		m.Control = info.Unsafe
+	}
 	_, m.Store = c.Backend.(backends.Verifier)
 	if c.Workload.WrongTokenRelease > 0 {
 		m.Misuse = append(m.Misuse, "wrong-token release")
