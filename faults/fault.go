@@ -123,6 +123,25 @@ type Env interface {
 	Leader(ctx context.Context) (string, error)
 }
 
+// Lossy is implemented by Envs that can drop a share of the packets from
+// one server or instance to another (iptables' statistic match).
+type Lossy interface {
+	Lose(from, to string, p float64) (Cut, error)
+}
+
+// Shaper is implemented by Envs whose servers and instances are hosts of
+// their own (network: hosts): Shape applies netem to what target sends to
+// the given servers or instances (to everyone when to is empty).
+type Shaper interface {
+	Shape(target string, to []string, n Netem) (Cut, error)
+}
+
+// Netem is a tc netem setting: delay with jitter, and a loss percentage.
+type Netem struct {
+	Delay, Jitter time.Duration
+	Loss          float64 // percent
+}
+
 // Cut is an address-level rule in force.
 type Cut interface {
 	// Packets is how many packets the rule has dropped so far.
@@ -168,7 +187,12 @@ type Info struct {
 	// NeedsFirewall marks faults made with iptables: they need root, and
 	// servers that use their own address as source (instances always do).
 	NeedsFirewall bool
-	New           func(decode Decoder) (Fault, error)
+	// NeedsHosts marks faults that exist only when every server and
+	// instance is a host of its own (network: hosts).
+	NeedsHosts bool
+	// NeedsNetem marks faults made with tc netem, which some kernels lack.
+	NeedsNetem bool
+	New        func(decode Decoder) (Fault, error)
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

@@ -16,16 +16,18 @@ import (
 // its rules dropped packets.
 
 func init() {
-	Register(Info{Name: "isolate", Summary: "cut a member, or an instance, off from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
+	Register(Info{Name: "isolate", Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
 	Register(Info{Name: "split", Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
+	Register(Info{Name: "loss", Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
 	Register(Info{Name: "one-way", Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
 }
 
 // cutFault cuts, for a resolved target, the directed pairs that plan
-// returns.
+// returns: every packet, or a share p of them (loss).
 type cutFault struct {
 	plan  func(env Env, target string) ([][2]string, error)
 	names []string
+	p     float64 // 0 or 1: every packet
 }
 
 func (f cutFault) Names() []string { return f.names }
@@ -46,15 +48,29 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 		}
 		return errors.Join(errs...)
 	}
+	lossy, _ := env.(Lossy)
+	if f.p > 0 && f.p < 1 && lossy == nil {
+		return nil, errors.New("this case cannot drop a share of the packets")
+	}
 	for _, p := range pairs {
-		c, err := env.Cut(p[0], p[1])
+		var c Cut
+		var err error
+		if f.p > 0 && f.p < 1 {
+			c, err = lossy.Lose(p[0], p[1], f.p)
+		} else {
+			c, err = env.Cut(p[0], p[1])
+		}
 		if err != nil {
 			return nil, errors.Join(err, undo())
 		}
 		cuts = append(cuts, c)
 	}
+	seen := fmt.Sprintf("%d DROP rule(s) in place", len(cuts))
+	if f.p > 0 && f.p < 1 {
+		seen = fmt.Sprintf("%d rule(s) dropping %.0f%% of the packets in place", len(cuts), 100*f.p)
+	}
 	return &Effect{
-		Seen: fmt.Sprintf("%d DROP rule(s) in place", len(cuts)),
+		Seen: seen,
 		Check: func(context.Context) (string, error) {
 			var total int64
 			for _, c := range cuts {
@@ -73,6 +89,51 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 	}, nil
 }
 
+// LossOptions configure the loss fault.
+type LossOptions struct {
+	Percent float64 `yaml:"percent"` // share of the packets dropped, 0 < percent < 100
+	// From are the servers (of any kind) whose packets with the target are
+	// dropped (default: its peers; for an instance, the servers it talks to).
+	From []string `yaml:"from"`
+	// Direction: both (default), out (what the target sends), in (what it
+	// receives).
+	Direction string `yaml:"direction"`
+}
+
+func newLoss(decode Decoder) (Fault, error) {
+	var o LossOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Percent <= 0 || o.Percent >= 100 {
+		return nil, fmt.Errorf("percent: %v is not between 0 and 100 (for 100, use isolate)", o.Percent)
+	}
+	switch o.Direction {
+	case "", "both", "out", "in":
+	default:
+		return nil, fmt.Errorf("direction: %q is not both, out or in", o.Direction)
+	}
+	return cutFault{names: o.From, p: o.Percent / 100, plan: func(env Env, target string) ([][2]string, error) {
+		from := o.From
+		if len(from) == 0 {
+			from = env.Peers(target)
+		}
+		var out [][2]string
+		for _, f := range from {
+			if f == target {
+				continue
+			}
+			if o.Direction != "in" {
+				out = append(out, [2]string{target, f})
+			}
+			if o.Direction != "out" {
+				out = append(out, [2]string{f, target})
+			}
+		}
+		return out, nil
+	}}, nil
+}
+
 func both(a, b []string) [][2]string {
 	var out [][2]string
 	for _, x := range a {
@@ -83,13 +144,31 @@ func both(a, b []string) [][2]string {
 	return out
 }
 
+// IsolateOptions configure the isolate fault.
+type IsolateOptions struct {
+	// From are the servers to cut the target from, of any kind (default:
+	// its peers): a Redis master from its Sentinels only, say, while the
+	// clients and the replicas still reach it.
+	From []string `yaml:"from"`
+}
+
 func newIsolate(decode Decoder) (Fault, error) {
-	var none struct{}
-	if err := decode(&none); err != nil {
+	var o IsolateOptions
+	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	return cutFault{plan: func(env Env, target string) ([][2]string, error) {
-		return both([]string{target}, env.Peers(target)), nil
+	return cutFault{names: o.From, plan: func(env Env, target string) ([][2]string, error) {
+		from := o.From
+		if len(from) == 0 {
+			from = env.Peers(target)
+		}
+		var others []string
+		for _, f := range from {
+			if f != target {
+				others = append(others, f)
+			}
+		}
+		return both([]string{target}, others), nil
 	}}, nil
 }
 

@@ -34,8 +34,9 @@ The last lines printed are a tally and the results folder ("open
 	var only listFlag
 	c.fs.Var(&only, "case", "run only this case (repeatable)")
 	quiet := c.fs.Bool("q", false, "print only the verdicts")
+	network := c.fs.String("network", "", "override the scenario's network: loopback, or hosts (each server and instance in a network namespace of its own; root)")
 	c.exec = func(ctx context.Context, cio cmdIO, args []string) error {
-		sc, err := scenario.Load(args[0])
+		sc, err := scenario.LoadWith(args[0], scenario.Options{Network: *network})
 		if err != nil {
 			return exitcode.With(err, exitcode.Config)
 		}

@@ -22,12 +22,13 @@ seeded nemesis schedules) and prints, per case, its backend, servers,
 workload and faults with their windows. Nothing is started. Exit 104 if
 any file is invalid, after reporting every file.`
 	seed := c.fs.Int64("seed", 0, "show the schedules this seed would give (as bench run -seed)")
+	network := c.fs.String("network", "", "validate for this network (as bench run -network)")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		bad := 0
 		reseed := false
 		c.fs.Visit(func(f *flag.Flag) { reseed = reseed || f.Name == "seed" })
 		for _, path := range args {
-			sc, err := scenario.Load(path)
+			sc, err := scenario.LoadWith(path, scenario.Options{Network: *network})
 			if err == nil && reseed {
 				err = sc.Reseed(*seed)
 			}
@@ -48,7 +49,7 @@ any file is invalid, after reporting every file.`
 
 // printSchedule writes what a valid scenario would run.
 func printSchedule(w io.Writer, path string, sc *scenario.Scenario) {
-	fmt.Fprintf(w, "%s: valid: scenario %q, seed %d, %d case(s)\n", path, sc.Name, sc.Seed, len(sc.Cases))
+	fmt.Fprintf(w, "%s: valid: scenario %q, seed %d, network %s, %d case(s)\n", path, sc.Name, sc.Seed, sc.Network, len(sc.Cases))
 	for _, c := range sc.Cases {
 		wl := c.Workload
 		var servers []string

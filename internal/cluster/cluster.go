@@ -27,6 +27,8 @@ type Server struct {
 	Proxy   *toxiclient.Proxy
 	Dir     string // private data directory
 	LogPath string
+	// NS is the network namespace the server runs in (hosts mode), or "".
+	NS string
 	// command builds the process to run (fresh for every (re)start); ready
 	// waits until the server answers.
 	command func() (*exec.Cmd, error)
@@ -51,9 +53,13 @@ type Cluster struct {
 	LogDir string
 	Slot   *Slot
 	Toxi   *Toxi
-	// Firewall cuts traffic between member addresses (created on first use).
+	// Firewall cuts traffic between member addresses (created on first
+	// use); in hosts mode Hosts does, with rules in each host's namespace.
 	Firewall *Firewall
-	dataDir  string
+	// Hosts is non-nil in hosts mode: every server and instance in a
+	// network namespace of its own.
+	Hosts   *Hosts
+	dataDir string
 
 	mu      sync.Mutex
 	servers map[string]*Server
@@ -67,11 +73,25 @@ type Cluster struct {
 	relays  map[string]*links.Relay
 }
 
+// Options configure a cluster.
+type Options struct {
+	// Proxied names the server-side links that faults of the case act on
+	// (etcd-1-peer, redis-1-repl): only those go through toxiproxy.
+	Proxied []string
+	// Hosts puts every server, and every instance started through
+	// HostCommand, on a network namespace of its own (see Hosts).
+	Hosts bool
+}
+
 // New takes an address slot for the cluster and starts its toxiproxy
-// server. Server logs go to logDir; data lives in a private temp dir
-// removed by Close. proxied names the server-side links that faults of the
-// case act on (etcd-1-peer, redis-1-repl): only those go through toxiproxy.
+// server, on loopback. Server logs go to logDir; data lives in a private
+// temp dir removed by Close.
 func New(runID, logDir string, proxied ...string) (*Cluster, error) {
+	return NewWith(runID, logDir, Options{Proxied: proxied})
+}
+
+// NewWith is New with options.
+func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
@@ -95,15 +115,27 @@ func New(runID, logDir string, proxied ...string) (*Cluster, error) {
 		slot.Release()
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	var hosts *Hosts
+	if o.Hosts {
+		slot.hosts = true
+		if hosts, err = NewHosts(slot); err != nil {
+			os.RemoveAll(dataDir)
+			slot.Release()
+			return nil, err
+		}
+	}
 	t, err := StartToxi(slot.Harness())
 	if err != nil {
+		if hosts != nil {
+			hosts.Close()
+		}
 		os.RemoveAll(dataDir)
 		slot.Release()
 		return nil, err
 	}
-	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), dataDir: dataDir,
+	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), Hosts: hosts, dataDir: dataDir,
 		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}}
-	for _, l := range proxied {
+	for _, l := range o.Proxied {
 		c.proxied[l] = true
 	}
 	return c, nil
@@ -202,19 +234,36 @@ func (c *Cluster) allocIP() string {
 // free port there, and registers it.
 func (c *Cluster) newServer(sp backends.ServerSpec) (*Server, int, error) {
 	ip := c.allocIP()
-	port, err := FreePort(ip)
-	if err != nil {
-		return nil, 0, err
-	}
-	s := &Server{Spec: sp, IP: ip, Addr: fmt.Sprintf("%s:%d", ip, port)}
+	s := &Server{Spec: sp, IP: ip}
 	if err := c.add(s); err != nil {
 		return nil, 0, err
 	}
+	port := hostPort // a host of its own: every port is free
+	if c.Hosts == nil {
+		var err error
+		if port, err = FreePort(ip); err != nil {
+			return nil, 0, err
+		}
+	}
+	c.mu.Lock()
+	s.Addr = fmt.Sprintf("%s:%d", ip, port)
+	c.mu.Unlock()
 	return s, port, nil
 }
 
-// add registers a server and creates its data dir and log path.
+// hostPort is the port a single-port server listens on in hosts mode.
+const hostPort = 7000
+
+// add registers a server and creates its data dir, its log path and, in
+// hosts mode, its host.
 func (c *Cluster) add(s *Server) error {
+	if c.Hosts != nil {
+		ns, err := c.Hosts.Add(s.Spec.Name, s.IP)
+		if err != nil {
+			return err
+		}
+		s.NS = ns
+	}
 	s.Dir = filepath.Join(c.dataDir, s.Spec.Name)
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return fmt.Errorf("data dir for %s: %w", s.Spec.Name, err)
@@ -276,6 +325,9 @@ func (c *Cluster) spawn(s *Server) error {
 	cmd, err := s.command()
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.Spec.Name, err)
+	}
+	if s.NS != "" {
+		c.Hosts.Wrap(s.NS, cmd)
 	}
 	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -409,10 +461,42 @@ func (c *Cluster) ServerEndpoint(name string) (Endpoint, error) {
 	if s == nil {
 		return Endpoint{}, fmt.Errorf("no server %q", name)
 	}
-	if !BindsSource(s.Spec.Kind) {
+	if c.Hosts == nil && !BindsSource(s.Spec.Kind) {
 		return Endpoint{}, fmt.Errorf("%s servers do not use their own address as source; an address-level partition would not separate them", s.Spec.Kind)
 	}
 	return Endpoint{IP: s.IP}, nil
+}
+
+// Cut is one address-level rule in force.
+type Cut interface {
+	Packets() (int64, error)
+	Undo() error
+}
+
+// Drop cuts the packets from a to b: in the receiving host's namespace in
+// hosts mode, else in the harness's iptables chain on loopback.
+func (c *Cluster) Drop(a, b Endpoint) (Cut, error) { return c.DropSome(a, b, 1) }
+
+// DropSome drops each packet from a to b with probability p.
+func (c *Cluster) DropSome(a, b Endpoint, p float64) (Cut, error) {
+	if c.Hosts != nil {
+		return c.Hosts.DropSome(a, b, p)
+	}
+	return c.Firewall.DropSome(a, b, p)
+}
+
+// HostCommand makes cmd run on a host of its own named name at ip (hosts
+// mode: a worker instance); on loopback it leaves cmd alone.
+func (c *Cluster) HostCommand(name, ip string, cmd *exec.Cmd) error {
+	if c.Hosts == nil {
+		return nil
+	}
+	ns, err := c.Hosts.Add(name, ip)
+	if err != nil {
+		return err
+	}
+	c.Hosts.Wrap(ns, cmd)
+	return nil
 }
 
 // Kill SIGKILLs the named server.
@@ -469,6 +553,11 @@ func (c *Cluster) Close() error {
 	}
 	if err := c.Firewall.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
+	}
+	if c.Hosts != nil {
+		if err := c.Hosts.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("remove the run's hosts: %w", err))
+		}
 	}
 	for name, r := range c.relays {
 		if err := r.Close(); err != nil {

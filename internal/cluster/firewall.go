@@ -102,7 +102,10 @@ func (f *Firewall) ensure() error {
 
 // Drop cuts packets from src to dst (one direction). A port on either side
 // restricts the rule to TCP packets from or to that port.
-func (f *Firewall) Drop(src, dst Endpoint) (*Rule, error) {
+func (f *Firewall) Drop(src, dst Endpoint) (*Rule, error) { return f.DropSome(src, dst, 1) }
+
+// DropSome drops each packet from src to dst with probability p (1: all).
+func (f *Firewall) DropSome(src, dst Endpoint, p float64) (*Rule, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.ensure(); err != nil {
@@ -120,11 +123,21 @@ func (f *Firewall) Drop(src, dst Endpoint) (*Rule, error) {
 	if dst.Port != 0 {
 		r.spec = append(r.spec, "--dport", fmt.Sprint(dst.Port))
 	}
+	r.spec = append(r.spec, probability(p)...)
 	r.spec = append(r.spec, "-m", "comment", "--comment", r.comment, "-j", "DROP")
 	if err := iptables(append([]string{"-A", f.chain}, r.spec...)...); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// probability is the iptables match that applies a rule to a random share
+// p of the packets (none for p >= 1).
+func probability(p float64) []string {
+	if p >= 1 {
+		return nil
+	}
+	return []string{"-m", "statistic", "--mode", "random", "--probability", strconv.FormatFloat(p, 'f', 4, 64)}
 }
 
 // Undo removes the rule.

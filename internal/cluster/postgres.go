@@ -107,7 +107,9 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 		if err != nil {
 			return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
 		}
-		_, werr := hba.WriteString("host all all 127.0.0.0/8 trust\n")
+		// The run's own addresses: its loopback slot, or in hosts mode its
+		// bridge (a network only the run's namespaces are on).
+		_, werr := hba.WriteString("host all all 127.0.0.0/8 trust\nhost all all " + c.Slot.prefix() + "0.0/16 trust\n")
 		if err := errors.Join(werr, hba.Close()); err != nil {
 			return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
 		}

@@ -27,6 +27,9 @@ const slotBase = 64
 type Slot struct {
 	N int
 	f *os.File
+	// hosts: the slot's addresses are 10.(64+n).0.0/16 on the run's own
+	// bridge, each server and instance in a namespace of its own (Hosts).
+	hosts bool
 }
 
 // SlotDir is where the slot lock files live: one fixed place for the
@@ -64,7 +67,12 @@ func (s *Slot) Release() {
 	}
 }
 
-func (s *Slot) prefix() string { return fmt.Sprintf("127.%d.", slotBase+s.N) }
+func (s *Slot) prefix() string {
+	if s.hosts {
+		return fmt.Sprintf("10.%d.", slotBase+s.N)
+	}
+	return fmt.Sprintf("127.%d.", slotBase+s.N)
+}
 
 // Harness is the address of the coordinator's own listeners.
 func (s *Slot) Harness() string { return s.prefix() + "0.1" }

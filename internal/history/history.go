@@ -198,6 +198,9 @@ type CaseMeta struct {
 	Store    bool `json:"store,omitempty"`
 	// Control marks a known-unsafe control backend (local, redis-del, ...).
 	Control bool `json:"control,omitempty"`
+	// Network is "hosts" when every server and instance ran in a network
+	// namespace of its own ("" or "loopback": processes on loopback).
+	Network string `json:"network,omitempty"`
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

@@ -43,7 +43,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	logDir := filepath.Join(r.dir, layout.LogsDir, c.Name)
 	plan := planLinks(c)
 	began := time.Now()
-	cl, err := cluster.New(r.id, logDir, plan.server...)
+	cl, err := cluster.NewWith(r.id, logDir, cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts})
 	if err != nil {
 		return err
 	}

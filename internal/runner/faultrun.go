@@ -301,7 +301,7 @@ func (e *faultEnv) Cut(from, to string) (faults.Cut, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cut %s -> %s: %w", from, to, err)
 	}
-	return e.cr.cl.Firewall.Drop(a, b)
+	return e.cr.cl.Drop(a, b)
 }
 
 func (e *faultEnv) endpoints(from, to string) (cluster.Endpoint, cluster.Endpoint, error) {
@@ -367,4 +367,52 @@ func (e *faultEnv) healthy(target string) error {
 		}
 	}
 	return nil
+}
+
+// Shape puts netem on what a server or instance sends (network: hosts).
+// It is faults.Shaper: a loopback case does not offer it (validation
+// rejects netem there).
+func (e *faultEnv) Shape(target string, to []string, n faults.Netem) (faults.Cut, error) {
+	h := e.cr.cl.Hosts
+	if h == nil {
+		return nil, fmt.Errorf("netem on %s: the case does not run on hosts of their own (network: hosts)", target)
+	}
+	ip, err := e.hostIP(target)
+	if err != nil {
+		return nil, err
+	}
+	var dst []string
+	for _, name := range to {
+		d, err := e.hostIP(name)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, d)
+	}
+	sh, err := h.Shape(h.NS(ip), dst, n.Delay, n.Jitter, n.Loss)
+	if err != nil {
+		return nil, fmt.Errorf("netem on %s: %w", target, err)
+	}
+	return sh, nil
+}
+
+// hostIP is the address of a server's or instance's host.
+func (e *faultEnv) hostIP(name string) (string, error) {
+	if w := e.cr.workers[name]; w != nil {
+		return e.cr.cl.Slot.Instance(w.n), nil
+	}
+	if s := e.cr.cl.Server(name); s != nil {
+		return s.IP, nil
+	}
+	return "", fmt.Errorf("no server or instance named %s", name)
+}
+
+// Lose drops a share p of the packets from one server or instance to
+// another (faults.Lossy).
+func (e *faultEnv) Lose(from, to string, p float64) (faults.Cut, error) {
+	a, b, err := e.endpoints(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("loss %s -> %s: %w", from, to, err)
+	}
+	return e.cr.cl.DropSome(a, b, p)
 }

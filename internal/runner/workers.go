@@ -74,6 +74,10 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 		return fmt.Errorf("%s log: %w", name, err)
 	}
 	cmd.Stderr = logf
+	if err := cr.cl.HostCommand(fmt.Sprintf("i%d", n), cr.cl.Slot.Instance(n), cmd); err != nil {
+		logf.Close()
+		return fmt.Errorf("%s host: %w", name, err)
+	}
 	src := cr.idx*1000 + n
 	cr.r.m.addSource(src)
 	p, err := cluster.StartProcess(name, cr.r.id, cmd)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/cluster"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/config"
@@ -31,13 +33,24 @@ type Scenario struct {
 	Name        string
 	Description string
 	Seed        int64
-	Cases       []*Case
+	// Network is how servers and instances are placed: NetworkLoopback
+	// (processes on loopback addresses of the run's slot) or NetworkHosts
+	// (each in a network namespace of its own; root).
+	Network string
+	Cases   []*Case
 }
+
+// Networks: where the servers and instances of a run live.
+const (
+	NetworkLoopback = "loopback"
+	NetworkHosts    = "hosts"
+)
 
 // Case is one backend under one workload and fault schedule.
 type Case struct {
 	Name        string
 	BackendName string
+	Network     string // the scenario's
 	Options     []byte // the backend options as YAML, decoded again by workers
 	Backend     backends.Backend
 	Workload    Workload
@@ -74,6 +87,9 @@ func (c *Case) Meta() history.CaseMeta {
 		LeaseNs: int64(backends.LeaseTime(c.Backend, c.Workload.TTL.D())), OpTimeoutNs: int64(c.Workload.OpTimeout),
 		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
 	m.Lockless = backends.IsLockless(c.Backend)
+	if c.Network == NetworkHosts {
+		m.Network = NetworkHosts
+	}
 	if info, err := backends.Lookup(c.BackendName); err == nil {
 		m.Control = info.Unsafe
 	}
@@ -95,6 +111,7 @@ type file struct {
 	Name        string      `yaml:"name"`
 	Description string      `yaml:"description"`
 	Seed        *int64      `yaml:"seed"`
+	Network     string      `yaml:"network"`
 	Workload    yaml.Node   `yaml:"workload"`
 	Thresholds  []yaml.Node `yaml:"thresholds"`
 	Cases       []yaml.Node `yaml:"cases"`
@@ -216,8 +233,28 @@ func Load(path string) (*Scenario, error) {
 	return Parse(path, src)
 }
 
+// Options change how a scenario file is read.
+type Options struct {
+	// Network overrides the file's network ("" keeps it).
+	Network string
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o Options) (*Scenario, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return ParseWith(path, src, o)
+}
+
 // Parse validates scenario text; path is used in messages.
 func Parse(path string, src []byte) (*Scenario, error) {
+	return ParseWith(path, src, Options{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	errs := &Errors{Path: path}
 	var root yaml.Node
 	if err := yaml.Unmarshal(src, &root); err != nil {
@@ -238,9 +275,23 @@ func Parse(path string, src []byte) (*Scenario, error) {
 		errs.addErr(doc.Line, "", err)
 		return nil, errs
 	}
-	s := &Scenario{Path: path, Source: src, Name: f.Name, Description: f.Description, Seed: 1}
+	s := &Scenario{Path: path, Source: src, Name: f.Name, Description: f.Description, Seed: 1, Network: f.Network}
 	if f.Seed != nil {
 		s.Seed = *f.Seed
+	}
+	if o.Network != "" {
+		s.Network = o.Network
+	}
+	switch s.Network {
+	case "":
+		s.Network = NetworkLoopback
+	case NetworkLoopback:
+	case NetworkHosts:
+		if err := cluster.HostsAvailable(); err != nil {
+			errs.add(lineOf(doc, "network", 1), "network", "hosts: %v", err)
+		}
+	default:
+		errs.add(lineOf(doc, "network", 1), "network", "%q is not loopback or hosts", s.Network)
 	}
 	if s.Name == "" {
 		errs.add(lineOf(doc, "name", 1), "name", "missing (every scenario needs a name)")
@@ -269,7 +320,7 @@ func Parse(path string, src []byte) (*Scenario, error) {
 	seen := map[string]bool{}
 	for i := range f.Cases {
 		n := &f.Cases[i]
-		c := parseCase(errs, i, n, base, baseOK)
+		c := parseCase(errs, i, n, base, baseOK, s.Network)
 		if c == nil {
 			continue
 		}
@@ -311,7 +362,7 @@ func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
 	return n.Value, true
 }
 
-func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool) *Case {
+func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, network string) *Case {
 	var cd caseDoc
 	if n.Kind != yaml.MappingNode {
 		errs.add(n.Line, fmt.Sprintf("cases[%d]", i), "want a mapping with name and backend, not a %s", kindName(n))
@@ -326,7 +377,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool) *C
 		where = fmt.Sprintf("cases[%d] (%s)", i, cd.Name)
 	}
 	line := func(path string) int { return lineOf(n, path, n.Line) }
-	c := &Case{Name: cd.Name, BackendName: cd.Backend}
+	c := &Case{Name: cd.Name, BackendName: cd.Backend, Network: network}
 	if c.Name == "" {
 		errs.add(n.Line, where+".name", "missing")
 	} else if strings.ContainsAny(c.Name, " /\t.") {
@@ -390,7 +441,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool) *C
 		return nil
 	}
 	targets, serverKinds := c.targets()
-	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count}
+	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts}
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])

@@ -64,6 +64,7 @@ type scheduleCtx struct {
 	serverKinds map[string]string
 	runFor      time.Duration
 	keys        int
+	hosts       bool // every server and instance on a host of its own
 }
 
 // validateNemesis returns the field and the problem, or "" when valid.
@@ -266,8 +267,18 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			}
 		}
 	}
+	if info.NeedsHosts && !sc.hosts && !bad {
+		errs.add(n.Line, fw+".type", "%s needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts", f.Type)
+		bad = true
+	}
+	if info.NeedsNetem && sc.hosts && !bad {
+		if err := cluster.NetemAvailable(); err != nil {
+			errs.add(n.Line, fw+".type", "%v (the loss fault drops packets with iptables instead; latency on TCP links is the latency fault)", err)
+			bad = true
+		}
+	}
 	if info.NeedsFirewall && !bad {
-		if msg := checkFirewall(f.Target, sc.serverKinds, sc.targets); msg != "" {
+		if msg := checkFirewall(f.Target, sc.serverKinds, sc.targets, sc.hosts); msg != "" {
 			errs.add(line("target"), fw+".target", "%s", msg)
 			bad = true
 		}
@@ -300,7 +311,14 @@ func checkOverlaps(errs *Errors, line int, where string, fs []*Fault) {
 // checkFirewall says why an iptables partition cannot be made, or "". An
 // instance can always be cut (its clients use its own address); servers
 // must use their own address as the source of their peer connections.
-func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind) string {
+func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind, hosts bool) string {
+	if hosts {
+		// Every server sends from its own host: any pair can be cut.
+		if err := cluster.HostsAvailable(); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
 	if err := cluster.FirewallAvailable(); err != nil {
 		return err.Error()
 	}
@@ -317,7 +335,7 @@ func checkFirewall(target string, serverKinds map[string]string, targets map[str
 	}
 	for k := range kinds {
 		if !cluster.BindsSource(k) {
-			return fmt.Sprintf("%s servers do not use their own address as the source of their peer connections, so an address-level partition between members would not separate them (cut an instance from them instead, or use link faults; etcd's peer links are link:<member>-peer)", k)
+			return fmt.Sprintf("%s servers do not use their own address as the source of their peer connections, so an address-level partition between members would not separate them (run the scenario with network: hosts, cut an instance from them instead, or use link faults; etcd's peer links are link:<member>-peer)", k)
 		}
 	}
 	return ""

@@ -1,0 +1,385 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Hosts puts every server and every worker instance of a run on a host of
+// its own: a network namespace the harness makes, with one interface (eth0)
+// on a bridge of the run's own, and its own address in the run's slot
+// (10.<64+n>.0.0/16: the harness 10.X.0.1 on the bridge, servers 10.X.0.10
+// and up, instance N 10.X.1.N). Whatever a process sends leaves from that
+// address, so links between any two hosts can be cut (iptables rules in the
+// receiving host's own namespace: the sender sees nothing, as in a real
+// partition) or slowed (tc netem on the sending host's eth0), member to
+// member for every backend, ZooKeeper and etcd included.
+//
+// The bridge lives in a namespace of its own (lb<n>-switch), whose
+// firewall is empty, so the machine's own (Docker's FORWARD policy, the
+// bridge-netfilter setting) neither applies to the run's traffic nor is
+// touched; the harness reaches the switch through a veth pair (lbbr<n> on
+// its side, holding 10.X.0.1). Every namespace carries the slot's number
+// (lb<n>-<name>): Close removes them (which removes every veth with them),
+// and the next run that takes the slot removes what a killed run left (the
+// slot's flock proves that run is gone).
+type Hosts struct {
+	slot   *Slot
+	bridge string // the harness's end of its link to the switch
+	switch_ string // the switch's namespace
+
+	mu     sync.Mutex
+	nsByIP map[string]string
+	made   []string
+	next   int
+}
+
+// HostsAvailable says whether hosts mode can be used: it needs root, ip
+// (iproute2) and iptables.
+func HostsAvailable() error {
+	if os.Geteuid() != 0 {
+		return errors.New("hosts mode needs root (network namespaces, veth pairs, a bridge)")
+	}
+	for _, bin := range []string{"ip", "iptables", "tc", "setpriv"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("hosts mode needs %s: %w", bin, err)
+		}
+	}
+	return nil
+}
+
+func ipcmd(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// nsName is the namespace of a host of slot n.
+func nsName(n int, host string) string { return fmt.Sprintf("lb%d-%s", n, host) }
+
+// NewHosts makes the slot's switch and the harness's link to it, after
+// removing what a killed run of the same slot left.
+func NewHosts(s *Slot) (*Hosts, error) {
+	if err := HostsAvailable(); err != nil {
+		return nil, err
+	}
+	h := &Hosts{slot: s, bridge: fmt.Sprintf("lbbr%d", s.N), switch_: nsName(s.N, "switch"), nsByIP: map[string]string{}}
+	if err := CleanStaleHosts(s.N); err != nil {
+		return nil, err
+	}
+	if err := ipcmd("netns", "add", h.switch_); err != nil {
+		return nil, err
+	}
+	h.made = append(h.made, h.switch_)
+	steps := [][]string{
+		{"-n", h.switch_, "link", "add", "br0", "type", "bridge"},
+		{"-n", h.switch_, "link", "set", "br0", "up"},
+		{"link", "add", h.bridge, "type", "veth", "peer", "name", "up0", "netns", h.switch_},
+		{"-n", h.switch_, "link", "set", "up0", "master", "br0", "up"},
+		{"addr", "add", s.Harness() + "/16", "dev", h.bridge},
+		{"link", "set", h.bridge, "up"},
+	}
+	for _, st := range steps {
+		if err := ipcmd(st...); err != nil {
+			return nil, errors.Join(err, h.Close())
+		}
+	}
+	return h, nil
+}
+
+// Add makes a host: a namespace named after it, with eth0 on the switch at
+// ip, and loopback up. It returns the namespace's name.
+func (h *Hosts) Add(host, ip string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ns := nsName(h.slot.N, host)
+	h.next++
+	port := fmt.Sprintf("h%d", h.next)
+	if err := ipcmd("netns", "add", ns); err != nil {
+		return "", err
+	}
+	h.made = append(h.made, ns)
+	steps := [][]string{
+		{"-n", h.switch_, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"-n", h.switch_, "link", "set", port, "master", "br0", "up"},
+		{"-n", ns, "addr", "add", ip + "/16", "dev", "eth0"},
+		{"-n", ns, "link", "set", "eth0", "up"},
+		{"-n", ns, "link", "set", "lo", "up"},
+	}
+	for _, st := range steps {
+		if err := ipcmd(st...); err != nil {
+			return "", fmt.Errorf("host %s: %w", host, err)
+		}
+	}
+	h.nsByIP[ip] = ns
+	return ns, nil
+}
+
+// NS returns the namespace that owns ip ("" if none).
+func (h *Hosts) NS(ip string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nsByIP[ip]
+}
+
+// Wrap makes cmd run inside namespace ns: `ip netns exec ns` execs the
+// program, so the process keeps its pid, its process group and its
+// parent-death signal. A command that was to run as another user (the
+// PostgreSQL server) switches inside, through setpriv, which keeps the
+// parent-death signal that a change of user would otherwise clear.
+func (h *Hosts) Wrap(ns string, cmd *exec.Cmd) {
+	inner := append([]string{cmd.Path}, cmd.Args[1:]...)
+	if sp := cmd.SysProcAttr; sp != nil && sp.Credential != nil {
+		c := sp.Credential
+		inner = append([]string{"setpriv", "--reuid", fmt.Sprint(c.Uid), "--regid", fmt.Sprint(c.Gid), "--clear-groups", "--pdeathsig", "KILL", "--"}, inner...)
+		sp.Credential = nil
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		ip = "/usr/sbin/ip"
+	}
+	cmd.Path = ip
+	cmd.Args = append([]string{"ip", "netns", "exec", ns}, inner...)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+}
+
+// InNS runs a command inside namespace ns and returns its output.
+func InNS(ns string, name string, args ...string) ([]byte, error) {
+	out, err := exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("%s %s in %s: %v: %s", name, strings.Join(args, " "), ns, err, bytes.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// Drop cuts the packets from src to dst with a DROP rule in dst's own
+// INPUT chain: they leave the sender and vanish, and the sender learns
+// nothing, as in a real partition. Traffic to the harness (a proxy, the
+// resource) is cut in the sender's OUTPUT chain instead. A port restricts
+// the rule to TCP.
+func (h *Hosts) Drop(src, dst Endpoint) (*HostRule, error) { return h.DropSome(src, dst, 1) }
+
+// DropSome drops each packet from src to dst with probability p (1: all).
+func (h *Hosts) DropSome(src, dst Endpoint, p float64) (*HostRule, error) {
+	ns, chain := h.NS(dst.IP), "INPUT"
+	if ns == "" {
+		ns, chain = h.NS(src.IP), "OUTPUT"
+	}
+	if ns == "" {
+		return nil, fmt.Errorf("no host owns %s or %s: only servers and instances can be cut", src.IP, dst.IP)
+	}
+	h.mu.Lock()
+	h.next++
+	comment := fmt.Sprintf("lockbench-%d", h.next)
+	h.mu.Unlock()
+	spec := []string{"-s", src.IP, "-d", dst.IP}
+	if src.Port != 0 || dst.Port != 0 {
+		spec = append(spec, "-p", "tcp")
+	}
+	if src.Port != 0 {
+		spec = append(spec, "--sport", fmt.Sprint(src.Port))
+	}
+	if dst.Port != 0 {
+		spec = append(spec, "--dport", fmt.Sprint(dst.Port))
+	}
+	spec = append(spec, probability(p)...)
+	spec = append(spec, "-m", "comment", "--comment", comment, "-j", "DROP")
+	if _, err := InNS(ns, "iptables", append([]string{"-w", "-A", chain}, spec...)...); err != nil {
+		return nil, err
+	}
+	return &HostRule{ns: ns, chain: chain, spec: spec, comment: comment}, nil
+}
+
+// HostRule is a DROP rule in a host's namespace.
+type HostRule struct {
+	ns, chain, comment string
+	spec               []string
+}
+
+// Undo removes the rule (a namespace already gone took it along).
+func (r *HostRule) Undo() error {
+	if _, err := os.Stat("/run/netns/" + r.ns); err != nil {
+		return nil
+	}
+	_, err := InNS(r.ns, "iptables", append([]string{"-w", "-D", r.chain}, r.spec...)...)
+	return err
+}
+
+// Packets returns how many packets the rule has dropped.
+func (r *HostRule) Packets() (int64, error) {
+	out, err := InNS(r.ns, "iptables", "-w", "-L", r.chain, "-v", "-x", "-n")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "/* "+r.comment+" */") {
+			if f := strings.Fields(line); len(f) > 0 {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("rule %s not found in %s", r.comment, r.ns)
+}
+
+// Close removes every namespace, the switch's last (taking every veth
+// with it, the harness's link included).
+func (h *Hosts) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for i := len(h.made) - 1; i >= 0; i-- {
+		if err := ipcmd("netns", "del", h.made[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	h.made = nil
+	if exec.Command("ip", "link", "show", h.bridge).Run() == nil {
+		if err := ipcmd("link", "del", h.bridge); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CleanStaleHosts removes the namespaces and bridge of slot n that a
+// killed run left behind. Only the holder of slot n calls it, so nothing
+// it removes can belong to a live run.
+func CleanStaleHosts(n int) error {
+	var errs []error
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 0 && strings.HasPrefix(f[0], fmt.Sprintf("lb%d-", n)) {
+				if err := ipcmd("netns", "del", f[0]); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	br := fmt.Sprintf("lbbr%d", n)
+	if exec.Command("ip", "link", "show", br).Run() == nil {
+		if err := ipcmd("link", "del", br); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Shaping is a netem queue in force on a host's eth0.
+type Shaping struct {
+	ns string
+}
+
+// Shape puts netem (delay, jitter, loss) on what the host of namespace ns
+// sends: to the given addresses only (a prio qdisc whose fourth band is
+// the netem queue, u32 filters sending those destinations to it), or to
+// everyone.
+func (h *Hosts) Shape(ns string, dst []string, delay, jitter time.Duration, loss float64) (*Shaping, error) {
+	spec := []string{}
+	if delay > 0 {
+		spec = append(spec, "delay", fmt.Sprintf("%dus", delay.Microseconds()))
+		if jitter > 0 {
+			spec = append(spec, fmt.Sprintf("%dus", jitter.Microseconds()))
+		}
+	}
+	if loss > 0 {
+		spec = append(spec, "loss", fmt.Sprintf("%g%%", loss))
+	}
+	sh := &Shaping{ns: ns}
+	if len(dst) == 0 {
+		if _, err := InNS(ns, "tc", append([]string{"qdisc", "add", "dev", "eth0", "root", "handle", "40:", "netem"}, spec...)...); err != nil {
+			return nil, err
+		}
+		return sh, nil
+	}
+	steps := [][]string{
+		{"qdisc", "add", "dev", "eth0", "root", "handle", "1:", "prio", "bands", "4", "priomap", "1", "2", "2", "2", "1", "2", "0", "0", "1", "1", "1", "1", "1", "1", "1", "1"},
+		append([]string{"qdisc", "add", "dev", "eth0", "parent", "1:4", "handle", "40:", "netem"}, spec...),
+	}
+	for _, ip := range dst {
+		steps = append(steps, []string{"filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", ip + "/32", "flowid", "1:4"})
+	}
+	for _, st := range steps {
+		if _, err := InNS(ns, "tc", st...); err != nil {
+			return nil, errors.Join(err, sh.Undo())
+		}
+	}
+	return sh, nil
+}
+
+// Packets returns how many packets went through the netem queue.
+func (s *Shaping) Packets() (int64, error) {
+	out, err := InNS(s.ns, "tc", "-s", "qdisc", "show", "dev", "eth0")
+	if err != nil {
+		return 0, err
+	}
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "qdisc netem 40:") && i+1 < len(lines) {
+			// " Sent 1234 bytes 17 pkt (dropped 0, overlimits 0 requeues 0)"
+			f := strings.Fields(lines[i+1])
+			for j := 0; j+1 < len(f); j++ {
+				if f[j+1] == "pkt" {
+					return strconv.ParseInt(f[j], 10, 64)
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("no netem queue on eth0 of %s", s.ns)
+}
+
+// Undo removes the queue (a namespace already gone took it along).
+func (s *Shaping) Undo() error {
+	if _, err := os.Stat("/run/netns/" + s.ns); err != nil {
+		return nil
+	}
+	_, err := InNS(s.ns, "tc", "qdisc", "del", "dev", "eth0", "root")
+	if err != nil && strings.Contains(err.Error(), "No such file") {
+		return nil
+	}
+	return err
+}
+
+var (
+	netemOnce sync.Once
+	netemErr  error
+)
+
+// NetemAvailable says whether this kernel can shape traffic with tc netem
+// (CONFIG_NET_SCH_NETEM): it tries, once, on a veth pair in a scratch
+// namespace.
+func NetemAvailable() error {
+	netemOnce.Do(func() {
+		if err := HostsAvailable(); err != nil {
+			netemErr = err
+			return
+		}
+		ns := fmt.Sprintf("lbprobe-%d", os.Getpid())
+		if err := ipcmd("netns", "add", ns); err != nil {
+			netemErr = err
+			return
+		}
+		defer ipcmd("netns", "del", ns)
+		if err := ipcmd("-n", ns, "link", "add", "p0", "type", "veth", "peer", "name", "p1"); err != nil {
+			netemErr = err
+			return
+		}
+		if _, err := InNS(ns, "tc", "qdisc", "add", "dev", "p0", "root", "netem", "delay", "1ms"); err != nil {
+			netemErr = fmt.Errorf("this kernel cannot run tc netem (CONFIG_NET_SCH_NETEM): %w", err)
+		}
+	})
+	return netemErr
+}
