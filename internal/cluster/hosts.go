@@ -32,8 +32,8 @@ import (
 // and the next run that takes the slot removes what a killed run left (the
 // slot's flock proves that run is gone).
 type Hosts struct {
-	slot   *Slot
-	bridge string // the harness's end of its link to the switch
+	slot    *Slot
+	bridge  string // the harness's end of its link to the switch
 	switch_ string // the switch's namespace
 
 	mu     sync.Mutex
