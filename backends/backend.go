@@ -112,6 +112,14 @@ type Env struct {
 	Instance, Client int
 	// Shared holds what the clients of one instance share.
 	Shared *Shared
+	// Auth holds, per credential family ("redis", "etcd", ...; see
+	// Family), how to authenticate to servers lockbench did not start.
+	Auth map[string]*Credentials
+}
+
+// Credentials returns the credentials of a family, or nil for none.
+func (e Env) Credentials(family string) *Credentials {
+	return e.Auth[family]
 }
 
 // Dialer returns Dial, or a plain dialer when it is nil.

@@ -91,7 +91,15 @@ func (b *consulBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	v, err := env.Shared.Get("consul", func() (any, func() error, error) {
 		tr := cleanhttp.DefaultPooledTransport()
 		tr.DialContext = env.Dialer()
-		cl, err := api.NewClient(&api.Config{Address: addr, Transport: tr})
+		cfg := &api.Config{Address: addr, Transport: tr}
+		if creds := env.Credentials("consul"); creds != nil {
+			cfg.Token = creds.Token()
+			if t := creds.TLS; t != nil {
+				cfg.Scheme = "https"
+				cfg.TLSConfig = api.TLSConfig{Address: t.ServerName, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, InsecureSkipVerify: t.InsecureSkipVerify}
+			}
+		}
+		cl, err := api.NewClient(cfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("consul client for %s: %w", addr, err)
 		}

@@ -104,10 +104,23 @@ func (b *etcdBackend) Open(ctx context.Context, env Env) (Locker, error) {
 			if !ok {
 				return nil, nil, fmt.Errorf("no endpoint for %s", name)
 			}
-			eps = append(eps, "http://"+addr)
+			eps = append(eps, addr)
+		}
+		creds := env.Credentials("etcd")
+		tlsCfg, err := creds.TLSConfig()
+		if err != nil {
+			return nil, nil, err
+		}
+		scheme := "http://"
+		if tlsCfg != nil {
+			scheme = "https://"
+		}
+		for i := range eps {
+			eps[i] = scheme + eps[i]
 		}
 		dial := env.Dialer()
 		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: b.opt.DialTimeout.D(), Logger: zap.NewNop(),
+			Username: creds.Username(), Password: creds.Password(), TLS: tlsCfg,
 			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 				return dial(ctx, "tcp", addr)
 			})}})

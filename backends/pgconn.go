@@ -30,6 +30,25 @@ func pgConfig(env Env, connectTimeout config.Duration) (*pgx.ConnConfig, error) 
 		return nil, fmt.Errorf("postgres config: %w", err)
 	}
 	cfg.DialFunc = pgconn.DialFunc(env.Dialer())
+	if creds := env.Credentials("postgres"); creds != nil {
+		if u := creds.Username(); u != "" {
+			cfg.User = u
+		}
+		if creds.Database != "" {
+			cfg.Database = creds.Database
+		}
+		cfg.Password = creds.Password()
+		tlsCfg, err := creds.TLSConfig()
+		if err != nil {
+			return nil, err
+		}
+		if tlsCfg != nil {
+			if tlsCfg.ServerName == "" {
+				tlsCfg.ServerName = host
+			}
+			cfg.TLSConfig = tlsCfg
+		}
+	}
 	return cfg, nil
 }
 

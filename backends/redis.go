@@ -162,7 +162,13 @@ func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	}
 	ro := b.opt.clientOptions()
 	ro.Addr = addr
-	ro.Dialer = env.Dialer()
+	creds := env.Credentials("redis")
+	tlsCfg, err := creds.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	ro.Username, ro.Password = creds.Username(), creds.Password()
+	ro.Dialer = TLSDial(env.Dialer(), tlsCfg)
 	// One go-redis client (one connection pool) per application instance,
 	// as an application would have.
 	v, err := env.Shared.Get("redis", func() (any, func() error, error) {

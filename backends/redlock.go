@@ -93,8 +93,15 @@ func (b *redlockBackend) Open(ctx context.Context, env Env) (Locker, error) {
 				closeAll()
 				return nil, nil, fmt.Errorf("no endpoint for %s", name)
 			}
+			creds := env.Credentials("redis")
+			tlsCfg, err := creds.TLSConfig()
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
 			ro := &redis.Options{Addr: addr, ReadTimeout: b.opt.ReadTimeout.D(), WriteTimeout: b.opt.WriteTimeout.D(),
-				DialTimeout: b.opt.DialTimeout.D(), ContextTimeoutEnabled: true, Dialer: env.Dialer()}
+				DialTimeout: b.opt.DialTimeout.D(), ContextTimeoutEnabled: true, Dialer: TLSDial(env.Dialer(), tlsCfg),
+				Username: creds.Username(), Password: creds.Password()}
 			if b.opt.MaxRetries != nil {
 				ro.MaxRetries = *b.opt.MaxRetries
 			}

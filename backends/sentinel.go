@@ -113,9 +113,15 @@ func (b *sentinelBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	}
 	v, err := env.Shared.Get("sentinel", func() (any, func() error, error) {
 		ro := b.opt.clientOptions()
+		creds, sc := env.Credentials("redis"), env.Credentials("sentinel")
+		tlsCfg, err := creds.TLSConfig()
+		if err != nil {
+			return nil, nil, err
+		}
 		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "lockbench", SentinelAddrs: sentinels,
 			DialTimeout: ro.DialTimeout, ReadTimeout: ro.ReadTimeout, WriteTimeout: ro.WriteTimeout,
-			PoolSize: ro.PoolSize, MaxRetries: ro.MaxRetries, ContextTimeoutEnabled: true, Dialer: env.Dialer()})
+			PoolSize: ro.PoolSize, MaxRetries: ro.MaxRetries, ContextTimeoutEnabled: true, Dialer: TLSDial(env.Dialer(), tlsCfg),
+			Username: creds.Username(), Password: creds.Password(), SentinelUsername: sc.Username(), SentinelPassword: sc.Password()})
 		if err := c.Ping(ctx).Err(); err != nil {
 			c.Close()
 			return nil, nil, fmt.Errorf("ping master through sentinels %v: %w", sentinels, err)

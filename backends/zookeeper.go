@@ -251,6 +251,12 @@ func (b *zkBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to zookeeper %v: %w", servers, err)
 		}
+		if creds := env.Credentials("zookeeper"); creds.Username() != "" {
+			if err := conn.AddAuth("digest", []byte(creds.Username()+":"+creds.Password())); err != nil {
+				conn.Close()
+				return nil, nil, fmt.Errorf("zookeeper digest auth: %w", err)
+			}
+		}
 		s := &zkSession{conn: conn, done: make(chan struct{}), down: make(chan struct{}), closed: make(chan struct{})}
 		go s.watch(events)
 		if err := retryZK(ctx, func() error { return ensurePath(conn, "/lockbench") }); err != nil {

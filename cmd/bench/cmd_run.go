@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lockbench/lockbench/internal/targets"
+
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/runner"
 	"github.com/lockbench/lockbench/internal/scenario"
@@ -35,8 +37,13 @@ The last lines printed are a tally and the results folder ("open
 	c.fs.Var(&only, "case", "run only this case (repeatable)")
 	quiet := c.fs.Bool("q", false, "print only the verdicts")
 	network := c.fs.String("network", "", "override the scenario's network: loopback, or hosts (each server and instance in a network namespace of its own; root)")
+	targetsFile := c.fs.String("targets", "", "run against existing servers named in this targets file instead of starting local ones (credentials from the environment only)")
 	c.exec = func(ctx context.Context, cio cmdIO, args []string) error {
-		sc, err := scenario.LoadWith(args[0], scenario.Options{Network: *network})
+		so, err := scenarioOptions(*network, *targetsFile)
+		if err != nil {
+			return err
+		}
+		sc, err := scenario.LoadWith(args[0], so)
 		if err != nil {
 			return exitcode.With(err, exitcode.Config)
 		}
@@ -86,6 +93,19 @@ The last lines printed are a tally and the results folder ("open
 		return verdictError(sum)
 	}
 	return c
+}
+
+// scenarioOptions reads the options shared by run and validate.
+func scenarioOptions(network, targetsFile string) (scenario.Options, error) {
+	o := scenario.Options{Network: network}
+	if targetsFile != "" {
+		t, err := targets.Load(targetsFile)
+		if err != nil {
+			return o, exitcode.With(err, exitcode.Config)
+		}
+		o.Targets = t
+	}
+	return o, nil
 }
 
 // analyseRun checks the history of a results folder and writes its

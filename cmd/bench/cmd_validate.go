@@ -23,12 +23,17 @@ workload and faults with their windows. Nothing is started. Exit 104 if
 any file is invalid, after reporting every file.`
 	seed := c.fs.Int64("seed", 0, "show the schedules this seed would give (as bench run -seed)")
 	network := c.fs.String("network", "", "validate for this network (as bench run -network)")
+	targetsFile := c.fs.String("targets", "", "validate against this targets file (as bench run -targets)")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		bad := 0
 		reseed := false
 		c.fs.Visit(func(f *flag.Flag) { reseed = reseed || f.Name == "seed" })
+		so, err := scenarioOptions(*network, *targetsFile)
+		if err != nil {
+			return err
+		}
 		for _, path := range args {
-			sc, err := scenario.LoadWith(path, scenario.Options{Network: *network})
+			sc, err := scenario.LoadWith(path, so)
 			if err == nil && reseed {
 				err = sc.Reseed(*seed)
 			}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"net"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,8 @@ type Cluster struct {
 	// traffic.
 	proxied map[string]bool
 	relays  map[string]*links.Relay
+	// external: the servers' addresses, when lockbench does not run them.
+	external map[string]string
 }
 
 // Options configure a cluster.
@@ -81,6 +84,13 @@ type Options struct {
 	// Hosts puts every server, and every instance started through
 	// HostCommand, on a network namespace of its own (see Hosts).
 	Hosts bool
+	// External names servers lockbench does not start (bench run
+	// -targets): Start only checks that each answers on TCP, and nothing
+	// ever signals, kills or firewalls them.
+	External map[string]string
+	// ExternalToxi, with External, drives an existing toxiproxy (its API
+	// URL and the host its proxies listen on) instead of starting one.
+	ExternalToxi *ExternalToxi
 }
 
 // New takes an address slot for the cluster and starts its toxiproxy
@@ -124,7 +134,12 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	t, err := StartToxi(slot.Harness())
+	var t *Toxi
+	if o.ExternalToxi != nil {
+		t, err = ConnectToxi(*o.ExternalToxi, fmt.Sprintf("lockbench-%s-", runID))
+	} else {
+		t, err = StartToxi(slot.Harness())
+	}
 	if err != nil {
 		if hosts != nil {
 			hosts.Close()
@@ -134,7 +149,7 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), Hosts: hosts, dataDir: dataDir,
-		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}}
+		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}, external: o.External}
 	for _, l := range o.Proxied {
 		c.proxied[l] = true
 	}
@@ -196,6 +211,9 @@ func (c *Cluster) ClientProxy(name string) (*toxiclient.Proxy, error) {
 // ensemble has formed), and puts a proxy named after the server in front
 // of its client port.
 func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error {
+	if c.external != nil {
+		return c.startExternal(ctx, specs)
+	}
 	var kinds []string
 	groups := map[string][]backends.ServerSpec{}
 	for _, sp := range specs {
@@ -499,11 +517,43 @@ func (c *Cluster) HostCommand(name, ip string, cmd *exec.Cmd) error {
 	return nil
 }
 
+// startExternal registers servers lockbench does not run, and checks that
+// each answers on TCP (from the harness's address, as the workers will).
+func (c *Cluster) startExternal(ctx context.Context, specs []backends.ServerSpec) error {
+	for _, sp := range specs {
+		addr, ok := c.external[sp.Name]
+		if !ok {
+			return fmt.Errorf("%s: not in the targets file", sp.Name)
+		}
+		host, _, _ := strings.Cut(addr, ":")
+		s := &Server{Spec: sp, IP: host, Addr: addr}
+		c.mu.Lock()
+		c.servers[sp.Name] = s
+		c.order = append(c.order, sp.Name)
+		c.mu.Unlock()
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s at %s (targets file) does not answer: %w", sp.Name, addr, err)
+		}
+		conn.Close()
+	}
+	return nil
+}
+
+// errExternal refuses to act on a process lockbench does not run.
+func (c *Cluster) errExternal(verb, name string) error {
+	return fmt.Errorf("%s %s: lockbench does not run the servers of a targets file", verb, name)
+}
+
 // Kill SIGKILLs the named server.
 func (c *Cluster) Kill(name string) error {
 	s := c.Server(name)
 	if s == nil {
 		return fmt.Errorf("kill: no server %q", name)
+	}
+	if c.external != nil {
+		return c.errExternal("kill", name)
 	}
 	return s.Process().Kill(5 * time.Second)
 }
@@ -514,6 +564,9 @@ func (c *Cluster) Restart(ctx context.Context, name string) error {
 	s := c.Server(name)
 	if s == nil {
 		return fmt.Errorf("restart: no server %q", name)
+	}
+	if c.external != nil {
+		return c.errExternal("restart", name)
 	}
 	if p := s.Process(); p != nil && p.Alive() {
 		return fmt.Errorf("restart %s: still running", name)
@@ -526,6 +579,9 @@ func (c *Cluster) Signal(name string, sig syscall.Signal) error {
 	s := c.Server(name)
 	if s == nil {
 		return fmt.Errorf("signal: no server %q", name)
+	}
+	if c.external != nil {
+		return c.errExternal("signal", name)
 	}
 	return s.Process().Signal(sig)
 }
@@ -605,4 +661,14 @@ func Tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
+}
+
+// Binary returns the executable of a server kind ("redis", "etcd", ...),
+// or an error saying how to get it.
+func Binary(kind string) (string, error) {
+	find, ok := binaries[kind]
+	if !ok {
+		return "", fmt.Errorf("unknown server kind %q", kind)
+	}
+	return find()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -21,6 +22,8 @@ type Toxi struct {
 	Addr   string
 	host   string
 	errc   chan error
+	// prefix names this run's proxies on an external server.
+	prefix string
 }
 
 // StartToxi starts the toxiproxy API server on a free port of host; its
@@ -52,10 +55,27 @@ func StartToxi(host string) (*Toxi, error) {
 	}
 }
 
+// ExternalToxi is a toxiproxy server lockbench did not start.
+type ExternalToxi struct {
+	API        string // its API URL
+	ListenHost string // the host its proxies listen on
+}
+
+// ConnectToxi drives an existing toxiproxy. Proxies get names starting
+// with prefix, so that runs sharing the server never touch each other's,
+// and Close deletes only those.
+func ConnectToxi(e ExternalToxi, prefix string) (*Toxi, error) {
+	c := toxiclient.NewClient(e.API)
+	if _, err := c.Version(); err != nil {
+		return nil, fmt.Errorf("toxiproxy at %s (targets file): %w", e.API, err)
+	}
+	return &Toxi{Client: c, Addr: e.API, host: e.ListenHost, prefix: prefix}, nil
+}
+
 // Proxy creates a proxy named name from a fresh loopback port to upstream and
 // returns it; proxy.Listen is the address clients should dial.
 func (t *Toxi) Proxy(name, upstream string) (*toxiclient.Proxy, error) {
-	p, err := t.Client.CreateProxy(name, net.JoinHostPort(t.host, "0"), upstream)
+	p, err := t.Client.CreateProxy(t.prefix+name, net.JoinHostPort(t.host, "0"), upstream)
 	if err != nil {
 		return nil, fmt.Errorf("create proxy %s -> %s: %w", name, upstream, err)
 	}
@@ -67,10 +87,16 @@ func (t *Toxi) Close() error {
 	var errs []error
 	if proxies, err := t.Client.Proxies(); err == nil {
 		for name, p := range proxies {
+			if !strings.HasPrefix(name, t.prefix) {
+				continue // another run's, on an external server
+			}
 			if err := p.Delete(); err != nil {
 				errs = append(errs, fmt.Errorf("delete proxy %s: %w", name, err))
 			}
 		}
+	}
+	if t.server == nil {
+		return errors.Join(errs...) // an external server stays up
 	}
 	if err := t.server.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("stop toxiproxy: %w", err))

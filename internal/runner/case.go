@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,7 +44,14 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	logDir := filepath.Join(r.dir, layout.LogsDir, c.Name)
 	plan := planLinks(c)
 	began := time.Now()
-	cl, err := cluster.NewWith(r.id, logDir, cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts})
+	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts}
+	if t := r.sc.Targets; t != nil {
+		co.External = t.Servers
+		if tp := t.Toxiproxy; tp != nil {
+			co.ExternalToxi = &cluster.ExternalToxi{API: tp.API, ListenHost: tp.ListenHost}
+		}
+	}
+	cl, err := cluster.NewWith(r.id, logDir, co)
 	if err != nil {
 		return err
 	}
@@ -136,6 +144,16 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	return nil
 }
 
+// keyPrefix is what every key of the case starts with on servers lockbench
+// did not start ("" on its own): the run and the case, so that no two runs
+// or cases share a lock, a counter or a row there.
+func (cr *caseRun) keyPrefix() string {
+	if cr.r.sc.Targets == nil {
+		return ""
+	}
+	return fmt.Sprintf("lockbench/%s/%s/", cr.r.id, cr.c.Name)
+}
+
 // storeTotals records, for a backend whose critical section runs in its
 // own database, each key's counter once every client has stopped: the
 // checker compares it with the increments the history says were
@@ -149,8 +167,23 @@ func (cr *caseRun) storeTotals(ctx context.Context) {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	e := history.Event{Type: history.Mark, F: history.MarkStoreTotals}
-	totals, err := v.Totals(tctx, backends.Env{Endpoints: cr.cl.Endpoints()})
+	env := backends.Env{Endpoints: cr.cl.Endpoints()}
+	if t := cr.r.sc.Targets; t != nil {
+		env.Auth = t.Auth
+	}
+	totals, err := v.Totals(tctx, env)
 	if err == nil {
+		// The workers' keys carry the run's prefix on a shared cluster:
+		// keep this case's rows, named as the history names them.
+		if p := cr.keyPrefix(); p != "" {
+			own := map[string]int64{}
+			for k, n := range totals {
+				if rest, ok := strings.CutPrefix(k, p); ok {
+					own[rest] = n
+				}
+			}
+			totals = own
+		}
 		e.Meta, err = json.Marshal(totals)
 	}
 	if err != nil {

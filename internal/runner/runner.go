@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/targets"
+
 	"github.com/lockbench/lockbench/internal/version"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -78,6 +80,11 @@ type RunInfo struct {
 	Interrupted  bool              `json:"interrupted,omitempty"`
 	// StartupS is the time spent starting clusters over the whole run.
 	StartupS float64 `json:"cluster_startup_s"`
+	// Network is loopback or hosts; Targets the existing servers the run
+	// was pointed at (addresses, and the names of the environment
+	// variables holding credentials: never their values).
+	Network string        `json:"network"`
+	Targets *targets.File `json:"targets,omitempty"`
 }
 
 // CaseInfo is what run.json says of one case.
@@ -144,6 +151,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		return nil, exitcode.With(err, exitcode.Config)
 	}
 	for _, c := range cases {
+		if sc.Targets != nil {
+			break // the servers are not started here
+		}
 		if err := cluster.CheckBinaries(c.Backend.Servers()); err != nil {
 			return nil, exitcode.With(err, exitcode.Harness)
 		}
@@ -198,8 +208,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	}
 
 	info := RunInfo{Scenario: sc.Name, ScenarioFile: sc.Path, ScenarioText: string(sc.Source), Seed: r.seed,
-		RunID: r.id, Started: started, BaseMono: r.base, Host: hostInfo(), Versions: versions(cases)}
+		RunID: r.id, Started: started, BaseMono: r.base, Host: hostInfo(), Versions: versions(cases, sc.Targets != nil),
+		Network: sc.Network, Targets: sc.Targets}
 	info.Rerun = fmt.Sprintf("bench run --seed %d %s", r.seed, sc.Path)
+	if sc.Network == scenario.NetworkHosts {
+		info.Rerun = fmt.Sprintf("bench run --seed %d -network hosts %s", r.seed, sc.Path)
+	}
+	if sc.Targets != nil {
+		info.Rerun = fmt.Sprintf("bench run --seed %d -targets %s %s", r.seed, sc.Targets.Path, sc.Path)
+	}
 	r.info = &info
 	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil {
 		return nil, err
@@ -358,7 +375,7 @@ func memoryMB() int {
 }
 
 // versions records the servers and client libraries used.
-func versions(cases []*scenario.Case) map[string]string {
+func versions(cases []*scenario.Case, external bool) map[string]string {
 	v := map[string]string{"lockbench": version.String()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
@@ -373,6 +390,9 @@ func versions(cases []*scenario.Case) map[string]string {
 	}
 	for _, c := range cases {
 		for kind, ver := range cluster.Versions(c.Backend.Servers()) {
+			if external {
+				ver = "not this machine's: the servers of the targets file"
+			}
 			v[kind+"-server"] = ver
 		}
 	}

@@ -92,6 +92,9 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
 		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.Slot.Instance(n),
 		Resource: resAddr, Workload: cr.c.Workload}
+	if t := cr.r.sc.Targets; t != nil {
+		cfg.Auth, cfg.KeyPrefix = t.Auth, cr.keyPrefix()
+	}
 	line, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("%s config: %w", name, err)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/targets"
+
 	"github.com/lockbench/lockbench/internal/cluster"
 
 	"github.com/lockbench/lockbench/backends"
@@ -37,6 +39,8 @@ type Scenario struct {
 	// (processes on loopback addresses of the run's slot) or NetworkHosts
 	// (each in a network namespace of its own; root).
 	Network string
+	// Targets, when set, are the existing servers every case runs against.
+	Targets *targets.File
 	Cases   []*Case
 }
 
@@ -237,6 +241,10 @@ func Load(path string) (*Scenario, error) {
 type Options struct {
 	// Network overrides the file's network ("" keeps it).
 	Network string
+	// Targets points every case at existing servers (bench run -targets)
+	// instead of local ones: each case's servers must be in it, and faults
+	// that need to run the servers are rejected.
+	Targets *targets.File
 }
 
 // LoadWith is Load with options.
@@ -293,6 +301,10 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	default:
 		errs.add(lineOf(doc, "network", 1), "network", "%q is not loopback or hosts", s.Network)
 	}
+	if o.Targets != nil && s.Network == NetworkHosts {
+		errs.add(lineOf(doc, "network", 1), "network", "hosts places the servers lockbench starts; with a targets file it starts none")
+	}
+	s.Targets = o.Targets
 	if s.Name == "" {
 		errs.add(lineOf(doc, "name", 1), "name", "missing (every scenario needs a name)")
 	} else if strings.ContainsAny(s.Name, " /\t") {
@@ -320,7 +332,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	seen := map[string]bool{}
 	for i := range f.Cases {
 		n := &f.Cases[i]
-		c := parseCase(errs, i, n, base, baseOK, s.Network)
+		c := parseCase(errs, i, n, base, baseOK, s.Network, o.Targets)
 		if c == nil {
 			continue
 		}
@@ -362,7 +374,7 @@ func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
 	return n.Value, true
 }
 
-func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, network string) *Case {
+func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, network string, ext *targets.File) *Case {
 	var cd caseDoc
 	if n.Kind != yaml.MappingNode {
 		errs.add(n.Line, fmt.Sprintf("cases[%d]", i), "want a mapping with name and backend, not a %s", kindName(n))
@@ -430,6 +442,12 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	c.Backend = be
+	if ext != nil {
+		if err := ext.Check(be.Servers()); err != nil {
+			errs.addErr(line("backend"), where+".backend", err)
+			ok = false
+		}
+	}
 	if cd.Expect.MaxGap < 0 || cd.Expect.RecoversWithin < 0 {
 		errs.add(line("expect"), where+".expect", "max_gap and recovers_within must not be negative")
 		ok = false
@@ -441,7 +459,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	targets, serverKinds := c.targets()
-	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts}
+	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts, external: ext != nil}
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])

@@ -65,6 +65,7 @@ type scheduleCtx struct {
 	runFor      time.Duration
 	keys        int
 	hosts       bool // every server and instance on a host of its own
+	external    bool // the servers are not lockbench's (bench run -targets)
 }
 
 // validateNemesis returns the field and the problem, or "" when valid.
@@ -242,6 +243,12 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			bad = true
 		}
 	}
+	if sc.external && !bad {
+		if msg := externalFault(f.Target, info); msg != "" {
+			errs.add(line("target"), fw+".target", "%s", msg)
+			bad = true
+		}
+	}
 	if f.At < 0 || f.At > MaxDuration {
 		errs.add(line("at"), fw+".at", "must be between 0 and %s", MaxDuration)
 		bad = true
@@ -288,6 +295,20 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 	}
 	f.Fault = ft
 	return f
+}
+
+// externalFault says why a fault cannot act on servers lockbench did not
+// start, or "": their processes, firewalls, clocks and peer links are not
+// lockbench's; its own worker instances and the links from them are.
+func externalFault(target string, info faults.Info) string {
+	const why = "unavailable with a targets file: lockbench does not run those servers (no pause, kill, firewall rule, clock or peer link of theirs); fault the worker instances or their client links instead"
+	switch kind := faults.KindOf(target); {
+	case kind == faults.Server:
+		return fmt.Sprintf("%s on %s: %s", info.Name, target, why)
+	case kind == faults.Link && (strings.HasSuffix(target, "-peer") || strings.HasSuffix(target, "-repl")):
+		return fmt.Sprintf("%s: a link between servers: %s", target, why)
+	}
+	return ""
 }
 
 // checkOverlaps rejects two faults on one target whose windows overlap. It

@@ -68,6 +68,12 @@ type Config struct {
 	Source   string            `json:"source"`
 	Resource string            `json:"resource"` // the protected resource's real address
 	Workload scenario.Workload `json:"workload"`
+	// Auth says how to authenticate to servers lockbench did not start:
+	// environment variable names and file paths, never values.
+	Auth map[string]*backends.Credentials `json:"auth,omitempty"`
+	// KeyPrefix is put before every key the backend sees (runs against a
+	// shared, existing cluster keep to their own keys).
+	KeyPrefix string `json:"key_prefix,omitempty"`
 }
 
 // Report is what a worker tells the coordinator every ReportEvery.
@@ -112,11 +118,12 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	lockers := make([]backends.Locker, w.Clients)
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	for c := range lockers {
-		env := backends.Env{Endpoints: cfg.Endpoints, Dial: dialer.DialContext, TTL: w.TTL.D(), Instance: cfg.Instance, Client: c, Shared: shared}
+		env := backends.Env{Endpoints: cfg.Endpoints, Dial: dialer.DialContext, TTL: w.TTL.D(), Instance: cfg.Instance, Client: c, Shared: shared, Auth: cfg.Auth}
 		if lockers[c], err = be.Open(openCtx, env); err != nil {
 			cancel()
 			return fmt.Errorf("worker %d client %d: open %s: %w", cfg.Instance, c, cfg.Backend, err)
 		}
+		lockers[c] = backends.WithKeyPrefix(lockers[c], cfg.KeyPrefix)
 		defer lockers[c].Close()
 	}
 	cancel()

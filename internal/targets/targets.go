@@ -1,0 +1,146 @@
+// Package targets reads a targets file: the existing servers that bench
+// run -targets points the harness at, instead of starting local ones.
+//
+//	servers:                 # by the names the backend's cluster uses
+//	  redis-1: 10.0.0.5:6379
+//	  etcd-1: 10.0.0.6:2379
+//	auth:                    # per credential family; values from the environment only
+//	  redis: {password_env: LB_REDIS_PASSWORD, tls: {ca_file: ca.pem}}
+//	  etcd: {username_env: LB_ETCD_USER, password_env: LB_ETCD_PASSWORD}
+//	  postgres: {username_env: PGUSER, password_env: PGPASSWORD, database: locks}
+//	toxiproxy: {api: http://127.0.0.1:8474, listen_host: 127.0.0.1}   # optional
+//
+// A credential is never in the file, in run.json, in a log or in a
+// report: the file names environment variables, and each process reads
+// them when it connects.
+package targets
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/suggest"
+	"go.yaml.in/yaml/v3"
+)
+
+// File is a parsed targets file.
+type File struct {
+	Path      string                           `json:"path"`
+	Servers   map[string]string                `yaml:"servers" json:"servers"`
+	Auth      map[string]*backends.Credentials `yaml:"auth" json:"auth,omitempty"`
+	Toxiproxy *Toxiproxy                       `yaml:"toxiproxy" json:"toxiproxy,omitempty"`
+}
+
+// Toxiproxy is an external toxiproxy server for link faults: its API, and
+// the host its proxies listen on (which the workers must reach).
+type Toxiproxy struct {
+	API        string `yaml:"api" json:"api"`
+	ListenHost string `yaml:"listen_host" json:"listen_host"`
+}
+
+// Load reads and checks a targets file; every problem is reported as
+// file:line: field: message, all at once.
+func Load(path string) (*File, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read targets: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(src, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty: want servers", path)
+	}
+	doc := root.Content[0]
+	f := &File{Path: path}
+	if err := config.DecodeStrict(doc, f); err != nil {
+		return nil, fmt.Errorf("%s:%w", path, trimLine(err))
+	}
+	var errs []string
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("%s:%d: %s: %s", path, lineOf(doc, field), field, fmt.Sprintf(format, args...)))
+	}
+	if len(f.Servers) == 0 {
+		add("servers", "no server: name the servers of the backends the scenario uses (redis-1, etcd-1, ...)")
+	}
+	for _, name := range sortedKeys(f.Servers) {
+		if _, _, err := net.SplitHostPort(f.Servers[name]); err != nil {
+			add("servers", "%s: %q is not host:port", name, f.Servers[name])
+		}
+	}
+	for _, fam := range sortedKeys(f.Auth) {
+		if !contains(backends.Families, fam) {
+			add("auth", "%q is not a credential family%s (known: %s)", fam, suggest.Hint(fam, backends.Families), strings.Join(backends.Families, ", "))
+			continue
+		}
+		if err := f.Auth[fam].Check(); err != nil {
+			add("auth", "%s: %v", fam, err)
+		}
+	}
+	if t := f.Toxiproxy; t != nil {
+		if u, err := url.Parse(t.API); err != nil || u.Host == "" {
+			add("toxiproxy", "api: %q is not a URL such as http://127.0.0.1:8474", t.API)
+		}
+		if t.ListenHost == "" {
+			add("toxiproxy", "listen_host: missing (the host its proxies listen on, which the workers dial)")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return f, nil
+}
+
+// Check says which servers of a case's backend the file does not name.
+func (f *File) Check(specs []backends.ServerSpec) error {
+	var missing []string
+	for _, s := range specs {
+		if _, ok := f.Servers[s.Name]; !ok {
+			missing = append(missing, s.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the targets file %s names no %s (it has: %s)", f.Path, strings.Join(missing, ", "), strings.Join(sortedKeys(f.Servers), ", "))
+	}
+	return nil
+}
+
+func lineOf(doc *yaml.Node, key string) int {
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == key {
+			return doc.Content[i].Line
+		}
+	}
+	return doc.Line
+}
+
+// trimLine turns "line 3: field x ..." into "3: field x ...".
+func trimLine(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), "line "))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
