@@ -92,7 +92,7 @@ func (p *prefixed) Acquire(ctx context.Context, key string) (Lease, error) {
 }
 
 func (p *prefixed) Release(ctx context.Context, l Lease) error { return p.l.Release(ctx, unwrap(l)) }
-func (p *prefixed) Close() error                                { return p.l.Close() }
+func (p *prefixed) Close() error                               { return p.l.Close() }
 
 type prefixedExt struct {
 	p   *prefixed

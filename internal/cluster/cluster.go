@@ -1,10 +1,10 @@
 package cluster
 
 import (
-	"net"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
