@@ -13,7 +13,7 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build bench quick known perf perf-profile ci-gate screenshot test vet fmt-check clean fuzz fuzz-short
+.PHONY: help setup apt-packages servers build bench quick known perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short
 
 ## help: list the targets
 help:
@@ -114,6 +114,17 @@ GATE     ?= scenarios/quick.yaml
 ## ci-gate: RUNS runs of GATE (default scenarios/quick.yaml) against BASELINE (created on first use), gated by bench compare (scripts/ci-gate.sh)
 ci-gate: setup build
 	scripts/ci-gate.sh -n $(RUNS) -b $(BASELINE) -o $(RESULTS)/ci $(GATE)
+
+## compose-images: build the compose topology's images here, no registry (debootstrap + docker import; scratch images of static builds)
+compose-images:
+	@GO=$(GO) scripts/compose-images.sh
+
+COMPOSE := docker-compose -f compose/docker-compose.yml -p lockbench --profile redis --profile etcd --profile consul --profile zookeeper --profile postgres
+## compose-bench: bring the compose topology up, run scenarios/compose.yaml against it (servers and workers as containers), bring it down
+compose-bench: setup build compose-images
+	@$(COMPOSE) up -d --remove-orphans
+	@rc=0; ./$(BIN) run -o $(RESULTS) -targets compose/targets.yaml -compose compose/docker-compose.yml scenarios/compose.yaml || rc=$$?; \
+	$(COMPOSE) down -v --remove-orphans >/dev/null 2>&1; exit $$rc
 
 ## screenshot: render the whole RUN=<results folder>/report.html in headless Chromium (installed if missing): report.pdf, a PNG per page, report.png
 screenshot:

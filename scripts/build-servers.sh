@@ -5,11 +5,17 @@
 #   ${XDG_CACHE_HOME:-~/.cache}/lockbench/etcd-<version>/etcd
 #   ${XDG_CACHE_HOME:-~/.cache}/lockbench/consul-<version>/consul
 # Quiet when the binaries are already there. Usage: build-servers.sh [etcd] [consul]
+# With STATIC=1, builds without cgo into .../lockbench/static/<name>-<version>/
+# instead: binaries for FROM scratch images (make compose-images).
 set -euo pipefail
 
 ETCD_VERSION=v3.6.16
 CONSUL_VERSION=v1.14.11 # the last MPL-2.0 line usable here (1.16.1+ is BSL)
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/lockbench"
+if [ "${STATIC:-0}" = 1 ]; then
+  CACHE="$CACHE/static"
+  export CGO_ENABLED=0
+fi
 GO="${GO:-go}"
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(etcd consul)

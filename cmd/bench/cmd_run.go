@@ -38,8 +38,10 @@ The last lines printed are a tally and the results folder ("open
 	quiet := c.fs.Bool("q", false, "print only the verdicts")
 	network := c.fs.String("network", "", "override the scenario's network: loopback, or hosts (each server and instance in a network namespace of its own; root)")
 	targetsFile := c.fs.String("targets", "", "run against existing servers named in this targets file instead of starting local ones (credentials from the environment only)")
+	var comp composeFlags
+	comp.define(c.fs)
 	c.exec = func(ctx context.Context, cio cmdIO, args []string) error {
-		so, err := scenarioOptions(*network, *targetsFile)
+		so, err := scenarioOptions(*network, *targetsFile, comp)
 		if err != nil {
 			return err
 		}
@@ -95,9 +97,21 @@ The last lines printed are a tally and the results folder ("open
 	return c
 }
 
+// composeFlags point the harness at a running compose topology.
+type composeFlags struct{ file, project, image *string }
+
+func (f *composeFlags) define(fs *flag.FlagSet) {
+	f.file = fs.String("compose", "", "with -targets: the docker compose file of the topology the targets are services of; lockbench may then pause, kill, restart and cut them, and runs its worker instances as containers on its network")
+	f.project = fs.String("compose-project", "lockbench", "the compose project name of that topology")
+	f.image = fs.String("worker-image", "lockbench/bench:local", "the image of the worker containers (make compose-images builds it)")
+}
+
 // scenarioOptions reads the options shared by run and validate.
-func scenarioOptions(network, targetsFile string) (scenario.Options, error) {
+func scenarioOptions(network, targetsFile string, comp composeFlags) (scenario.Options, error) {
 	o := scenario.Options{Network: network}
+	if comp.file != nil && *comp.file != "" {
+		o.Compose = &scenario.Compose{File: *comp.file, Project: *comp.project, WorkerImage: *comp.image}
+	}
 	if targetsFile != "" {
 		t, err := targets.Load(targetsFile)
 		if err != nil {

@@ -24,11 +24,13 @@ any file is invalid, after reporting every file.`
 	seed := c.fs.Int64("seed", 0, "show the schedules this seed would give (as bench run -seed)")
 	network := c.fs.String("network", "", "validate for this network (as bench run -network)")
 	targetsFile := c.fs.String("targets", "", "validate against this targets file (as bench run -targets)")
+	var comp composeFlags
+	comp.define(c.fs)
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		bad := 0
 		reseed := false
 		c.fs.Visit(func(f *flag.Flag) { reseed = reseed || f.Name == "seed" })
-		so, err := scenarioOptions(*network, *targetsFile)
+		so, err := scenarioOptions(*network, *targetsFile, comp)
 		if err != nil {
 			return err
 		}

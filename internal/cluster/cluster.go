@@ -74,6 +74,11 @@ type Cluster struct {
 	relays  map[string]*links.Relay
 	// external: the servers' addresses, when lockbench does not run them.
 	external map[string]string
+	// compose, when set, controls the external servers' containers;
+	// network and gateway are the topology's docker network and the
+	// host's address on it (the harness's, there).
+	compose          *Compose
+	network, gateway string
 }
 
 // Options configure a cluster.
@@ -91,6 +96,19 @@ type Options struct {
 	// ExternalToxi, with External, drives an existing toxiproxy (its API
 	// URL and the host its proxies listen on) instead of starting one.
 	ExternalToxi *ExternalToxi
+	// Compose, with External, is the docker compose topology the external
+	// servers are services of: lockbench may then pause, kill, restart and
+	// cut them through the engine, and runs worker instances as containers
+	// on its network.
+	Compose *Compose
+}
+
+// Compose names a running compose topology (make compose-bench brings one
+// up from compose/).
+type Compose struct {
+	File, Project string
+	// WorkerImage is the image of the worker instances' containers.
+	WorkerImage string
 }
 
 // New takes an address slot for the cluster and starts its toxiproxy
@@ -149,7 +167,11 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), Hosts: hosts, dataDir: dataDir,
-		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}, external: o.External}
+		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}, external: o.External, compose: o.Compose}
+	if o.Compose != nil {
+		c.Hosts = containerHosts()
+		cleanStaleContainers(slot.N)
+	}
 	for _, l := range o.Proxied {
 		c.proxied[l] = true
 	}
@@ -505,16 +527,42 @@ func (c *Cluster) DropSome(a, b Endpoint, p float64) (Cut, error) {
 
 // HostCommand makes cmd run on a host of its own named name at ip (hosts
 // mode: a worker instance); on loopback it leaves cmd alone.
-func (c *Cluster) HostCommand(name, ip string, cmd *exec.Cmd) error {
+// In a compose topology it makes cmd a worker container on the
+// topology's network and returns the container's name.
+func (c *Cluster) HostCommand(name, ip string, cmd *exec.Cmd) (string, error) {
+	if c.compose != nil {
+		return c.workerContainer(name, ip, cmd)
+	}
 	if c.Hosts == nil {
-		return nil
+		return "", nil
 	}
 	ns, err := c.Hosts.Add(name, ip)
 	if err != nil {
-		return err
+		return "", err
 	}
 	c.Hosts.Wrap(ns, cmd)
-	return nil
+	return "", nil
+}
+
+// HarnessIP is where the harness's own listeners (the protected resource)
+// are reachable by the workers: the slot's harness address, or the host's
+// address on a compose topology's network.
+func (c *Cluster) HarnessIP() string {
+	if c.gateway != "" {
+		return c.gateway
+	}
+	return c.Slot.Harness()
+}
+
+// InstanceIP is worker instance n's own address.
+func (c *Cluster) InstanceIP(n int) string {
+	if c.gateway != "" {
+		// 10.250.0.1 -> 10.250.<1+slot>.n: the topology's /16, apart
+		// from its servers and from other runs' instances.
+		p := strings.Split(c.gateway, ".")
+		return fmt.Sprintf("%s.%s.%d.%d", p[0], p[1], 1+c.Slot.N%200, n)
+	}
+	return c.Slot.Instance(n)
 }
 
 // startExternal registers servers lockbench does not run, and checks that
@@ -531,6 +579,11 @@ func (c *Cluster) startExternal(ctx context.Context, specs []backends.ServerSpec
 		c.servers[sp.Name] = s
 		c.order = append(c.order, sp.Name)
 		c.mu.Unlock()
+		if c.compose != nil {
+			if err := c.attachContainer(s); err != nil {
+				return err
+			}
+		}
 		d := net.Dialer{Timeout: 5 * time.Second}
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
@@ -552,7 +605,7 @@ func (c *Cluster) Kill(name string) error {
 	if s == nil {
 		return fmt.Errorf("kill: no server %q", name)
 	}
-	if c.external != nil {
+	if c.external != nil && c.compose == nil {
 		return c.errExternal("kill", name)
 	}
 	return s.Process().Kill(5 * time.Second)
@@ -564,6 +617,9 @@ func (c *Cluster) Restart(ctx context.Context, name string) error {
 	s := c.Server(name)
 	if s == nil {
 		return fmt.Errorf("restart: no server %q", name)
+	}
+	if c.compose != nil {
+		return c.restartContainer(ctx, s)
 	}
 	if c.external != nil {
 		return c.errExternal("restart", name)
@@ -580,7 +636,7 @@ func (c *Cluster) Signal(name string, sig syscall.Signal) error {
 	if s == nil {
 		return fmt.Errorf("signal: no server %q", name)
 	}
-	if c.external != nil {
+	if c.external != nil && c.compose == nil {
 		return c.errExternal("signal", name)
 	}
 	return s.Process().Signal(sig)
@@ -601,11 +657,25 @@ func (c *Cluster) Close() error {
 	c.mu.Unlock()
 	var errs []error
 	for _, s := range servers {
-		if p := s.Process(); p != nil {
+		p := s.Process()
+		switch {
+		case p == nil:
+		case c.compose != nil:
+			// The topology outlives the case: leave every server running
+			// and unpaused for the next one, and only stop watching it.
+			dockerCmd("unpause", p.Container())
+			if _, err := dockerCmd("start", p.Container()); err != nil {
+				errs = append(errs, err)
+			}
+			p.Detach()
+		default:
 			if err := p.Kill(5 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if c.compose != nil {
+		cleanStaleContainers(c.Slot.N) // this run's workers, should any remain
 	}
 	if err := c.Firewall.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
@@ -671,4 +741,101 @@ func Binary(kind string) (string, error) {
 		return "", fmt.Errorf("unknown server kind %q", kind)
 	}
 	return find()
+}
+
+// compose runs docker-compose on the topology.
+func (c *Cluster) composeCmd(args ...string) (string, error) {
+	out, err := exec.Command("docker-compose", append([]string{"-f", c.compose.File, "-p", c.compose.Project}, args...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker-compose %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// attachContainer finds the container of server s (the compose service of
+// its name), learns the topology's network from it, and watches it with a
+// docker wait process, which exits when the container stops.
+func (c *Cluster) attachContainer(s *Server) error {
+	id, err := c.composeCmd("ps", "-q", s.Spec.Name)
+	if err != nil || id == "" {
+		return fmt.Errorf("%s: no container of that service in %s (is the topology up? make compose-bench brings it up): %v", s.Spec.Name, c.compose.File, err)
+	}
+	nets, err := dockerCmd("inspect", "-f", `{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.Gateway}} {{$v.IPAddress}}{{"\n"}}{{end}}`, id)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(nets, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == s.IP {
+			c.network, c.gateway = f[0], f[1]
+		}
+	}
+	if c.network == "" {
+		return fmt.Errorf("%s: its container has no address %s (the targets file and the compose file disagree)", s.Spec.Name, s.IP)
+	}
+	c.Hosts.Register(s.IP, id)
+	return c.watchContainer(s, id)
+}
+
+func (c *Cluster) watchContainer(s *Server, id string) error {
+	p, err := StartContainerProcess(s.Spec.Name, c.RunID, id, exec.Command("docker", "wait", id))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	return nil
+}
+
+// restartContainer starts a killed server's container again (same
+// container: its data and address) and waits until it answers.
+func (c *Cluster) restartContainer(ctx context.Context, s *Server) error {
+	if p := s.Process(); p != nil && p.Alive() {
+		return fmt.Errorf("restart %s: still running", s.Spec.Name)
+	}
+	id := s.Process().Container()
+	if _, err := dockerCmd("start", id); err != nil {
+		return err
+	}
+	if err := c.watchContainer(s, id); err != nil {
+		return err
+	}
+	return poll(ctx, s.Process(), 60*time.Second, func() error {
+		conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+}
+
+// workerContainer turns cmd (a bench worker) into a container of the
+// worker image on the topology's network at ip, attached to cmd's stdin
+// and stdout, and returns its name.
+func (c *Cluster) workerContainer(name, ip string, cmd *exec.Cmd) (string, error) {
+	if c.network == "" {
+		return "", errors.New("the topology's network is unknown before its servers were found")
+	}
+	cname := fmt.Sprintf("lb%d-%s", c.Slot.N, name)
+	dockerCmd("rm", "-f", cname) // a leftover of this slot
+	args := []string{"run", "-i", "--rm", "--name", cname, "--network", c.network, "--ip", ip,
+		"--label", fmt.Sprintf("lockbench.slot=%d", c.Slot.N), "-e", EnvRunID + "=" + c.RunID, c.compose.WorkerImage}
+	args = append(args, cmd.Args[1:]...)
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		return "", err
+	}
+	cmd.Path, cmd.Args = docker, append([]string{"docker"}, args...)
+	c.Hosts.Register(ip, cname)
+	return cname, nil
+}
+
+// cleanStaleContainers removes the worker containers a killed run of slot
+// n left.
+func cleanStaleContainers(n int) {
+	ids, err := dockerCmd("ps", "-aq", "--filter", fmt.Sprintf("label=lockbench.slot=%d", n))
+	if err != nil || ids == "" {
+		return
+	}
+	dockerCmd(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 }

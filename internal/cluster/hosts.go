@@ -155,9 +155,22 @@ func (h *Hosts) Wrap(ns string, cmd *exec.Cmd) {
 	}
 }
 
-// InNS runs a command inside namespace ns and returns its output.
+// InNS runs a command inside namespace ns and returns its output. ns is
+// a namespace the harness made, or "docker:<container>": the network
+// namespace of a container, entered through its main process.
 func InNS(ns string, name string, args ...string) ([]byte, error) {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...).CombinedOutput()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
+	if c, ok := strings.CutPrefix(ns, "docker:"); ok {
+		pid, err := dockerCmd("inspect", "-f", "{{.State.Pid}}", c)
+		if err != nil {
+			return nil, err
+		}
+		if pid == "0" {
+			return nil, fmt.Errorf("container %s is not running", c)
+		}
+		cmd = exec.Command("nsenter", append([]string{"-t", pid, "-n", name}, args...)...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("%s %s in %s: %v: %s", name, strings.Join(args, " "), ns, err, bytes.TrimSpace(out))
 	}
@@ -210,7 +223,7 @@ type HostRule struct {
 
 // Undo removes the rule (a namespace already gone took it along).
 func (r *HostRule) Undo() error {
-	if _, err := os.Stat("/run/netns/" + r.ns); err != nil {
+	if gone(r.ns) {
 		return nil
 	}
 	_, err := InNS(r.ns, "iptables", append([]string{"-w", "-D", r.chain}, r.spec...)...)
@@ -233,6 +246,30 @@ func (r *HostRule) Packets() (int64, error) {
 	return 0, fmt.Errorf("rule %s not found in %s", r.comment, r.ns)
 }
 
+// gone reports whether a namespace no longer exists (a container that
+// stopped took its own along).
+func gone(ns string) bool {
+	if c, ok := strings.CutPrefix(ns, "docker:"); ok {
+		pid, err := dockerCmd("inspect", "-f", "{{.State.Pid}}", c)
+		return err != nil || pid == "0"
+	}
+	_, err := os.Stat("/run/netns/" + ns)
+	return err != nil
+}
+
+// containerHosts is a Hosts whose hosts are containers someone else made
+// (a compose topology): Register names them, Close leaves them alone.
+func containerHosts() *Hosts {
+	return &Hosts{nsByIP: map[string]string{}}
+}
+
+// Register makes the host at ip the container's network namespace.
+func (h *Hosts) Register(ip, container string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nsByIP[ip] = "docker:" + container
+}
+
 // Close removes every namespace, the switch's last (taking every veth
 // with it, the harness's link included).
 func (h *Hosts) Close() error {
@@ -245,7 +282,7 @@ func (h *Hosts) Close() error {
 		}
 	}
 	h.made = nil
-	if exec.Command("ip", "link", "show", h.bridge).Run() == nil {
+	if h.bridge != "" && exec.Command("ip", "link", "show", h.bridge).Run() == nil {
 		if err := ipcmd("link", "del", h.bridge); err != nil {
 			errs = append(errs, err)
 		}
@@ -343,7 +380,7 @@ func (s *Shaping) Packets() (int64, error) {
 
 // Undo removes the queue (a namespace already gone took it along).
 func (s *Shaping) Undo() error {
-	if _, err := os.Stat("/run/netns/" + s.ns); err != nil {
+	if gone(s.ns) {
 		return nil
 	}
 	_, err := InNS(s.ns, "tc", "qdisc", "del", "dev", "eth0", "root")

@@ -29,9 +29,14 @@ func HasLeader(kind string) bool {
 // Consul, ZooKeeper) or master (Redis with Sentinel, as the Sentinels see
 // it), asked at this moment.
 func (c *Cluster) Leader(ctx context.Context) (string, error) {
+	// A member known dead cannot lead; asking it could hang (on a host or
+	// a container, a dead address times out rather than refusing).
 	kinds := map[string][]*Server{}
 	for _, name := range c.Names() {
 		s := c.Server(name)
+		if p := s.Process(); p != nil && !p.Alive() {
+			continue
+		}
 		kinds[s.Spec.Kind] = append(kinds[s.Spec.Kind], s)
 	}
 	switch {

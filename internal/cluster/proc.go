@@ -35,6 +35,45 @@ type Process struct {
 
 	mu      sync.Mutex
 	stopped bool // SIGSTOPped
+	// container, when set, is the docker container this process stands
+	// for (its cmd is a docker client attached to it: docker run -i, or
+	// docker wait): signals, kills and the stopped state go through the
+	// engine, and docker pause freezes the whole container as SIGSTOP
+	// freezes a process group.
+	container string
+}
+
+// StartContainerProcess starts cmd, a docker client attached to container
+// (it exits when the container stops), as a Process standing for the
+// container.
+func StartContainerProcess(name, runID, container string, cmd *exec.Cmd) (*Process, error) {
+	p, err := StartProcess(name, runID, cmd)
+	if err != nil {
+		return nil, err
+	}
+	p.container = container
+	return p, nil
+}
+
+// Detach ends the local docker client of a container process (the
+// container itself keeps running) and waits for it.
+func (p *Process) Detach() {
+	if p.Alive() {
+		syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// Container returns the docker container the process stands for, or "".
+func (p *Process) Container() string { return p.container }
+
+// dockerCmd runs the docker CLI and returns its trimmed output.
+func dockerCmd(args ...string) (string, error) {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(bytes.TrimSpace(out)), nil
 }
 
 // StartProcess starts cmd in its own process group with parent-death
@@ -84,7 +123,20 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	if !p.Alive() {
 		return fmt.Errorf("signal %s: %s has exited", sig, p.Name)
 	}
-	if err := syscall.Kill(-p.Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if p.container != "" {
+		var err error
+		switch sig {
+		case syscall.SIGSTOP:
+			_, err = dockerCmd("pause", p.container)
+		case syscall.SIGCONT:
+			_, err = dockerCmd("unpause", p.container)
+		default:
+			_, err = dockerCmd("kill", "-s", fmt.Sprint(int(sig)), p.container)
+		}
+		if err != nil {
+			return err
+		}
+	} else if err := syscall.Kill(-p.Pid(), sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal %s to %s (pgid %d): %w", sig, p.Name, p.Pid(), err)
 	}
 	p.mu.Lock()
@@ -103,7 +155,13 @@ func (p *Process) Kill(timeout time.Duration) error {
 	if !p.Alive() {
 		return nil
 	}
-	if err := syscall.Kill(-p.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if p.container != "" {
+		// A paused container must be let go before it can be killed.
+		dockerCmd("unpause", p.container)
+		if _, err := dockerCmd("kill", p.container); err != nil && !strings.Contains(err.Error(), "is not running") {
+			return err
+		}
+	} else if err := syscall.Kill(-p.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %s (pgid %d): %w", p.Name, p.Pid(), err)
 	}
 	select {
@@ -120,6 +178,10 @@ func (p *Process) Kill(timeout time.Duration) error {
 func (p *Process) Stopped() (bool, error) {
 	if !p.Alive() {
 		return false, fmt.Errorf("%s has exited", p.Name)
+	}
+	if p.container != "" {
+		out, err := dockerCmd("inspect", "-f", "{{.State.Paused}}", p.container)
+		return out == "true", err
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

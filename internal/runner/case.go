@@ -50,6 +50,9 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		if tp := t.Toxiproxy; tp != nil {
 			co.ExternalToxi = &cluster.ExternalToxi{API: tp.API, ListenHost: tp.ListenHost}
 		}
+		if cp := r.sc.Compose; cp != nil {
+			co.Compose = &cluster.Compose{File: cp.File, Project: cp.Project, WorkerImage: cp.WorkerImage}
+		}
 	}
 	cl, err := cluster.NewWith(r.id, logDir, co)
 	if err != nil {
@@ -72,7 +75,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		return err
 	}
 	startup := time.Since(began)
-	cr.res, err = resource.Listen(cl.Slot.Harness(), func(e *history.Event) { r.m.emit(*e) })
+	cr.res, err = resource.Listen(cl.HarnessIP(), func(e *history.Event) { r.m.emit(*e) })
 	if err != nil {
 		return err
 	}
@@ -88,7 +91,13 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err := cr.awaitReady(ctx, logDir); err != nil {
 		return err
 	}
-	r.addCase(CaseInfo{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds()})
+	info := CaseInfo{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds()}
+	for _, w := range cr.sortedWorkers() {
+		if ct := w.proc.Container(); ct != "" {
+			info.Containers = append(info.Containers, ct)
+		}
+	}
+	r.addCase(info)
 	fmt.Fprintf(r.log, "  cluster up in %s (slot %d); proxied links: %v\n", startup.Round(time.Millisecond), cl.Slot.N, plan.names(c))
 
 	meta, err := json.Marshal(c.Meta())

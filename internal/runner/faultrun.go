@@ -313,11 +313,11 @@ func (e *faultEnv) endpoints(from, to string) (cluster.Endpoint, cluster.Endpoin
 	}
 	if n, ok := inst(from); ok {
 		b, err := e.cr.dialAddr(n, to)
-		return cluster.Endpoint{IP: e.cr.cl.Slot.Instance(n)}, b, err
+		return cluster.Endpoint{IP: e.cr.cl.InstanceIP(n)}, b, err
 	}
 	if n, ok := inst(to); ok {
 		a, err := e.cr.dialAddr(n, from)
-		return a, cluster.Endpoint{IP: e.cr.cl.Slot.Instance(n)}, err
+		return a, cluster.Endpoint{IP: e.cr.cl.InstanceIP(n)}, err
 	}
 	a, err := e.cr.cl.ServerEndpoint(from)
 	if err != nil {
@@ -399,7 +399,7 @@ func (e *faultEnv) Shape(target string, to []string, n faults.Netem) (faults.Cut
 // hostIP is the address of a server's or instance's host.
 func (e *faultEnv) hostIP(name string) (string, error) {
 	if w := e.cr.workers[name]; w != nil {
-		return e.cr.cl.Slot.Instance(w.n), nil
+		return e.cr.cl.InstanceIP(w.n), nil
 	}
 	if s := e.cr.cl.Server(name); s != nil {
 		return s.IP, nil

@@ -99,6 +99,8 @@ type CaseInfo struct {
 	Proxied []string `json:"proxied_links"`
 	// StartupS is how long the cluster took to start and become healthy.
 	StartupS float64 `json:"cluster_startup_s"`
+	// Containers are the worker instances' containers (compose mode).
+	Containers []string `json:"worker_containers,omitempty"`
 }
 
 // HostInfo describes the machine.
@@ -216,6 +218,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	}
 	if sc.Targets != nil {
 		info.Rerun = fmt.Sprintf("bench run --seed %d -targets %s %s", r.seed, sc.Targets.Path, sc.Path)
+		if sc.Compose != nil {
+			info.Rerun = fmt.Sprintf("bench run --seed %d -targets %s -compose %s %s", r.seed, sc.Targets.Path, sc.Compose.File, sc.Path)
+		}
 	}
 	r.info = &info
 	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil {
@@ -391,7 +396,7 @@ func versions(cases []*scenario.Case, external bool) map[string]string {
 	for _, c := range cases {
 		for kind, ver := range cluster.Versions(c.Backend.Servers()) {
 			if external {
-				ver = "not this machine's: the servers of the targets file"
+				ver = "not started here: the servers of the targets file"
 			}
 			v[kind+"-server"] = ver
 		}

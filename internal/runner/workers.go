@@ -74,13 +74,19 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 		return fmt.Errorf("%s log: %w", name, err)
 	}
 	cmd.Stderr = logf
-	if err := cr.cl.HostCommand(fmt.Sprintf("i%d", n), cr.cl.Slot.Instance(n), cmd); err != nil {
+	container, err := cr.cl.HostCommand(fmt.Sprintf("i%d", n), cr.cl.InstanceIP(n), cmd)
+	if err != nil {
 		logf.Close()
 		return fmt.Errorf("%s host: %w", name, err)
 	}
 	src := cr.idx*1000 + n
 	cr.r.m.addSource(src)
-	p, err := cluster.StartProcess(name, cr.r.id, cmd)
+	var p *cluster.Process
+	if container != "" {
+		p, err = cluster.StartContainerProcess(name, cr.r.id, container, cmd)
+	} else {
+		p, err = cluster.StartProcess(name, cr.r.id, cmd)
+	}
 	logf.Close()
 	if err != nil {
 		cr.r.m.removeSource(src)
@@ -90,7 +96,7 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	cr.workers[name] = w
 	resAddr := cr.res.Addr()
 	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
-		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.Slot.Instance(n),
+		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n),
 		Resource: resAddr, Workload: cr.c.Workload}
 	if t := cr.r.sc.Targets; t != nil {
 		cfg.Auth, cfg.KeyPrefix = t.Auth, cr.keyPrefix()

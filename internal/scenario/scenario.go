@@ -39,8 +39,10 @@ type Scenario struct {
 	// (processes on loopback addresses of the run's slot) or NetworkHosts
 	// (each in a network namespace of its own; root).
 	Network string
-	// Targets, when set, are the existing servers every case runs against.
+	// Targets, when set, are the existing servers every case runs against;
+	// Compose, the topology they are services of, when lockbench controls it.
 	Targets *targets.File
+	Compose *Compose
 	Cases   []*Case
 }
 
@@ -245,6 +247,16 @@ type Options struct {
 	// instead of local ones: each case's servers must be in it, and faults
 	// that need to run the servers are rejected.
 	Targets *targets.File
+	// Compose, with Targets, says the servers are services of a docker
+	// compose topology lockbench may control (pause, kill, restart, cut).
+	Compose *Compose
+}
+
+// Compose names a running docker compose topology.
+type Compose struct {
+	File        string `json:"file"`
+	Project     string `json:"project"`
+	WorkerImage string `json:"worker_image"`
 }
 
 // LoadWith is Load with options.
@@ -305,6 +317,10 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		errs.add(lineOf(doc, "network", 1), "network", "hosts places the servers lockbench starts; with a targets file it starts none")
 	}
 	s.Targets = o.Targets
+	s.Compose = o.Compose
+	if o.Compose != nil && o.Targets == nil {
+		errs.add(1, "compose", "a compose topology needs the targets file that names its servers")
+	}
 	if s.Name == "" {
 		errs.add(lineOf(doc, "name", 1), "name", "missing (every scenario needs a name)")
 	} else if strings.ContainsAny(s.Name, " /\t") {
@@ -332,7 +348,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	seen := map[string]bool{}
 	for i := range f.Cases {
 		n := &f.Cases[i]
-		c := parseCase(errs, i, n, base, baseOK, s.Network, o.Targets)
+		c := parseCase(errs, i, n, base, baseOK, s.Network, o.Targets, o.Compose != nil)
 		if c == nil {
 			continue
 		}
@@ -374,7 +390,7 @@ func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
 	return n.Value, true
 }
 
-func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, network string, ext *targets.File) *Case {
+func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, network string, ext *targets.File, compose bool) *Case {
 	var cd caseDoc
 	if n.Kind != yaml.MappingNode {
 		errs.add(n.Line, fmt.Sprintf("cases[%d]", i), "want a mapping with name and backend, not a %s", kindName(n))
@@ -459,7 +475,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	targets, serverKinds := c.targets()
-	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts, external: ext != nil}
+	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose}
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])

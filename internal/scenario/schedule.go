@@ -66,6 +66,7 @@ type scheduleCtx struct {
 	keys        int
 	hosts       bool // every server and instance on a host of its own
 	external    bool // the servers are not lockbench's (bench run -targets)
+	compose     bool // the servers are containers lockbench controls
 }
 
 // validateNemesis returns the field and the problem, or "" when valid.
@@ -243,6 +244,10 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			bad = true
 		}
 	}
+	if sc.compose && !bad && faults.KindOf(f.Target) == faults.Link && (strings.HasSuffix(f.Target, "-peer") || strings.HasSuffix(f.Target, "-repl")) {
+		errs.add(line("target"), fw+".target", "%s: links between the containers of a compose topology go through no proxy; cut them with isolate, split or one-way", f.Target)
+		bad = true
+	}
 	if sc.external && !bad {
 		if msg := externalFault(f.Target, info); msg != "" {
 			errs.add(line("target"), fw+".target", "%s", msg)
@@ -334,7 +339,8 @@ func checkOverlaps(errs *Errors, line int, where string, fs []*Fault) {
 // must use their own address as the source of their peer connections.
 func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind, hosts bool) string {
 	if hosts {
-		// Every server sends from its own host: any pair can be cut.
+		// Every server sends from its own host (a namespace, or a
+		// container): any pair can be cut.
 		if err := cluster.HostsAvailable(); err != nil {
 			return err.Error()
 		}
