@@ -123,6 +123,12 @@ type Env interface {
 	Leader(ctx context.Context) (string, error)
 }
 
+// ProtoCutter is implemented by Envs that can cut one protocol only ("tcp"
+// or "udp") between two servers or instances.
+type ProtoCutter interface {
+	CutProto(from, to, proto string) (Cut, error)
+}
+
 // Lossy is implemented by Envs that can drop a share of the packets from
 // one server or instance to another (iptables' statistic match).
 type Lossy interface {
@@ -192,7 +198,10 @@ type Info struct {
 	NeedsHosts bool
 	// NeedsNetem marks faults made with tc netem, which some kernels lack.
 	NeedsNetem bool
-	New        func(decode Decoder) (Fault, error)
+	// NeedsCgroup names the cgroup v1 controller a fault confines its
+	// target with ("cpu", "blkio"), or "".
+	NeedsCgroup string
+	New         func(decode Decoder) (Fault, error)
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

@@ -28,6 +28,7 @@ type cutFault struct {
 	plan  func(env Env, target string) ([][2]string, error)
 	names []string
 	p     float64 // 0 or 1: every packet
+	proto string  // "", "tcp" or "udp"
 }
 
 func (f cutFault) Names() []string { return f.names }
@@ -55,9 +56,14 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 	for _, p := range pairs {
 		var c Cut
 		var err error
-		if f.p > 0 && f.p < 1 {
+		switch pc, ok := env.(ProtoCutter); {
+		case f.p > 0 && f.p < 1:
 			c, err = lossy.Lose(p[0], p[1], f.p)
-		} else {
+		case f.proto != "" && ok:
+			c, err = pc.CutProto(p[0], p[1], f.proto)
+		case f.proto != "":
+			err = fmt.Errorf("this case cannot cut %s alone", f.proto)
+		default:
 			c, err = env.Cut(p[0], p[1])
 		}
 		if err != nil {
@@ -150,6 +156,9 @@ type IsolateOptions struct {
 	// its peers): a Redis master from its Sentinels only, say, while the
 	// clients and the replicas still reach it.
 	From []string `yaml:"from"`
+	// Protocol cuts only "udp" (Consul's gossip) or "tcp" (its RPC);
+	// default both.
+	Protocol string `yaml:"protocol"`
 }
 
 func newIsolate(decode Decoder) (Fault, error) {
@@ -157,7 +166,10 @@ func newIsolate(decode Decoder) (Fault, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	return cutFault{names: o.From, plan: func(env Env, target string) ([][2]string, error) {
+	if o.Protocol != "" && o.Protocol != "tcp" && o.Protocol != "udp" {
+		return nil, fmt.Errorf("protocol: %q is not tcp or udp", o.Protocol)
+	}
+	return cutFault{names: o.From, proto: o.Protocol, plan: func(env Env, target string) ([][2]string, error) {
 		from := o.From
 		if len(from) == 0 {
 			from = env.Peers(target)

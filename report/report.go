@@ -38,12 +38,12 @@ func WriteAll(dir string, s *Summary) error {
 	}
 	for i := range s.Cases {
 		c := &s.Cases[i]
-		if len(c.Metrics.wins) > 0 {
+		if hasTimeSeries(c) {
 			if err := WriteTimeSeries(dir, c); err != nil {
 				return err
 			}
 		}
-		if len(c.Metrics.wins) > 0 || c.Check.Violations > 0 {
+		if hasTimeline(c) {
 			if err := WriteTimeline(dir, c); err != nil {
 				return err
 			}
@@ -229,6 +229,12 @@ func plural(n int) string {
 	return "s"
 }
 
+// hasTimeline says whether a case gets a holder timeline: it had faults or
+// violations, and somebody held the lock at all.
+func hasTimeline(c *CaseSummary) bool {
+	return len(c.Metrics.spans) > 0 && (len(c.Metrics.wins) > 0 || c.Check.Violations > 0)
+}
+
 // faultsText names a case's faults (and client misuse) for a table.
 func faultsText(m history.CaseMeta) string {
 	var names []string
@@ -292,10 +298,10 @@ func writeCase(b *strings.Builder, c *CaseSummary) {
 		fmt.Fprintf(b, "- **invalid**: %s\n", why)
 	}
 	b.WriteString("\n")
-	if len(c.Metrics.wins) > 0 {
+	if hasTimeSeries(c) {
 		caption(b, r.Case+" over time", timeseriesName(r.Case)+".png", "Acquisitions per second (top) and the slowest acquisition of each 250 ms (bottom) over the whole case, fault windows shaded: a zero rate is a time nobody acquired the lock, and the latency line breaks there.")
 	}
-	if len(c.Metrics.wins) > 0 || r.Violations > 0 {
+	if hasTimeline(c) {
 		caption(b, "who held the lock when", timelineName(r.Case)+".png", "Who believed they held one key when: one lane per client, a bar per hold, red where two holds overlap; × marks a write the fencing token refused, a red ▲ a late write that landed. Faults shaded.")
 	}
 	if ph := c.Metrics.Phases; len(ph) > 0 {

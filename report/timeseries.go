@@ -41,7 +41,7 @@ func (s shade) Plot(c draw.Canvas, p *plot.Plot) {
 // latency of 0 ms.
 func WriteTimeSeries(dir string, c *CaseSummary) error {
 	m := c.Metrics
-	if len(m.series) == 0 {
+	if !hasTimeSeries(c) {
 		return nil
 	}
 	step := float64(SeriesStep) / 1e9
@@ -93,6 +93,13 @@ func WriteTimeSeries(dir string, c *CaseSummary) error {
 		return fmt.Errorf("time series of %s: %w", c.Check.Case, err)
 	}
 	return saveTiles([][]*plot.Plot{{top}, {bottom}}, 8*vg.Inch, 6*vg.Inch, filepath.Join(dir, timeseriesName(c.Check.Case)))
+}
+
+// hasTimeSeries says whether a case gets a time series: it had faults and
+// lasted long enough for one point (a case where nothing was ever acquired
+// gets one too: a flat zero says so).
+func hasTimeSeries(c *CaseSummary) bool {
+	return len(c.Metrics.wins) > 0 && (c.Metrics.DurationS >= float64(SeriesStep)/1e9 || len(c.Metrics.series) > 0)
 }
 
 // addBroken draws xys as a line broken wherever Y is NaN; a lone point

@@ -33,11 +33,13 @@ scratch_image() {
   mkdir -p "$ctx/tmp"
   cat > "$ctx/Dockerfile" <<'DOCKERFILE'
 FROM scratch
+LABEL lockbench=1
 COPY app /usr/local/bin/app
 COPY tmp /tmp
 ENTRYPOINT ["/usr/local/bin/app"]
 DOCKERFILE
   docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx/err" || { cat "$ctx/err" >&2; return 1; }
+  docker image prune -f --filter label=lockbench=1 >/dev/null # the previous build of the tag, now untagged
   echo "built $tag"
 }
 

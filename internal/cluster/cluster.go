@@ -124,6 +124,7 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	CleanStale()
+	CleanStaleCgroups()
 	if err := CleanStaleChains(); err != nil {
 		return nil, fmt.Errorf("remove iptables chains of dead runs: %w", err)
 	}
@@ -590,6 +591,22 @@ func (c *Cluster) startExternal(ctx context.Context, specs []backends.ServerSpec
 			return fmt.Errorf("%s at %s (targets file) does not answer: %w", sp.Name, addr, err)
 		}
 		conn.Close()
+	}
+	if c.compose == nil {
+		return nil
+	}
+	// A topology just brought up may still be electing: wait for a leader
+	// where the servers have one (a targets file's own cluster may require
+	// credentials to say; it is taken as the user left it).
+	for _, sp := range specs {
+		if HasLeader(sp.Kind) {
+			return poll(ctx, nil, 60*time.Second, func() error {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				_, err := c.Leader(lctx)
+				return err
+			})
+		}
 	}
 	return nil
 }

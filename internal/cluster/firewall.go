@@ -52,6 +52,8 @@ type Firewall struct {
 type Endpoint struct {
 	IP   string
 	Port int
+	// Proto limits a rule to "tcp" or "udp" packets ("": every protocol).
+	Proto string
 }
 
 func (e Endpoint) String() string {
@@ -114,8 +116,8 @@ func (f *Firewall) DropSome(src, dst Endpoint, p float64) (*Rule, error) {
 	f.next++
 	r := &Rule{f: f, comment: fmt.Sprintf("lockbench-%d", f.next)}
 	r.spec = []string{"-s", src.IP, "-d", dst.IP}
-	if src.Port != 0 || dst.Port != 0 {
-		r.spec = append(r.spec, "-p", "tcp")
+	if p := proto(src, dst); p != "" {
+		r.spec = append(r.spec, "-p", p)
 	}
 	if src.Port != 0 {
 		r.spec = append(r.spec, "--sport", fmt.Sprint(src.Port))
@@ -129,6 +131,20 @@ func (f *Firewall) DropSome(src, dst Endpoint, p float64) (*Rule, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// proto is the protocol a rule between src and dst is limited to: the one
+// asked for, or TCP when a port is given.
+func proto(src, dst Endpoint) string {
+	switch {
+	case dst.Proto != "":
+		return dst.Proto
+	case src.Proto != "":
+		return src.Proto
+	case src.Port != 0 || dst.Port != 0:
+		return "tcp"
+	}
+	return ""
 }
 
 // probability is the iptables match that applies a rule to a random share

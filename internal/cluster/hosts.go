@@ -198,8 +198,8 @@ func (h *Hosts) DropSome(src, dst Endpoint, p float64) (*HostRule, error) {
 	comment := fmt.Sprintf("lockbench-%d", h.next)
 	h.mu.Unlock()
 	spec := []string{"-s", src.IP, "-d", dst.IP}
-	if src.Port != 0 || dst.Port != 0 {
-		spec = append(spec, "-p", "tcp")
+	if p := proto(src, dst); p != "" {
+		spec = append(spec, "-p", p)
 	}
 	if src.Port != 0 {
 		spec = append(spec, "--sport", fmt.Sprint(src.Port))

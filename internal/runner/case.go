@@ -160,7 +160,9 @@ func (cr *caseRun) keyPrefix() string {
 	if cr.r.sc.Targets == nil {
 		return ""
 	}
-	return fmt.Sprintf("lockbench/%s/%s/", cr.r.id, cr.c.Name)
+	// No slash: a ZooKeeper node name cannot hold one (it would need
+	// parents), and every backend takes a flat name.
+	return fmt.Sprintf("lockbench-%s-%s-", cr.r.id, cr.c.Name)
 }
 
 // storeTotals records, for a backend whose critical section runs in its

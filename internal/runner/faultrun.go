@@ -416,3 +416,44 @@ func (e *faultEnv) Lose(from, to string, p float64) (faults.Cut, error) {
 	}
 	return e.cr.cl.DropSome(a, b, p)
 }
+
+// Confine moves a server's or an instance's process group into a cgroup of
+// the harness's own (faults.Confiner).
+func (e *faultEnv) Confine(target, ctrl string, settings [][2]string) (faults.Confined, error) {
+	var p *cluster.Process
+	if w := e.cr.workers[target]; w != nil {
+		p = w.proc
+	} else if s := e.cr.cl.Server(target); s != nil {
+		p = s.Process()
+	}
+	if p == nil || !p.Alive() {
+		return nil, fmt.Errorf("confine %s: no running process", target)
+	}
+	if p.Container() != "" {
+		return nil, fmt.Errorf("confine %s: a container; use the engine's own limits", target)
+	}
+	return cluster.Confine(ctrl, p.Pid(), settings)
+}
+
+// DataDevice is the disk holding a server's data directory.
+func (e *faultEnv) DataDevice(server string) (string, error) {
+	s := e.cr.cl.Server(server)
+	if s == nil || s.Dir == "" {
+		return "", fmt.Errorf("%s has no data directory here", server)
+	}
+	return cluster.DeviceOf(s.Dir)
+}
+
+// CutProto drops one protocol's packets from one server or instance to
+// another (faults.ProtoCutter).
+func (e *faultEnv) CutProto(from, to, proto string) (faults.Cut, error) {
+	a, b, err := e.endpoints(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("cut %s %s -> %s: %w", proto, from, to, err)
+	}
+	if b.Port != 0 && proto != "tcp" {
+		b.Port = 0 // a proxy's TCP port says nothing of UDP
+	}
+	b.Proto = proto
+	return e.cr.cl.Drop(a, b)
+}

@@ -283,6 +283,16 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		errs.add(n.Line, fw+".type", "%s needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts", f.Type)
 		bad = true
 	}
+	if info.NeedsCgroup != "" && !bad {
+		switch err := cluster.CgroupsAvailable(info.NeedsCgroup); {
+		case sc.compose:
+			errs.add(line("type"), fw+".type", "%s confines processes with a cgroup of the harness's; with -compose the targets are containers", f.Type)
+			bad = true
+		case err != nil:
+			errs.add(line("type"), fw+".type", "%v", err)
+			bad = true
+		}
+	}
 	if info.NeedsNetem && sc.hosts && !bad {
 		if err := cluster.NetemAvailable(); err != nil {
 			errs.add(n.Line, fw+".type", "%v (the loss fault drops packets with iptables instead; latency on TCP links is the latency fault)", err)
