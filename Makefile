@@ -120,10 +120,10 @@ compose-images:
 	@GO=$(GO) scripts/compose-images.sh
 
 COMPOSE := docker-compose -f compose/docker-compose.yml -p lockbench --profile redis --profile etcd --profile consul --profile zookeeper --profile postgres
-## compose-bench: bring the compose topology up, run scenarios/compose.yaml against it (servers and workers as containers), bring it down
+## compose-bench: bring the compose topology up, run compose/scenario.yaml against it (servers and workers as containers), bring it down
 compose-bench: setup build compose-images
 	@$(COMPOSE) up -d --remove-orphans
-	@rc=0; ./$(BIN) run -o $(RESULTS) -targets compose/targets.yaml -compose compose/docker-compose.yml scenarios/compose.yaml || rc=$$?; \
+	@rc=0; ./$(BIN) run -o $(RESULTS) -targets compose/targets.yaml -compose compose/docker-compose.yml compose/scenario.yaml || rc=$$?; \
 	$(COMPOSE) down -v --remove-orphans >/dev/null 2>&1; exit $$rc
 
 ## screenshot: render the whole RUN=<results folder>/report.html in headless Chromium (installed if missing): report.pdf, a PNG per page, report.png

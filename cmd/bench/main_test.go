@@ -252,6 +252,13 @@ func TestValidateShippedScenarios(t *testing.T) {
 			t.Errorf("validate output lacks %q", want)
 		}
 	}
+	// The compose topology's scenarios, against its targets files.
+	for _, c := range [][2]string{{"scenario.yaml", "targets.yaml"}, {"scenario-sentinel.yaml", "targets-sentinel.yaml"}} {
+		out, _, err := runInProcess(t, "validate", "-targets", "../../compose/"+c[1], "-compose", "../../compose/docker-compose.yml", "../../compose/"+c[0])
+		if err != nil || !strings.Contains(out, ": valid: ") {
+			t.Errorf("compose/%s: %v\n%s", c[0], err, out)
+		}
+	}
 }
 
 // TestCheckTruncatedHistory: a history cut short by a crash is still
