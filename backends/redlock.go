@@ -38,7 +38,11 @@ type RedlockOptions struct {
 	ReadTimeout   config.Duration `yaml:"read_timeout" doc:"go-redis read timeout (default 3s)"`                                // go-redis, default 3s
 	WriteTimeout  config.Duration `yaml:"write_timeout" doc:"go-redis write timeout (default: read_timeout)"`
 	DialTimeout   config.Duration `yaml:"dial_timeout" doc:"go-redis dial timeout (default 5s)"`
-	MaxRetries    *int            `yaml:"max_retries" doc:"go-redis retries of a failed command (default 3)"` // go-redis, default 3
+	MaxRetries    *int            `yaml:"max_retries" doc:"go-redis retries of a failed command (default 3)"`
+	// ValidityWatchdog: the client believes its lease lost when Until()
+	// passes (the default, true); false models a client that trusts
+	// Extend() alone and notices only when an extension fails.
+	ValidityWatchdog *bool `yaml:"validity_watchdog" doc:"give the lease up when Until() passes (default true); false: trust Extend() alone"` // go-redis, default 3
 }
 
 type redlockBackend struct{ opt RedlockOptions }
@@ -136,12 +140,15 @@ func (b *redlockBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		opts = append(opts, redsync.WithSetNXOnExtend())
 	}
 	opts = append(opts, redsync.WithFailFast(o.FailFast), redsync.WithShufflePools(o.ShufflePools))
-	return &redlockLocker{rs: v.(*redsync.Redsync), opts: opts}, nil
+	trust := o.ValidityWatchdog != nil && !*o.ValidityWatchdog
+	return &redlockLocker{rs: v.(*redsync.Redsync), opts: opts, trustExtend: trust}, nil
 }
 
 type redlockLocker struct {
 	rs   *redsync.Redsync
 	opts []redsync.Option
+	// trustExtend: no validity watchdog; only a failed Extend says lost.
+	trustExtend bool
 }
 
 type redlockLease struct {
@@ -171,7 +178,11 @@ func (r *redlockLocker) Acquire(ctx context.Context, key string) (Lease, error) 
 		}
 		return nil, fmt.Errorf("redlock acquire %s: %w", key, err)
 	}
-	return &redlockLease{key: key, m: m, wd: NewWatchdog(time.Until(m.Until()))}, nil
+	validity := time.Until(m.Until())
+	if r.trustExtend {
+		validity = 24 * time.Hour // fired only by a failed Extend
+	}
+	return &redlockLease{key: key, m: m, wd: NewWatchdog(validity)}, nil
 }
 
 func (r *redlockLocker) Extend(ctx context.Context, lease Lease) error {
@@ -187,7 +198,11 @@ func (r *redlockLocker) Extend(ctx context.Context, lease Lease) error {
 		}
 		return fmt.Errorf("redlock extend %s: %w", l.key, err)
 	}
-	if !l.wd.Reset(time.Until(l.m.Until())) {
+	validity := time.Until(l.m.Until())
+	if r.trustExtend {
+		validity = 24 * time.Hour
+	}
+	if !l.wd.Reset(validity) {
 		return ErrNotHeld
 	}
 	return nil

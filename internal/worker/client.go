@@ -232,7 +232,7 @@ func (c *client) work(ctx, work context.Context, key string, lease backends.Leas
 		c.resourceError(key, err)
 		return
 	}
-	if sleep(work, hold) {
+	if sleep(work, hold) && c.stillValid(lease) {
 		wctx, cancel := opCtx()
 		if _, err := c.res.Write(wctx, key, token); err != nil {
 			c.resourceError(key, err)
@@ -267,6 +267,24 @@ func (c *client) storeWork(ctx, work context.Context, key string, lease backends
 		e.Type, e.Err = history.Fail, "work cut short: nothing written"
 	}
 	c.em.emit(e)
+}
+
+// stillValid is the careful client's last look before it writes: with
+// abort_on_lost, a lease its library already knows is lost (a validity
+// deadline passed during a pause, say) is not written with, even if the
+// signal's watcher has not run yet. The careless client writes anyway.
+func (c *client) stillValid(lease backends.Lease) bool {
+	if c.w.AbortOnLost != nil && !*c.w.AbortOnLost {
+		return true
+	}
+	if lost := lease.Lost(); lost != nil {
+		select {
+		case <-lost:
+			return false
+		default:
+		}
+	}
+	return true
 }
 
 // autoExtend extends the lease every AutoExtend.Every, at most
