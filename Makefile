@@ -9,7 +9,7 @@ GO         ?= go
 BIN        := bin/bench
 SCENARIO   ?= scenarios/backends.yaml
 RESULTS    ?= results
-APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables
+APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaketime
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
@@ -31,6 +31,7 @@ apt-packages:
 	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
+	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing libfaketime"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing; run 'make setup' as root" >&2; exit 1; fi; \
 	  echo "installing$$missing with apt-get"; \

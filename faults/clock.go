@@ -6,20 +6,39 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/redis/go-redis/v9"
 )
 
-// clock-jump moves a Redis server's wall clock forward, as far as its locks
-// can tell: Redis expires keys by wall-clock time, so a jump of Δ makes every
-// lease Δ shorter at once (Kleppmann's first Redlock counter-example). A real
-// jump cannot be made here: libfaketime makes redis-server 7.0 abort at start.
-// So it is emulated at the fault instant by a server-side script that
-// shortens the remaining TTL of every live lock key by Δ (deleting those that
-// would already be gone). Reports say it was emulated.
+// clock-jump moves a server's wall clock forward.
+//
+// PostgreSQL: for real, through libfaketime preloaded into the server (the
+// case starts it so when it has a clock jump): its clock_timestamp() moves
+// by Δ within a second, so every lease judged by the database's clock
+// (postgres-lease) is Δ shorter at once. The jump is seen by asking the
+// server for its time.
+//
+// Redis: emulated. Redis expires keys by wall-clock time, so a jump of Δ
+// makes every lease Δ shorter at once (Kleppmann's first Redlock
+// counter-example), but libfaketime makes redis-server 7.0 abort at start;
+// at the fault instant a server-side script shortens the remaining TTL of
+// every live lock key by Δ (deleting those that would already be gone).
+// Reports say it was emulated.
+//
+// Not the others: a time namespace moves only the monotonic clocks, and
+// etcd and Consul (Go) read the wall clock through the vDSO, out of
+// libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Summary: "jump a Redis server's clock forward (emulated: shortens every live lock's TTL by the jump)",
-		Targets: []Kind{Server}, Instant: true, Emulated: "emulated by shortening the PTTL of every live lock key by the jump", New: newClockJump})
+	Register(Info{Name: "clock-jump", Summary: "jump a server's wall clock forward: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL shortened)",
+		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
+		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
+}
+
+// ClockJumper is implemented by Envs that can move a server's wall clock.
+type ClockJumper interface {
+	JumpClock(server string, d time.Duration) error
 }
 
 // ClockJumpOptions configure the clock-jump fault.
@@ -61,8 +80,11 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, 
 	if err != nil {
 		return nil, err
 	}
+	if kind == "postgres" {
+		return j.postgres(ctx, env, target, addr)
+	}
 	if kind != "redis" && kind != "redis-replicated" {
-		return nil, fmt.Errorf("clock-jump: %s is a %s server; only Redis expiry is emulated", target, kind)
+		return nil, fmt.Errorf("clock-jump: %s is a %s server; only PostgreSQL's clock can be moved and Redis expiry emulated", target, kind)
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	defer c.Close()
@@ -78,5 +100,49 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, 
 		return nil, fmt.Errorf("clock-jump on %s: no lock was held there within %s, so the jump would shorten no lease", target, jumpWait)
 	}
 	// Time does not jump back: there is nothing to heal.
-	return &Effect{Seen: fmt.Sprintf("shortened the remaining TTL of %d live lock key(s) by %s", n, j.jump), Heal: noHeal}, nil
+	return &Effect{Seen: fmt.Sprintf("shortened the remaining TTL of %d live lock key(s) by %s", n, j.jump), Heal: noHeal,
+		Emulated: "emulated by shortening the PTTL of every live lock key by the jump (libfaketime makes redis-server 7.0 abort)"}, nil
+}
+
+// postgres moves a PostgreSQL server's clock and sees it move.
+func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (*Effect, error) {
+	cj, ok := env.(ClockJumper)
+	if !ok {
+		return nil, fmt.Errorf("clock-jump: %s's clock cannot be moved here", target)
+	}
+	skew := func() (time.Duration, error) {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close(context.Background())
+		var t time.Time
+		before := time.Now()
+		if err := conn.QueryRow(cctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
+			return 0, err
+		}
+		return t.Sub(before), nil
+	}
+	was, err := skew()
+	if err != nil {
+		return nil, fmt.Errorf("clock-jump on %s: read its clock: %w", target, err)
+	}
+	if err := cj.JumpClock(target, j.jump); err != nil {
+		return nil, err
+	}
+	var now time.Duration
+	seen, err := pollUntil(ctx, 3*time.Second, func() (bool, error) {
+		now, err = skew()
+		return now-was >= j.jump*9/10, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clock-jump on %s: %w", target, err)
+	}
+	if !seen {
+		return nil, fmt.Errorf("clock-jump on %s: its clock moved %s, not the %s asked", target, (now - was).Round(time.Millisecond), j.jump)
+	}
+	return &Effect{Seen: fmt.Sprintf("%s's clock_timestamp() moved %s ahead", target, (now - was).Round(time.Millisecond)),
+		Heal: func(context.Context) (string, error) { return "", nil }}, nil
 }

@@ -167,6 +167,8 @@ type Effect struct {
 	Check func(ctx context.Context) (string, error)
 	// Heal undoes the fault and says what it observed doing so.
 	Heal func(ctx context.Context) (string, error)
+	// Emulated says how the fault was emulated rather than made, if it was.
+	Emulated string
 }
 
 // Fault is one configured failure.
@@ -198,6 +200,11 @@ type Info struct {
 	NeedsHosts bool
 	// NeedsNetem marks faults made with tc netem, which some kernels lack.
 	NeedsNetem bool
+	// Kinds limits the server kinds a fault can act on ("": any).
+	Kinds []string
+	// NeedsFaketime names the server kinds whose processes must run under
+	// libfaketime for the fault (their wall clock is moved).
+	NeedsFaketime []string
 	// NeedsCgroup names the cgroup v1 controller a fault confines its
 	// target with ("cpu", "blkio"), or "".
 	NeedsCgroup string

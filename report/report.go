@@ -239,11 +239,7 @@ func hasTimeline(c *CaseSummary) bool {
 func faultsText(m history.CaseMeta) string {
 	var names []string
 	for _, f := range m.Faults {
-		n := fmt.Sprintf("%s %s", f.Type, f.Target)
-		if f.Type == "clock-jump" {
-			n += " (emulated)"
-		}
-		names = append(names, n)
+		names = append(names, fmt.Sprintf("%s %s", f.Type, f.Target))
 	}
 	names = append(names, m.Misuse...)
 	if len(names) == 0 {

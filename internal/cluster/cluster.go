@@ -79,6 +79,7 @@ type Cluster struct {
 	// host's address on it (the harness's, there).
 	compose          *Compose
 	network, gateway string
+	faketime         map[string]bool
 }
 
 // Options configure a cluster.
@@ -96,6 +97,9 @@ type Options struct {
 	// ExternalToxi, with External, drives an existing toxiproxy (its API
 	// URL and the host its proxies listen on) instead of starting one.
 	ExternalToxi *ExternalToxi
+	// Faketime names the servers whose wall clock a fault will move: they
+	// run under libfaketime (see JumpClock).
+	Faketime []string
 	// Compose, with External, is the docker compose topology the external
 	// servers are services of: lockbench may then pause, kill, restart and
 	// cut them through the engine, and runs worker instances as containers
@@ -172,6 +176,10 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 	if o.Compose != nil {
 		c.Hosts = containerHosts()
 		cleanStaleContainers(slot.N)
+	}
+	c.faketime = map[string]bool{}
+	for _, n := range o.Faketime {
+		c.faketime[n] = true
 	}
 	for _, l := range o.Proxied {
 		c.proxied[l] = true
@@ -366,6 +374,11 @@ func (c *Cluster) spawn(s *Server) error {
 	cmd, err := s.command()
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.Spec.Name, err)
+	}
+	if c.faketime[s.Spec.Name] {
+		if cmd.Env, err = s.useFaketime(cmd.Env); err != nil {
+			return fmt.Errorf("start %s: %w", s.Spec.Name, err)
+		}
 	}
 	if s.NS != "" {
 		c.Hosts.Wrap(s.NS, cmd)

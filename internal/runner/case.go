@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/history"
@@ -44,7 +46,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	logDir := filepath.Join(r.dir, layout.LogsDir, c.Name)
 	plan := planLinks(c)
 	began := time.Now()
-	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts}
+	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c)}
 	if t := r.sc.Targets; t != nil {
 		co.External = t.Servers
 		if tp := t.Toxiproxy; tp != nil {
@@ -201,6 +203,26 @@ func (cr *caseRun) storeTotals(ctx context.Context) {
 		e.Err = fmt.Sprintf("read the store's totals: %v", err)
 	}
 	cr.r.m.emit(e)
+}
+
+// faketimeServers lists the servers of a case whose wall clock a fault
+// moves: they must start under libfaketime.
+func faketimeServers(c *scenario.Case) []string {
+	kinds := map[string]string{}
+	for _, s := range c.Backend.Servers() {
+		kinds[s.Name] = s.Kind
+	}
+	var out []string
+	for _, f := range c.Faults {
+		info, err := faults.Lookup(f.Type)
+		if err != nil {
+			continue
+		}
+		if k, ok := kinds[f.Target]; ok && slices.Contains(info.NeedsFaketime, k) {
+			out = append(out, f.Target)
+		}
+	}
+	return out
 }
 
 // cpuTime is the coordinator's CPU time so far (user and system).

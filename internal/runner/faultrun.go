@@ -48,9 +48,6 @@ type FaultRecord struct {
 // seeds the pick among several candidates for a role target.
 func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choice uint64) {
 	rec := FaultRecord{Case: cr.c.Name, Name: f.Name, Type: f.Type, Target: f.Target, AtNs: int64(f.At), ForNs: int64(f.For)}
-	if info, err := faults.Lookup(f.Type); err == nil {
-		rec.Emulated = info.Emulated
-	}
 	defer cr.r.recordFault(&rec)
 	fail := func(err error) {
 		rec.Error = err.Error()
@@ -87,6 +84,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 		return
 	}
 	rec.Applied, rec.StartNs = true, t0
+	rec.Emulated = eff.Emulated
 	if eff.Seen != "" {
 		rec.Observed = append(rec.Observed, eff.Seen)
 	}
@@ -456,4 +454,9 @@ func (e *faultEnv) CutProto(from, to, proto string) (faults.Cut, error) {
 	}
 	b.Proto = proto
 	return e.cr.cl.Drop(a, b)
+}
+
+// JumpClock moves a server's wall clock forward (faults.ClockJumper).
+func (e *faultEnv) JumpClock(server string, d time.Duration) error {
+	return e.cr.cl.JumpClock(server, d)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -282,6 +283,17 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 	if info.NeedsHosts && !sc.hosts && !bad {
 		errs.add(n.Line, fw+".type", "%s needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts", f.Type)
 		bad = true
+	}
+	if len(info.Kinds) > 0 && !bad && faults.KindOf(f.Target) == faults.Server && !faults.IsRole(f.Target) {
+		if k := sc.serverKinds[f.Target]; !slices.Contains(info.Kinds, k) {
+			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), f.Target, k)
+			bad = true
+		} else if slices.Contains(info.NeedsFaketime, k) {
+			if err := cluster.FaketimeAvailable(); err != nil {
+				errs.add(line("type"), fw+".type", "%v", err)
+				bad = true
+			}
+		}
 	}
 	if info.NeedsCgroup != "" && !bad {
 		switch err := cluster.CgroupsAvailable(info.NeedsCgroup); {

@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Libfaketime is Debian's libfaketime, which moves the wall clock of the
+// processes it is preloaded into (and of nothing else on the machine).
+const Libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+// FaketimeAvailable says whether a server's wall clock can be moved. A
+// time namespace cannot do it (it offsets CLOCK_MONOTONIC and
+// CLOCK_BOOTTIME only), and moving the machine's own clock would move every
+// process's; libfaketime moves the clock of one dynamically linked program
+// that reads it through libc. That rules out Go servers (etcd, Consul read
+// the clock through the vDSO) and redis-server 7.0 (it aborts under
+// libfaketime): their clock jumps are emulated where they can be.
+func FaketimeAvailable() error {
+	if _, err := os.Stat(Libfaketime); err != nil {
+		return fmt.Errorf("libfaketime is not installed (apt-get install -y libfaketime, or make setup as root): %w", err)
+	}
+	return nil
+}
+
+// faketimeFile is where a server's clock offset is read from.
+func (s *Server) faketimeFile() string { return filepath.Join(s.Dir, "faketime.rc") }
+
+// useFaketime makes the server's process read its wall clock through
+// libfaketime, offset by what its faketime file says (+0 to begin with),
+// re-read every second; monotonic clocks are left alone.
+func (s *Server) useFaketime(env []string) ([]string, error) {
+	// A restart keeps the offset: the clock moved, not the process.
+	if _, err := os.Stat(s.faketimeFile()); os.IsNotExist(err) {
+		if err := os.WriteFile(s.faketimeFile(), []byte("+0\n"), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(env, "LD_PRELOAD="+Libfaketime, "FAKETIME_TIMESTAMP_FILE="+s.faketimeFile(),
+		"FAKETIME_CACHE_DURATION=1", "DONT_FAKE_MONOTONIC=1"), nil
+}
+
+// JumpClock moves a server's wall clock forward by d more (it must have
+// been started with its clock under libfaketime): the process sees the
+// jump within a second.
+func (c *Cluster) JumpClock(name string, d time.Duration) error {
+	s := c.Server(name)
+	if s == nil {
+		return fmt.Errorf("clock jump: no server %q", name)
+	}
+	if !c.faketime[name] {
+		return fmt.Errorf("clock jump: %s was not started with its clock under libfaketime", name)
+	}
+	b, err := os.ReadFile(s.faketimeFile())
+	if err != nil {
+		return err
+	}
+	var cur float64
+	fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(b)), "+"), "%g", &cur)
+	return os.WriteFile(s.faketimeFile(), []byte(fmt.Sprintf("+%gs\n", cur+d.Seconds())), 0o644)
+}
