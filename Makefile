@@ -9,7 +9,7 @@ GO         ?= go
 BIN        := bin/bench
 SCENARIO   ?= scenarios/backends.yaml
 RESULTS    ?= results
-APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaketime
+APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaketime pgbouncer
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
@@ -32,6 +32,7 @@ apt-packages:
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing libfaketime"; \
+	command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing; run 'make setup' as root" >&2; exit 1; fi; \
 	  echo "installing$$missing with apt-get"; \

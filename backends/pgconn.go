@@ -16,9 +16,14 @@ import (
 // pgConfig is the pgx configuration of a client of postgres-1, dialling
 // through env.
 func pgConfig(env Env, connectTimeout config.Duration) (*pgx.ConnConfig, error) {
-	addr, ok := env.Endpoints["postgres-1"]
+	return pgConfigFor(env, "postgres-1", connectTimeout)
+}
+
+// pgConfigFor is pgConfig for the server (or pooler) named server.
+func pgConfigFor(env Env, server string, connectTimeout config.Duration) (*pgx.ConnConfig, error) {
+	addr, ok := env.Endpoints[server]
 	if !ok {
-		return nil, errors.New("no endpoint for postgres-1")
+		return nil, fmt.Errorf("no endpoint for %s", server)
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	dsn := fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lockbench/lockbench/internal/config"
 )
 
@@ -40,6 +41,15 @@ type PostgresOptions struct {
 	TCPKeepalivesCount            int             `yaml:"tcp_keepalives_count" doc:"server tcp_keepalives_count (default: the kernel's)"`
 	TCPUserTimeout                config.Duration `yaml:"tcp_user_timeout" doc:"server tcp_user_timeout (default 0: the kernel's)"`
 	ClientConnectionCheckInterval config.Duration `yaml:"client_connection_check_interval" doc:"server client_connection_check_interval (default 0: off)"`
+	// Pooler puts a pgbouncer in transaction pooling mode between the
+	// clients and the server (session advisory locks are then run on
+	// whichever server connection each transaction gets).
+	Pooler string `yaml:"pooler" doc:"none (default) or pgbouncer: clients go through pgbouncer in transaction pooling mode"`
+	// Pool is how a client holds its connection: pinned (its own, for as
+	// long as it holds a lock: the default) or leaky (the instance's
+	// clients share a pool, and a client returns the connection to it
+	// right after locking, without unlocking: the misuse).
+	Pool string `yaml:"pool" doc:"pinned (default: a connection of its own per client) or leaky (a shared pool, the connection returned after locking)"`
 }
 
 type postgresBackend struct{ opt PostgresOptions }
@@ -53,6 +63,12 @@ func newPostgres(decode Decoder) (Backend, error) {
 		return nil, err
 	}
 	if err := oneOf("wait", &o.Wait, "try", "block"); err != nil {
+		return nil, err
+	}
+	if err := oneOf("pooler", &o.Pooler, "none", "pgbouncer"); err != nil {
+		return nil, err
+	}
+	if err := oneOf("pool", &o.Pool, "pinned", "leaky"); err != nil {
 		return nil, err
 	}
 	if o.TCPKeepalivesIdle < 0 || o.TCPKeepalivesInterval < 0 || o.TCPKeepalivesCount < 0 || o.TCPUserTimeout < 0 || o.ClientConnectionCheckInterval < 0 {
@@ -79,15 +95,37 @@ func (b *postgresBackend) Servers() []ServerSpec {
 	if o.ClientConnectionCheckInterval > 0 {
 		set["client_connection_check_interval"] = fmt.Sprint(o.ClientConnectionCheckInterval.D().Milliseconds())
 	}
-	return []ServerSpec{{Kind: "postgres", Name: "postgres-1", Settings: set}}
+	specs := []ServerSpec{{Kind: "postgres", Name: "postgres-1", Settings: set}}
+	if b.opt.Pooler == "pgbouncer" {
+		specs = append(specs, ServerSpec{Kind: "pgbouncer", Name: "pgbouncer-1", Settings: map[string]string{"upstream": "postgres-1", "pool_mode": "transaction"}})
+	}
+	return specs
+}
+
+// Dials says which server the clients connect to: the pooler, when there
+// is one.
+func (b *postgresBackend) Dials(instance, instances int) []string {
+	if b.opt.Pooler == "pgbouncer" {
+		return []string{"pgbouncer-1"}
+	}
+	return []string{"postgres-1"}
 }
 
 func (b *postgresBackend) Fenced() bool { return true }
 
 func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
-	cfg, err := pgConfig(env, b.opt.ConnectTimeout)
+	server := "postgres-1"
+	if b.opt.Pooler == "pgbouncer" {
+		server = "pgbouncer-1"
+	}
+	cfg, err := pgConfigFor(env, server, b.opt.ConnectTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if b.opt.Pooler == "pgbouncer" {
+		// No named prepared statements: a transaction pooler hands each
+		// transaction whichever server connection is free.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	l := &pgLocker{cfg: cfg, opt: b.opt}
 	// Create the token sequence once per instance; instances may race, and
@@ -107,8 +145,68 @@ func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("create fencing sequence: %w", err)
 	}
+	if b.opt.Pool == "leaky" {
+		v, err := env.Shared.Get("pg-pool", func() (any, func() error, error) {
+			pc, err := pgxpool.ParseConfig("")
+			if err != nil {
+				return nil, nil, err
+			}
+			pc.ConnConfig, pc.MaxConns = cfg, 2
+			pool, err := pgxpool.NewWithConfig(ctx, pc)
+			if err != nil {
+				return nil, nil, fmt.Errorf("postgres pool: %w", err)
+			}
+			return pool, func() error { pool.Close(); return nil }, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &pgLeakyLocker{pool: v.(*pgxpool.Pool)}, nil
+	}
 	return l, nil
 }
+
+// pgLeakyLocker is the misuse of a connection pool: it takes a session
+// advisory lock on a pooled connection and returns the connection to the
+// pool at once, still holding the lock, then unlocks on whichever
+// connection the pool gives it next. An advisory lock is re-entrant within
+// its session, so the next client handed that connection gets the lock
+// again while its first holder still works.
+type pgLeakyLocker struct{ pool *pgxpool.Pool }
+
+func (p *pgLeakyLocker) Acquire(ctx context.Context, key string) (Lease, error) {
+	id := lockID(key)
+	var got bool
+	var token int64
+	err := p.pool.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&got)
+	if err == nil && got {
+		err = p.pool.QueryRow(ctx, "SELECT nextval('lockbench_fence')").Scan(&token)
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("postgres acquire %s: %w", key, err)
+	case !got:
+		return nil, ErrNotAcquired
+	}
+	return &pgLease{key: key, id: id, token: uint64(token)}, nil
+}
+
+func (p *pgLeakyLocker) Release(ctx context.Context, lease Lease) error {
+	l, ok := lease.(*pgLease)
+	if !ok {
+		return fmt.Errorf("release: lease of type %T is not a postgres lease", lease)
+	}
+	var released bool
+	if err := p.pool.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.id).Scan(&released); err != nil {
+		return fmt.Errorf("postgres release %s: %w", l.key, err)
+	}
+	if !released {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (p *pgLeakyLocker) Close() error { return nil }
 
 // pgLocker is one client: one connection, opened lazily and dropped after
 // any error whose effect on the session is unknown.
