@@ -19,14 +19,24 @@ func pgConfig(env Env, connectTimeout config.Duration) (*pgx.ConnConfig, error) 
 	return pgConfigFor(env, "postgres-1", connectTimeout)
 }
 
-// pgConfigFor is pgConfig for the server (or pooler) named server.
-func pgConfigFor(env Env, server string, connectTimeout config.Duration) (*pgx.ConnConfig, error) {
-	addr, ok := env.Endpoints[server]
-	if !ok {
-		return nil, fmt.Errorf("no endpoint for %s", server)
+// pgConfigFor is pgConfig for the server (or pooler) named server; with
+// several, the client tries them in turn and keeps the one that accepts
+// writes (the primary, after a failover the promoted standby).
+func pgConfigFor(env Env, server string, connectTimeout config.Duration, more ...string) (*pgx.ConnConfig, error) {
+	var hosts, ports []string
+	for _, name := range append([]string{server}, more...) {
+		addr, ok := env.Endpoints[name]
+		if !ok {
+			return nil, fmt.Errorf("no endpoint for %s", name)
+		}
+		h, p, _ := strings.Cut(addr, ":")
+		hosts, ports = append(hosts, h), append(ports, p)
 	}
-	host, port, _ := strings.Cut(addr, ":")
+	host, port := strings.Join(hosts, ","), strings.Join(ports, ",")
 	dsn := fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port)
+	if len(more) > 0 {
+		dsn += " target_session_attrs=read-write"
+	}
 	if connectTimeout > 0 {
 		dsn += fmt.Sprintf(" connect_timeout=%d", max(1, int(connectTimeout.D().Seconds())))
 	}

@@ -50,6 +50,10 @@ type PostgresOptions struct {
 	// clients share a pool, and a client returns the connection to it
 	// right after locking, without unlocking: the misuse).
 	Pool string `yaml:"pool" doc:"pinned (default: a connection of its own per client) or leaky (a shared pool, the connection returned after locking)"`
+	// Standby adds postgres-2, a streaming replica of postgres-1 (the
+	// promote fault makes it the primary); clients connect to whichever
+	// of the two accepts writes.
+	Standby bool `yaml:"standby" doc:"add postgres-2, a streaming standby of postgres-1; clients follow the writable one (default false)"`
 }
 
 type postgresBackend struct{ opt PostgresOptions }
@@ -96,6 +100,13 @@ func (b *postgresBackend) Servers() []ServerSpec {
 		set["client_connection_check_interval"] = fmt.Sprint(o.ClientConnectionCheckInterval.D().Milliseconds())
 	}
 	specs := []ServerSpec{{Kind: "postgres", Name: "postgres-1", Settings: set}}
+	if b.opt.Standby {
+		st := map[string]string{"standby_of": "postgres-1"}
+		for k, v := range set {
+			st[k] = v
+		}
+		specs = append(specs, ServerSpec{Kind: "postgres", Name: "postgres-2", Settings: st})
+	}
 	if b.opt.Pooler == "pgbouncer" {
 		specs = append(specs, ServerSpec{Kind: "pgbouncer", Name: "pgbouncer-1", Settings: map[string]string{"upstream": "postgres-1", "pool_mode": "transaction"}})
 	}
@@ -108,6 +119,9 @@ func (b *postgresBackend) Dials(instance, instances int) []string {
 	if b.opt.Pooler == "pgbouncer" {
 		return []string{"pgbouncer-1"}
 	}
+	if b.opt.Standby {
+		return []string{"postgres-1", "postgres-2"}
+	}
 	return []string{"postgres-1"}
 }
 
@@ -118,7 +132,11 @@ func (b *postgresBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	if b.opt.Pooler == "pgbouncer" {
 		server = "pgbouncer-1"
 	}
-	cfg, err := pgConfigFor(env, server, b.opt.ConnectTimeout)
+	var more []string
+	if b.opt.Standby && b.opt.Pooler != "pgbouncer" {
+		more = []string{"postgres-2"}
+	}
+	cfg, err := pgConfigFor(env, server, b.opt.ConnectTimeout, more...)
 	if err != nil {
 		return nil, err
 	}

@@ -95,23 +95,46 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 			return fmt.Errorf("%s data dir: %w", sp.Name, err)
 		}
 		data := filepath.Join(s.Dir, "data")
-		initdb := exec.Command(filepath.Join(PostgresBin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync")
-		if err := asPostgres(initdb); err != nil {
-			return err
-		}
-		if out, err := initdb.CombinedOutput(); err != nil {
-			return fmt.Errorf("initdb for %s: %w\n%s", sp.Name, err, out)
-		}
-		// Clients connect from their instance's own loopback address.
-		hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
-		}
-		// The run's own addresses: its loopback slot, or in hosts mode its
-		// bridge (a network only the run's namespaces are on).
-		_, werr := hba.WriteString("host all all 127.0.0.0/8 trust\nhost all all " + c.Slot.prefix() + "0.0/16 trust\n")
-		if err := errors.Join(werr, hba.Close()); err != nil {
-			return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
+		primary := sp.Settings["standby_of"]
+		if primary == "" {
+			initdb := exec.Command(filepath.Join(PostgresBin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync")
+			if err := asPostgres(initdb); err != nil {
+				return err
+			}
+			if out, err := initdb.CombinedOutput(); err != nil {
+				return fmt.Errorf("initdb for %s: %w\n%s", sp.Name, err, out)
+			}
+			// Clients connect from their instance's own address: the
+			// run's loopback slot, or in hosts mode its switch (a network
+			// only the run's namespaces are on); a standby replicates.
+			hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
+			}
+			nets := []string{"127.0.0.0/8", c.Slot.prefix() + "0.0/16"}
+			var rules string
+			for _, n := range nets {
+				rules += "host all all " + n + " trust\nhost replication all " + n + " trust\n"
+			}
+			_, werr := hba.WriteString(rules)
+			if err := errors.Join(werr, hba.Close()); err != nil {
+				return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
+			}
+		} else {
+			// A streaming standby: a base backup of the running primary,
+			// which writes standby.signal and primary_conninfo (-R).
+			p := c.Server(primary)
+			if p == nil {
+				return fmt.Errorf("%s: no primary %s to replicate", sp.Name, primary)
+			}
+			phost, pport, _ := strings.Cut(p.Addr, ":")
+			bb := exec.Command(filepath.Join(PostgresBin, "pg_basebackup"), "-h", phost, "-p", pport, "-U", "postgres", "-D", data, "-R", "-X", "stream", "--no-sync")
+			if err := asPostgres(bb); err != nil {
+				return err
+			}
+			if out, err := bb.CombinedOutput(); err != nil {
+				return fmt.Errorf("pg_basebackup for %s from %s: %w\n%s", sp.Name, primary, err, out)
+			}
 		}
 		args := []string{"-D", data, "-p", fmt.Sprint(port), "-k", s.Dir, "-c", "listen_addresses=" + ip, "-c", "fsync=off"}
 		keys := make([]string, 0, len(sp.Settings))
@@ -120,6 +143,9 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			if k == "standby_of" {
+				continue
+			}
 			args = append(args, "-c", k+"="+sp.Settings[k])
 		}
 		s.command = func() (*exec.Cmd, error) {

@@ -1,0 +1,61 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// promote makes a PostgreSQL standby the primary (pg_promote()), as a
+// failover does once the old primary is gone. Whatever lived only in the
+// old primary's memory (every advisory lock and its holder's session) is
+// not on the new one.
+func init() {
+	Register(Info{Name: "promote", Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
+		Targets: []Kind{Server}, Instant: true, Kinds: []string{"postgres"}, New: newPromote})
+}
+
+type promote struct{}
+
+func newPromote(decode Decoder) (Fault, error) {
+	var none struct{}
+	if err := decode(&none); err != nil {
+		return nil, err
+	}
+	return promote{}, nil
+}
+
+func (promote) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+	addr, _, err := env.Server(target)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
+	if err != nil {
+		return nil, fmt.Errorf("promote %s: %w", target, err)
+	}
+	defer conn.Close(context.Background())
+	var standby bool
+	if err := conn.QueryRow(cctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return nil, fmt.Errorf("promote %s: %w", target, err)
+	}
+	if !standby {
+		return nil, fmt.Errorf("promote %s: it is not a standby", target)
+	}
+	var done bool
+	if err := conn.QueryRow(cctx, "SELECT pg_promote(true, 10)").Scan(&done); err != nil {
+		return nil, fmt.Errorf("promote %s: %w", target, err)
+	}
+	if err := conn.QueryRow(cctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return nil, fmt.Errorf("promote %s: %w", target, err)
+	}
+	if !done || standby {
+		return nil, errors.New("promote: the standby did not leave recovery within 10s")
+	}
+	return &Effect{Seen: target + " left recovery: it is the primary now", Heal: noHeal}, nil
+}
