@@ -122,6 +122,9 @@ type consulLease struct {
 	lost  <-chan struct{}
 	token uint64
 	renew chan struct{} // closing it stops the renewal and destroys the session
+	// session and ttl let a release whose outcome is unknown be retried.
+	session string
+	ttl     time.Duration
 }
 
 func (l *consulLease) Key() string           { return l.key }
@@ -168,9 +171,24 @@ func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	// api.Lock's blocking query takes no context and notices its stop
+	// channel only between queries: its wait must end by the acquire's
+	// deadline, or a client waits up to LockWaitTime (15s by default) past
+	// its acquire timeout, and past the end of the case.
+	wait := o.LockWaitTime.D()
+	if deadline, ok := ctx.Deadline(); ok {
+		left := time.Until(deadline)
+		if left < time.Millisecond {
+			c.cl.Session().Destroy(id, nil)
+			return nil, ErrNotAcquired
+		}
+		if wait == 0 || left < wait {
+			wait = left
+		}
+	}
 	renew := make(chan struct{})
 	go c.cl.Session().RenewPeriodic(o.SessionTTL.D().String(), id, nil, renew)
-	lock, err := c.cl.LockOpts(&api.LockOptions{Key: kvKey, Session: id, LockWaitTime: o.LockWaitTime.D(),
+	lock, err := c.cl.LockOpts(&api.LockOptions{Key: kvKey, Session: id, LockWaitTime: wait,
 		LockTryOnce: o.LockTryOnce, MonitorRetries: o.MonitorRetries, MonitorRetryTime: o.MonitorRetry.D()})
 	if err != nil {
 		close(renew)
@@ -203,7 +221,7 @@ func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		close(renew)
 		return nil, fmt.Errorf("consul read token of %s: %v", key, err)
 	}
-	return &consulLease{key: key, lock: lock, lost: lost, token: pair.ModifyIndex, renew: renew}, nil
+	return &consulLease{key: key, lock: lock, lost: lost, token: pair.ModifyIndex, renew: renew, session: id, ttl: o.SessionTTL.D()}, nil
 }
 
 func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
@@ -222,12 +240,30 @@ func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
 		if errors.Is(err, api.ErrLockNotHeld) {
 			return ErrNotHeld
 		}
+		go c.destroyLater(l.session, l.ttl)
 		return fmt.Errorf("consul release %s: %w", l.key, err)
 	}
 	if lostAlready {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// destroyLater retries destroying a session whose release had an unknown
+// outcome (its agent down or unreachable), as a client with an idempotent
+// release would, until it succeeds or the session must have expired
+// anyway (2 × TTL, Consul's bound). Without it a lock whose holder's agent
+// died stays taken until the session TTL runs out, although the holder
+// gave it up.
+func (c *consulLocker) destroyLater(id string, ttl time.Duration) {
+	for end := time.Now().Add(2 * ttl); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.cl.Session().Destroy(id, (&api.WriteOptions{}).WithContext(ctx))
+		cancel()
+		if err == nil {
+			return
+		}
+	}
 }
 
 func (c *consulLocker) Close() error { return nil }

@@ -450,7 +450,13 @@ func (c *Case) mark(e *history.Event) {
 			if msg == "" {
 				msg = "no exit status"
 			}
-			c.crashes = append(c.crashes, fmt.Sprintf("instance %s died with no fault killing it (%s)", e.Proc, msg))
+			if c.live.stopped {
+				// Asked to stop and did not: a client call outlived its
+				// deadline. What it did after the stop is unknown.
+				c.crashes = append(c.crashes, fmt.Sprintf("instance %s did not stop when the case ended (%s): a client call outlived its deadline", e.Proc, msg))
+			} else {
+				c.crashes = append(c.crashes, fmt.Sprintf("instance %s died with no fault killing it (%s)", e.Proc, msg))
+			}
 		}
 		c.dropInstance(e.Proc, e.T)
 	case history.MarkHarness:

@@ -75,6 +75,9 @@ func TestKnownHistories(t *testing.T) {
 		{"regrant", "ok", checker.Ok, 0, checker.Ok},
 		// Workers that die with no fault killing them: the run is invalid.
 		{"crash-no-fault", "invalid", checker.Unknown, 0, checker.Unknown},
+		// A worker that did not stop when the case ended, killed by the
+		// harness: what its client did after the stop is unknown.
+		{"stuck-at-stop", "invalid", checker.Unknown, 0, checker.Unknown},
 		// No expectation written: the defaults apply (no violations).
 		{"no-expect", "violation", checker.Violation, 1, checker.Ok},
 		// Acquires in flight when their instance dies, or at the end: unknown.
@@ -201,6 +204,10 @@ func TestEdgeCaseDetails(t *testing.T) {
 	r = checkFile(t, "testdata/crash-no-fault.jsonl")
 	if len(r.Invalid) != 2 || !strings.Contains(r.Invalid[0], "instance i1 died with no fault killing it (exit status 2)") {
 		t.Errorf("crash-no-fault: %v", r.Invalid)
+	}
+	r = checkFile(t, "testdata/stuck-at-stop.jsonl")
+	if len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "instance i2 did not stop when the case ended") {
+		t.Errorf("stuck-at-stop: %v", r.Invalid)
 	}
 	r = checkFile(t, "testdata/no-expect.jsonl")
 	if r.Expect.Violations == nil || *r.Expect.Violations || r.Expect.StaleAccepted == nil {

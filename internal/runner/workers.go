@@ -34,6 +34,7 @@ type workerProc struct {
 	mu       sync.Mutex
 	stop     bool   // a stop was sent: exiting is expected
 	killedBy string // the fault that killed it, if one did
+	stuck    string // why the harness killed it at the end of the case, if it did
 	report   worker.Report
 	reportT  int64 // when the last report was made (since the run base)
 	// stoppedAt and resumedAt are when a pause fault last stopped and
@@ -207,11 +208,14 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 	}
 	w.mu.Lock()
 	expected := w.stop && w.proc.ExitErr() == nil
-	killedBy := w.killedBy
+	killedBy, why := w.killedBy, fmt.Sprint(w.proc.ExitErr())
+	if w.stuck != "" {
+		why = w.stuck
+	}
 	w.mu.Unlock()
 	if !expected && readySent {
 		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkCrash, Proc: fmt.Sprintf("i%d", w.n),
-			Fault: killedBy, Err: fmt.Sprint(w.proc.ExitErr())})
+			Fault: killedBy, Err: why})
 	}
 	cr.r.m.removeSource(src)
 }
@@ -245,6 +249,7 @@ func (cr *caseRun) stopWorkers(ctx context.Context) error {
 		fmt.Fprintf(cr.r.log, "  %s did not stop within %s: killed\n", w.name, grace)
 		w.mu.Lock()
 		w.stop = false // its exit is now a crash
+		w.stuck = fmt.Sprintf("did not stop within %s of being asked to: killed by the harness", grace)
 		w.mu.Unlock()
 		if err := w.proc.Kill(5 * time.Second); err != nil {
 			return err
