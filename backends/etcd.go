@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/config"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -203,12 +204,37 @@ func (e *etcdLocker) Release(ctx context.Context, lease Lease) error {
 	// is refused instead of reported as done.
 	resp, err := e.cli.Txn(ctx).If(l.m.IsOwner()).Then(clientv3.OpDelete(l.m.Key())).Commit()
 	if err != nil {
+		// The outcome is unknown (a member down, an election): the key may
+		// still be ours, kept alive by the session. Give the session up:
+		// its keep-alives stop at once, and revoking its lease deletes
+		// the key as soon as the cluster answers. Later acquisitions get
+		// a new session, so this can never remove a lock taken again.
+		if e.sess == l.sess {
+			e.sess = nil
+		}
+		go revokeLater(e.cli, l.sess, time.Duration(e.ttl)*time.Second)
 		return fmt.Errorf("etcd release %s: %w", l.key, err)
 	}
 	if !resp.Succeeded {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// revokeLater abandons sess and retries revoking its lease until the
+// cluster answers or the lease must have expired anyway (without
+// keep-alives it lives at most its TTL past the last one the leader saw,
+// plus an election's extension).
+func revokeLater(cli *clientv3.Client, sess *concurrency.Session, ttl time.Duration) {
+	sess.Orphan()
+	for end := time.Now().Add(2*ttl + 5*time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Revoke(ctx, sess.Lease())
+		cancel()
+		if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return
+		}
+	}
 }
 
 func (e *etcdLocker) Close() error {
