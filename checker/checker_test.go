@@ -96,6 +96,8 @@ func TestKnownHistories(t *testing.T) {
 		{"stays-unavailable", "not-reproduced", checker.Ok, 0, checker.Ok},
 		// Resource trouble outside any fault, a stuck worker: degraded.
 		{"harness-degraded", "invalid", checker.Violation, 1, checker.Unknown},
+		// Coordinator and workers together took the machine's cores.
+		{"harness-saturated", "invalid", checker.Unknown, 0, checker.Unknown},
 		// A critical section in the backend's database: a commit refused
 		// by the release is not counted; totals match the commits.
 		{"store-ok", "ok", checker.Ok, 0, checker.Ok},
