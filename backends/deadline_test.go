@@ -24,6 +24,7 @@ func TestAcquireHonoursDeadline(t *testing.T) {
 	tests := []struct{ backend, options string }{
 		{"redis", "{}"},
 		{"redlock", "{}"},
+		{"redis-sentinel", "{}"},
 		{"etcd", "{}"},
 		{"zookeeper", "{}"},
 		{"consul", "{session_ttl: 10s, lock_delay: 1ms}"},
