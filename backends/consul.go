@@ -256,14 +256,10 @@ func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
 // died stays taken until the session TTL runs out, although the holder
 // gave it up.
 func (c *consulLocker) destroyLater(id string, ttl time.Duration) {
-	for end := time.Now().Add(2 * ttl); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	releaseLater(2*ttl, func(ctx context.Context) bool {
 		_, err := c.cl.Session().Destroy(id, (&api.WriteOptions{}).WithContext(ctx))
-		cancel()
-		if err == nil {
-			return
-		}
-	}
+		return err == nil
+	})
 }
 
 func (c *consulLocker) Close() error { return nil }

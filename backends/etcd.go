@@ -227,14 +227,10 @@ func (e *etcdLocker) Release(ctx context.Context, lease Lease) error {
 // plus an election's extension).
 func revokeLater(cli *clientv3.Client, sess *concurrency.Session, ttl time.Duration) {
 	sess.Orphan()
-	for end := time.Now().Add(2*ttl + 5*time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	releaseLater(2*ttl+5*time.Second, func(ctx context.Context) bool {
 		_, err := cli.Revoke(ctx, sess.Lease())
-		cancel()
-		if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return
-		}
-	}
+		return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
+	})
 }
 
 func (e *etcdLocker) Close() error {

@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -18,7 +20,7 @@ func linViewName(caseName, key string) string {
 func writeLinearizationViews(dir string, s *Summary) error {
 	for _, c := range s.Cases {
 		lin := c.Linearizability
-		for _, key := range sortedKeys(lin.Info) {
+		for _, key := range slices.Sorted(maps.Keys(lin.Info)) {
 			info := lin.Info[key]
 			var notes []porcupine.Annotation
 			for _, w := range c.Metrics.wins {

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/checker"
@@ -160,7 +161,7 @@ func writeReport(w io.Writer, s *Summary, scatter bool) error {
 	}
 	if len(s.Versions) > 0 {
 		b.WriteString("## Versions\n\n")
-		for _, k := range sortedKeys(s.Versions) {
+		for _, k := range slices.Sorted(maps.Keys(s.Versions)) {
 			fmt.Fprintf(&b, "- %s: %s\n", k, s.Versions[k])
 		}
 		b.WriteString("\n")
@@ -278,7 +279,7 @@ func writeCase(b *strings.Builder, c *CaseSummary) {
 		fmt.Fprintf(b, "; fenced model (tokens must grow): %s", lin.Fenced)
 	}
 	b.WriteString("\n")
-	for _, k := range sortedKeys(lin.Info) {
+	for _, k := range slices.Sorted(maps.Keys(lin.Info)) {
 		fmt.Fprintf(b, "  - key %s: %s — see [%s](%s)\n", k, lin.Keys[k], linViewName(r.Case, k), linViewName(r.Case, k))
 	}
 	if r.TokenRegressions > 0 {
@@ -400,13 +401,4 @@ func hasTrials(s *Summary) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

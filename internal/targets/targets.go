@@ -18,10 +18,11 @@ package targets
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/backends"
@@ -71,12 +72,12 @@ func Load(path string) (*File, error) {
 	if len(f.Servers) == 0 {
 		add("servers", "no server: name the servers of the backends the scenario uses (redis-1, etcd-1, ...)")
 	}
-	for _, name := range sortedKeys(f.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(f.Servers)) {
 		if _, _, err := net.SplitHostPort(f.Servers[name]); err != nil {
 			add("servers", "%s: %q is not host:port", name, f.Servers[name])
 		}
 	}
-	for _, fam := range sortedKeys(f.Auth) {
+	for _, fam := range slices.Sorted(maps.Keys(f.Auth)) {
 		if !contains(backends.Families, fam) {
 			add("auth", "%q is not a credential family%s (known: %s)", fam, suggest.Hint(fam, backends.Families), strings.Join(backends.Families, ", "))
 			continue
@@ -108,7 +109,7 @@ func (f *File) Check(specs []backends.ServerSpec) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the targets file %s names no %s (it has: %s)", f.Path, strings.Join(missing, ", "), strings.Join(sortedKeys(f.Servers), ", "))
+		return fmt.Errorf("the targets file %s names no %s (it has: %s)", f.Path, strings.Join(missing, ", "), strings.Join(slices.Sorted(maps.Keys(f.Servers)), ", "))
 	}
 	return nil
 }
@@ -125,15 +126,6 @@ func lineOf(doc *yaml.Node, key string) int {
 // trimLine turns "line 3: field x ..." into "3: field x ...".
 func trimLine(err error) error {
 	return errors.New(strings.TrimPrefix(err.Error(), "line "))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func contains(xs []string, x string) bool {
