@@ -1,7 +1,7 @@
 # lockbench — run `make help` for the targets.
 #
 # Two commands do all the set-up on a fresh Debian 12 machine:
-#   make bench   installs what it needs, builds, runs scenarios/quick.yaml
+#   make bench   installs what it needs, builds, runs scenarios/backends.yaml
 #   make test    installs what it needs and runs the whole test suite
 
 SHELL      := /bin/bash
@@ -94,7 +94,7 @@ clean:
 quick: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/quick.yaml
 
-## known: run the known-answer suite (scenarios/known/, ~8 min) and print its table; fails if a row is not reproduced
+## known: run the known-answer suite (scenarios/known/, ~17 min) and print its table; fails if a row is not reproduced
 known: setup build
 	@d=$(RESULTS)/known-$$(date -u +%Y%m%d-%H%M%S); \
 	for f in scenarios/known/*.yaml; do \
@@ -102,11 +102,11 @@ known: setup build
 	done; \
 	./$(BIN) table $$d/*/
 
-## perf: the harness against a bare lock loop, side by side, for redis and etcd (~3 min); prints the ratios
+## perf: the harness against a bare lock loop, side by side, for redis and etcd (~2 min); prints the ratios
 perf: setup build
 	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 3
 
-## perf-profile: what each lock costs three ways (scenarios/perf.yaml: uncontended, hand-off, open loop; ~4 min)
+## perf-profile: what each lock costs three ways (scenarios/perf.yaml: uncontended, hand-off, open loop; ~3 min)
 perf-profile: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/perf.yaml
 
