@@ -451,9 +451,11 @@ func (c *Case) mark(e *history.Event) {
 				msg = "no exit status"
 			}
 			if c.live.stopped {
-				// Asked to stop and did not: a client call outlived its
-				// deadline. What it did after the stop is unknown.
-				c.crashes = append(c.crashes, fmt.Sprintf("instance %s did not stop when the case ended (%s): a client call outlived its deadline", e.Proc, msg))
+				// Asked to stop, it did not exit cleanly (the runner says
+				// why: killed because it would not stop, a client call
+				// having outlived its deadline, or an exit status). What
+				// it did after the stop is unknown.
+				c.crashes = append(c.crashes, fmt.Sprintf("instance %s did not exit cleanly when the case ended (%s)", e.Proc, msg))
 			} else {
 				c.crashes = append(c.crashes, fmt.Sprintf("instance %s died with no fault killing it (%s)", e.Proc, msg))
 			}

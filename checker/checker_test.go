@@ -208,7 +208,7 @@ func TestEdgeCaseDetails(t *testing.T) {
 		t.Errorf("crash-no-fault: %v", r.Invalid)
 	}
 	r = checkFile(t, "testdata/stuck-at-stop.jsonl")
-	if len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "instance i2 did not stop when the case ended") {
+	if len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "instance i2 did not exit cleanly when the case ended (did not stop within 11s of being asked to: killed by the harness)") {
 		t.Errorf("stuck-at-stop: %v", r.Invalid)
 	}
 	r = checkFile(t, "testdata/no-expect.jsonl")
