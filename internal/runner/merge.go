@@ -3,7 +3,9 @@ package runner
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"os"
+	"sort"
 	"sync"
 
 	"github.com/lockbench/lockbench/internal/history"
@@ -30,14 +32,16 @@ import (
 // when the run ends normally. A coordinator killed outright therefore loses
 // at most the events of one flush interval.
 type merger struct {
-	mu      sync.Mutex
-	base    int64
-	w       *history.Writer
-	last    map[int]int64 // source id -> latest time reported
-	pending eventHeap
-	seq     int64
-	err     error
-	arena   []byte // encoded events are copied here, in large chunks
+	mu     sync.Mutex
+	base   int64
+	w      *history.Writer
+	last   map[int]int64  // source id -> latest time reported
+	queues map[int]*queue // source id -> its events not yet written
+	heads  sourceHeap     // scratch: the queues ordered by their first event
+	npend  int            // events queued, over every source
+	seq    int64
+	err    error
+	arena  []byte // encoded events are copied here, in large chunks
 
 	tail      *os.File // the tail journal ("" path: none)
 	tailPath  string
@@ -47,7 +51,7 @@ type merger struct {
 }
 
 func newMerger(w *history.Writer, base int64) *merger {
-	return &merger{w: w, base: base, last: map[int]int64{}}
+	return &merger{w: w, base: base, last: map[int]int64{}, queues: map[int]*queue{}}
 }
 
 // journal starts the tail journal at path.
@@ -95,7 +99,7 @@ func (m *merger) pushLine(id int, t int64, line []byte) {
 	if t > m.last[id] {
 		m.last[id] = t
 	}
-	m.add(t, line)
+	m.add(id, t, line)
 }
 
 // push adds an event of source id.
@@ -105,11 +109,11 @@ func (m *merger) push(id int, e *history.Event) {
 	if e.T > m.last[id] {
 		m.last[id] = e.T
 	}
-	m.add(e.T, history.AppendJSON(nil, e))
+	m.add(id, e.T, history.AppendJSON(nil, e))
 }
 
-// add queues an encoded event; line is copied.
-func (m *merger) add(t int64, line []byte) {
+// add queues an encoded event of source id; line is copied.
+func (m *merger) add(id int, t int64, line []byte) {
 	n := len(line) + 1
 	if cap(m.arena)-len(m.arena) < n {
 		m.arena = make([]byte, 0, max(256<<10, n))
@@ -118,7 +122,13 @@ func (m *merger) add(t int64, line []byte) {
 	m.arena = append(append(m.arena, line...), '\n')
 	raw := m.arena[start:len(m.arena):len(m.arena)]
 	m.seq++
-	heap.Push(&m.pending, item{t: t, raw: raw, seq: m.seq})
+	q := m.queues[id]
+	if q == nil {
+		q = &queue{}
+		m.queues[id] = q
+	}
+	q.push(item{t: t, raw: raw, seq: m.seq})
+	m.npend++
 	if m.tail != nil {
 		m.fresh = append(m.fresh, raw)
 	}
@@ -129,7 +139,7 @@ func (m *merger) emit(e history.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.T = monoclock.Since(m.base)
-	m.add(e.T, history.AppendJSON(nil, &e))
+	m.add(coordinatorSource, e.T, history.AppendJSON(nil, &e))
 }
 
 // flush writes every event at or before the watermark and flushes the file.
@@ -144,10 +154,35 @@ func (m *merger) flush(all bool) error {
 			wm = t
 		}
 	}
-	for m.pending.Len() > 0 && (all || m.pending[0].t <= wm) {
-		it := heap.Pop(&m.pending).(item)
+	// A k-way merge of the sources' queues, each in time order: the cost
+	// per event is a comparison among the k sources, not among every
+	// event held back.
+	m.heads = m.heads[:0]
+	for id, q := range m.queues {
+		if q.len() == 0 {
+			if _, live := m.last[id]; !live && id != coordinatorSource {
+				delete(m.queues, id)
+			}
+			continue
+		}
+		m.heads = append(m.heads, q)
+	}
+	heap.Init(&m.heads)
+	for len(m.heads) > 0 {
+		q := m.heads[0]
+		it := q.items[q.head]
+		if !all && it.t > wm {
+			break
+		}
 		if err := m.w.WriteLine(it.raw); err != nil && m.err == nil {
 			m.err = err
+		}
+		q.pop()
+		m.npend--
+		if q.len() == 0 {
+			heap.Pop(&m.heads)
+		} else {
+			heap.Fix(&m.heads, 0)
 		}
 	}
 	if err := m.w.Flush(); err != nil && m.err == nil {
@@ -178,7 +213,7 @@ func (m *merger) journalFresh() {
 // compactJournal rewrites the journal with only the held-back events once
 // it holds many more lines than those.
 func (m *merger) compactJournal() {
-	if m.tail == nil || m.tailLines <= 2*m.pending.Len()+10000 {
+	if m.tail == nil || m.tailLines <= 2*m.npend+10000 {
 		return
 	}
 	tmp := m.tailPath + ".tmp"
@@ -187,11 +222,13 @@ func (m *merger) compactJournal() {
 		return // the journal keeps growing; a later flush tries again
 	}
 	w := history.NewWriter(f)
-	for i := range m.pending {
-		if err := w.WriteLine(m.pending[i].raw); err != nil {
-			f.Close()
-			os.Remove(tmp)
-			return
+	for _, q := range m.queues {
+		for _, it := range q.items[q.head:] {
+			if err := w.WriteLine(it.raw); err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return
+			}
 		}
 	}
 	if w.Flush() != nil || os.Rename(tmp, m.tailPath) != nil {
@@ -200,7 +237,7 @@ func (m *merger) compactJournal() {
 		return
 	}
 	m.tail.Close()
-	m.tail, m.tailBuf, m.tailLines = f, history.NewWriter(f), m.pending.Len()
+	m.tail, m.tailBuf, m.tailLines = f, history.NewWriter(f), m.npend
 }
 
 // closeJournal removes the tail journal: the history is complete.
@@ -218,26 +255,71 @@ func (m *merger) closeJournal() error {
 	return nil
 }
 
+// coordinatorSource is the source of the coordinator's own events, which
+// are timestamped under the merger's lock and so arrive in time order.
+const coordinatorSource = math.MinInt
+
 type item struct {
 	t   int64
 	raw []byte // the encoded event and its newline
 	seq int64  // arrival order breaks ties, keeping a source's order
 }
 
-type eventHeap []item
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
+func (a item) before(b item) bool {
+	if a.t != b.t {
+		return a.t < b.t
 	}
-	return h[i].seq < h[j].seq
+	return a.seq < b.seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(item)) }
-func (h *eventHeap) Pop() any {
+
+// queue holds one source's events not yet written, in time order. A
+// source's events arrive in time order (a worker's stream is ordered, the
+// coordinator stamps its own under the lock), so push appends; an event
+// older than the last queued one, which no source sends today, is still
+// put in its place.
+type queue struct {
+	items []item
+	head  int
+}
+
+func (q *queue) len() int { return len(q.items) - q.head }
+
+func (q *queue) push(it item) {
+	n := len(q.items)
+	if n == q.head || !it.before(q.items[n-1]) {
+		if q.head > 0 && n == cap(q.items) && q.head >= n/2 {
+			// Reuse the consumed front instead of growing.
+			n = copy(q.items, q.items[q.head:])
+			clear(q.items[n:])
+			q.items, q.head = q.items[:n], 0
+		}
+		q.items = append(q.items, it)
+		return
+	}
+	i := q.head + sort.Search(n-q.head, func(i int) bool { return it.before(q.items[q.head+i]) })
+	q.items = append(q.items, item{})
+	copy(q.items[i+1:], q.items[i:])
+	q.items[i] = it
+}
+
+func (q *queue) pop() {
+	q.items[q.head] = item{}
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+}
+
+// sourceHeap orders non-empty queues by their first event.
+type sourceHeap []*queue
+
+func (h sourceHeap) Len() int           { return len(h) }
+func (h sourceHeap) Less(i, j int) bool { return h[i].items[h[i].head].before(h[j].items[h[j].head]) }
+func (h sourceHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *sourceHeap) Push(x any)        { *h = append(*h, x.(*queue)) }
+func (h *sourceHeap) Pop() any {
 	old := *h
-	it := old[len(old)-1]
+	q := old[len(old)-1]
 	*h = old[:len(old)-1]
-	return it
+	return q
 }
