@@ -133,7 +133,18 @@ func (c *client) resourceError(key string, err error) {
 // signal is watched until the release is sent, whatever else the client is
 // doing: an extension stuck in a partition is cancelled when the work ends,
 // never waited for while the lease runs out.
+//
+// A critical section with no work (no hold, no resource) has nothing to
+// watch or extend: the lease is looked at once, just before the release,
+// and no goroutine or context is made for it. That is most of the
+// harness's per-cycle cost on a fast lock (make perf).
 func (c *client) critical(ctx context.Context, key string, lease backends.Lease) {
+	hold := c.w.Hold.Draw(c.r)
+	if hold <= 0 && !c.w.UsesResource() {
+		var once sync.Once
+		c.release(ctx, key, lease, func() { once.Do(func() { c.em.emit(c.ev(history.OK, history.OpLost, key)) }) })
+		return
+	}
 	work, abort := context.WithCancel(ctx)
 	defer abort()
 	var lostOnce sync.Once
@@ -158,20 +169,30 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 			}
 		}()
 	}
-	extendCtx, stopExtending := context.WithCancel(ctx)
-	var extender sync.WaitGroup
 	if c.ext != nil && c.w.AutoExtend.Every > 0 && c.w.AutoExtend.Max > 0 {
+		extendCtx, stopExtending := context.WithCancel(ctx)
+		var extender sync.WaitGroup
 		extender.Add(1)
 		go func() {
 			defer extender.Done()
 			c.autoExtend(extendCtx, lease)
 		}()
+		c.work(ctx, work, key, lease, hold)
+		stopExtending()
+		extender.Wait()
+	} else {
+		c.work(ctx, work, key, lease, hold)
 	}
+	c.release(ctx, key, lease, markLost, func() {
+		close(stopWatch)
+		watcher.Wait()
+	})
+}
 
-	c.work(ctx, work, key, lease)
-
-	stopExtending()
-	extender.Wait()
+// release marks the lease lost if its library says so, records the
+// release's invocation, runs then (if any: what must end before the
+// release is sent), sends the release and records its outcome.
+func (c *client) release(ctx context.Context, key string, lease backends.Lease, markLost func(), then ...func()) {
 	if lost := lease.Lost(); lost != nil {
 		select {
 		case <-lost:
@@ -180,8 +201,9 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 		}
 	}
 	c.em.emit(c.ev(history.Invoke, history.OpRelease, key))
-	close(stopWatch)
-	watcher.Wait()
+	for _, f := range then {
+		f()
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
 	err := c.locker.Release(rctx, lease)
 	cancel()
@@ -204,9 +226,8 @@ func (c *client) critical(ctx context.Context, key string, lease backends.Lease)
 // cancelled when the lease is reported lost (with abort_on_lost); the
 // client then tells the resource it abandoned its work, so that it no
 // longer counts as the holder a fault should hit.
-func (c *client) work(ctx, work context.Context, key string, lease backends.Lease) {
+func (c *client) work(ctx, work context.Context, key string, lease backends.Lease, hold time.Duration) {
 	token := lease.Token()
-	hold := c.w.Hold.Draw(c.r)
 	if c.store != nil && c.w.UsesResource() {
 		c.storeWork(ctx, work, key, lease, hold)
 		return

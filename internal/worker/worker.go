@@ -180,9 +180,11 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 			go func() {
 				defer wg.Done()
 				defer cl.res.Close()
-				sleep(ctx, w.StartAfter.D())
-				for !stopping.Load() && ctx.Err() == nil {
-					cl.cycle(ctx, 0)
+				cctx, cancel := clientContext(ctx)
+				defer cancel()
+				sleep(cctx, w.StartAfter.D())
+				for !stopping.Load() && cctx.Err() == nil {
+					cl.cycle(cctx, 0)
 				}
 			}()
 		}
@@ -206,8 +208,10 @@ func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Co
 		go func() {
 			defer wg.Done()
 			defer cl.res.Close()
+			cctx, cancel := clientContext(ctx)
+			defer cancel()
 			for due := range cl.attempts {
-				cl.cycle(ctx, due)
+				cl.cycle(cctx, due)
 				idle <- cl
 			}
 		}()
@@ -246,6 +250,14 @@ func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Co
 			}
 		}
 	}()
+}
+
+// clientContext is a client's own context: the contexts it makes every
+// cycle (acquire and release deadlines) hang from it rather than from one
+// shared by every client, whose set of children would be a lock all of
+// them contend on.
+func clientContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithCancel(ctx)
 }
 
 // sleep waits d or until ctx is done; it reports whether d fully elapsed.
