@@ -230,3 +230,47 @@ func TestManyClientsShareOneConnection(t *testing.T) {
 		t.Errorf("%d connections, want 1", conns)
 	}
 }
+
+// BenchmarkResourceReadWrite is a critical section with no hold as the
+// harness runs it: 64 clients of one instance sharing its Mux, each doing
+// a read-and-write round trip on a key of its own against a real server
+// on loopback. One op is one critical section.
+func BenchmarkResourceReadWrite(b *testing.B) {
+	s, err := Listen("127.0.0.1", func(*history.Event) {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m := NewMux(s.Addr(), nil)
+	defer m.Close()
+	const clients = 64
+	var next sync.WaitGroup
+	var n = make(chan struct{}, b.N)
+	for range b.N {
+		n <- struct{}{}
+	}
+	close(n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for c := range clients {
+		next.Add(1)
+		go func() {
+			defer next.Done()
+			cl := m.Client(fmt.Sprintf("i1c%d", c))
+			key := fmt.Sprintf("k%d", c)
+			for tok := uint64(1); ; tok++ {
+				if _, ok := <-n; !ok {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, _, err := cl.ReadWrite(ctx, key, tok)
+				cancel()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	next.Wait()
+}

@@ -32,16 +32,17 @@ import (
 // when the run ends normally. A coordinator killed outright therefore loses
 // at most the events of one flush interval.
 type merger struct {
-	mu     sync.Mutex
-	base   int64
-	w      *history.Writer
-	last   map[int]int64  // source id -> latest time reported
-	queues map[int]*queue // source id -> its events not yet written
-	heads  sourceHeap     // scratch: the queues ordered by their first event
-	npend  int            // events queued, over every source
-	seq    int64
-	err    error
-	arena  []byte // encoded events are copied here, in large chunks
+	mu      sync.Mutex
+	base    int64
+	w       *history.Writer
+	last    map[int]int64  // source id -> latest time reported
+	queues  map[int]*queue // source id -> its events not yet written
+	heads   sourceHeap     // scratch: the queues ordered by their first event
+	npend   int            // events queued, over every source
+	seq     int64
+	err     error
+	arena   []byte // encoded events are copied here, in large chunks
+	scratch []byte // the coordinator's events are encoded here first
 
 	tail      *os.File // the tail journal ("" path: none)
 	tailPath  string
@@ -109,7 +110,8 @@ func (m *merger) push(id int, e *history.Event) {
 	if e.T > m.last[id] {
 		m.last[id] = e.T
 	}
-	m.add(id, e.T, history.AppendJSON(nil, e))
+	m.scratch = history.AppendJSON(m.scratch[:0], e)
+	m.add(id, e.T, m.scratch)
 }
 
 // add queues an encoded event of source id; line is copied.
@@ -139,7 +141,8 @@ func (m *merger) emit(e history.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.T = monoclock.Since(m.base)
-	m.add(coordinatorSource, e.T, history.AppendJSON(nil, &e))
+	m.scratch = history.AppendJSON(m.scratch[:0], &e)
+	m.add(coordinatorSource, e.T, m.scratch)
 }
 
 // flush writes every event at or before the watermark and flushes the file.
