@@ -104,7 +104,7 @@ known: setup build
 
 ## perf: the harness against a bare lock loop, side by side, for redis and etcd (~2 min); prints the ratios
 perf: setup build
-	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 3
+	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 5
 
 ## perf-profile: what each lock costs three ways (scenarios/perf.yaml: uncontended, hand-off, open loop; ~3 min)
 perf-profile: setup build

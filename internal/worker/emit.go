@@ -15,7 +15,7 @@ import (
 )
 
 // flushEvery bounds how long an event waits in the emitter's buffer.
-const flushEvery = 2 * time.Millisecond
+const flushEvery = 5 * time.Millisecond
 
 // emitter writes events in time order: each is timestamped and encoded
 // into a buffer under one mutex, and a flusher writes the buffer out every
@@ -25,6 +25,7 @@ type emitter struct {
 	mu      sync.Mutex
 	base    int64
 	buf     []byte
+	spare   []byte // the buffer last written out, reused for the next batch
 	oldest  int64 // timestamp of the oldest buffered event (0: empty)
 	lagMax  int64 // longest wait between a timestamp and its write, since the last report
 	err     error
@@ -54,7 +55,7 @@ func (em *emitter) emit(e history.Event) {
 		em.oldest = e.T + 1
 	}
 	em.buf = append(history.AppendJSON(em.buf, &e), '\n')
-	big := len(em.buf) > 32<<10
+	big := len(em.buf) > 128<<10
 	em.mu.Unlock()
 	if big {
 		select {
@@ -86,7 +87,7 @@ func (em *emitter) flush() bool {
 	defer em.writeMu.Unlock()
 	em.mu.Lock()
 	buf, oldest, stopped := em.buf, em.oldest, em.stopped
-	em.buf, em.oldest = nil, 0
+	em.buf, em.spare, em.oldest = em.spare[:0], nil, 0
 	if oldest != 0 {
 		if lag := monoclock.Since(em.base) - (oldest - 1); lag > em.lagMax {
 			em.lagMax = lag
@@ -103,6 +104,11 @@ func (em *emitter) flush() bool {
 			return false
 		}
 	}
+	// The two buffers take turns: no batch is allocated or grown afresh
+	// (flush runs under writeMu, so only one batch is out at a time).
+	em.mu.Lock()
+	em.spare = buf
+	em.mu.Unlock()
 	return !stopped
 }
 

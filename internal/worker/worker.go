@@ -101,6 +101,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
 		return fmt.Errorf("worker: config: %w", err)
 	}
+	growPipe(stdout)
 	em := newEmitter(stdout, cfg.Base)
 	defer em.close()
 	w := cfg.Workload
