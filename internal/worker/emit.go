@@ -26,8 +26,8 @@ type emitter struct {
 	base    int64
 	buf     []byte
 	spare   []byte // the buffer last written out, reused for the next batch
-	oldest  int64 // timestamp of the oldest buffered event (0: empty)
-	lagMax  int64 // longest wait between a timestamp and its write, since the last report
+	oldest  int64  // timestamp of the oldest buffered event (0: empty)
+	lagMax  int64  // longest wait between a timestamp and its write, since the last report
 	err     error
 	out     io.Writer
 	wake    chan struct{}
