@@ -232,17 +232,43 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// Ratios returns, round by round, a variant's cycles over the bare loop's
+// of the same round: the rounds are interleaved, so each pair saw the
+// machine in the same state, and their spread says how far to trust the
+// ratio of the medians.
+func (r Result) Ratios(v Variant) []float64 {
+	var out []float64
+	for i, s := range r.Samples[v] {
+		if i < len(r.Samples[Bare]) && r.Samples[Bare][i].Cycles > 0 {
+			out = append(out, s.Cycles/r.Samples[Bare][i].Cycles)
+		}
+	}
+	return out
+}
+
+// spread formats the range of a variant's per-round ratios.
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "–"
+	}
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return fmt.Sprintf("%.2f–%.2f", lo, hi)
+}
+
 // Table prints the results as a Markdown table.
 func Table(w io.Writer, rs []Result, o Options) {
-	fmt.Fprintf(w, "| backend | bare loop cycles/s | full harness | full / bare | direct, no resource | direct / bare | harness CPU, full (coordinator) | bare loop CPU |\n")
+	fmt.Fprintf(w, "| backend | bare loop cycles/s | full harness | full / bare (rounds) | direct, no resource | direct / bare (rounds) | harness CPU, full (coordinator) | bare loop CPU |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		bare, full, direct := r.Median(Bare), r.Median(Full), r.Median(Direct)
 		fc, fcoord := r.MedianCPU(Full)
 		bc, _ := r.MedianCPU(Bare)
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f× | %.0f | %.2f× | %.2f cores (%.2f) | %.2f cores |\n",
-			r.Backend, bare, full, full/bare, direct, direct/bare, fc, fcoord, bc)
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f× (%s) | %.0f | %.2f× (%s) | %.2f cores (%.2f) | %.2f cores |\n",
+			r.Backend, bare, full, full/bare, spread(r.Ratios(Full)), direct, direct/bare, spread(r.Ratios(Direct)), fc, fcoord, bc)
 	}
-	fmt.Fprintf(w, "\n%d clients on keys of their own, no hold, no think; medians of %d interleaved rounds of %s each.\n",
+	fmt.Fprintf(w, "\n%d clients on keys of their own, no hold, no think; medians of %d interleaved rounds of %s each; in brackets, the range of the rounds' own ratios.\n",
 		o.Clients, o.Rounds, o.Duration)
 }
