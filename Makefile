@@ -102,7 +102,7 @@ known: setup build
 	done; \
 	./$(BIN) table $$d/*/
 
-## perf: the harness against a bare lock loop, side by side, for redis and etcd (~2 min); prints the ratios
+## perf: the harness against a bare lock loop, side by side, for redis and etcd (~3 min); prints the ratios
 perf: setup build
 	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 5
 
