@@ -118,7 +118,7 @@ type consulLocker struct {
 
 type consulLease struct {
 	key   string
-	lock  *api.Lock
+	kvKey string // the lock's key in Consul's KV store
 	lost  <-chan struct{}
 	token uint64
 	renew chan struct{} // closing it stops the renewal and destroys the session
@@ -221,29 +221,30 @@ func (c *consulLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		close(renew)
 		return nil, fmt.Errorf("consul read token of %s: %v", key, err)
 	}
-	return &consulLease{key: key, lock: lock, lost: lost, token: pair.ModifyIndex, renew: renew, session: id, ttl: o.SessionTTL.D()}, nil
+	return &consulLease{key: key, kvKey: kvKey, lost: lost, token: pair.ModifyIndex, renew: renew, session: id, ttl: o.SessionTTL.D()}, nil
 }
 
+// Release gives the lock back with Consul's own release (a KV write with
+// ?release=session), whose answer says whether this session still held
+// the key, and bounded by ctx. api.Lock's Unlock makes the same write
+// with no context and throws that answer away: a holder whose session had
+// expired while it was paused was told its release succeeded, and never
+// learned that it had lost the lock when the lost signal had not fired
+// yet (a race seen in TestBackendsAgainstRealClusters). The api.Lock is
+// not used again: its monitor ends once the key leaves this session.
 func (c *consulLocker) Release(ctx context.Context, lease Lease) error {
 	l, ok := lease.(*consulLease)
 	if !ok {
 		return fmt.Errorf("release: lease of type %T is not a consul lease", lease)
 	}
 	defer close(l.renew) // the session goes with the lock, as api.Lock's own would
-	lostAlready := false
-	select {
-	case <-l.lost:
-		lostAlready = true
-	default:
-	}
-	if err := l.lock.Unlock(); err != nil {
-		if errors.Is(err, api.ErrLockNotHeld) {
-			return ErrNotHeld
-		}
+	released, _, err := c.cl.KV().Release(&api.KVPair{Key: l.kvKey, Session: l.session, Flags: api.LockFlagValue},
+		(&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
 		go c.destroyLater(l.session, l.ttl)
 		return fmt.Errorf("consul release %s: %w", l.key, err)
 	}
-	if lostAlready {
+	if !released {
 		return ErrNotHeld
 	}
 	return nil
