@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,8 +21,9 @@ func tableCmd() *command {
 	c.long = `Re-checks the history of each folder and prints one aligned Markdown
 table over all of them:
   -view known     one row per scenario row: verdict over trials, counts,
-                  server versions (the README's known-answer table); exit
-                  102 if a row was not reproduced
+                  the versions of the servers the row's cases started
+                  (the README's known-answer table); exit 102 if a row
+                  was not reproduced
   -view decision  backends × fault classes (the report's decision view)
   -view safety    every case's safety counts
   -view latency   every case's throughput, latency and hand-off latency`
@@ -51,14 +53,18 @@ table over all of them:
 }
 
 // knownTable prints one row per scenario row: the known-answer table.
+// The versions column names the servers the row's own cases started
+// (run.json records each case's server kinds); a results folder from
+// before that was recorded lists every server of its run.
 func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 	t := report.Table{Header: []string{"row", "backend", "verdict", "expected outcome in", "violations", "stale rejected", "stale accepted", "token regressions", "versions"},
 		Right: []bool{false, false, false, false, true, true, true, true, false}}
 	var failed int
 	for i, sum := range sums {
-		vers := runVersions(dirs[i])
+		info := readRunVersions(dirs[i])
 		for _, r := range sum.Rows {
 			var viol, rej, acc, regr int
+			var names []string
 			for _, c := range sum.Cases {
 				m := c.Check.Meta
 				if m.Row == r.Row || (m.Row == "" && m.Name == r.Row) {
@@ -66,13 +72,14 @@ func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 					rej += c.Check.Resource.StaleRejected
 					acc += c.Check.Resource.StaleAccepted
 					regr += c.Check.TokenRegressions
+					names = append(names, m.Name)
 				}
 			}
 			if r.Verdict != "reproduced" {
 				failed++
 			}
 			t.Add(r.Row, r.Backend, r.Verdict, fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need),
-				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), vers)
+				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), info.of(names))
 		}
 	}
 	if err := t.Write(w); err != nil {
@@ -84,22 +91,49 @@ func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 	return nil
 }
 
-// runVersions lists the server versions recorded in a results folder.
-func runVersions(dir string) string {
+// runVersions is what a results folder's run.json says of server versions.
+type runVersions struct {
+	ok       bool
+	Versions map[string]string `json:"versions"`
+	Cases    []struct {
+		Name    string   `json:"name"`
+		Servers []string `json:"servers"`
+	} `json:"cases"`
+}
+
+func readRunVersions(dir string) runVersions {
+	var rv runVersions
 	b, err := os.ReadFile(filepath.Join(dir, layout.RunFile))
-	if err != nil {
+	if err != nil || json.Unmarshal(b, &rv) != nil {
+		return runVersions{}
+	}
+	rv.ok = true
+	return rv
+}
+
+// of lists the versions of the servers the named cases started: every
+// server of the run when the cases' servers were not recorded.
+func (rv runVersions) of(cases []string) string {
+	if !rv.ok {
 		return "?"
 	}
-	var info struct {
-		Versions map[string]string `json:"versions"`
-	}
-	if json.Unmarshal(b, &info) != nil {
-		return "?"
+	kinds, recorded := map[string]bool{}, false
+	for _, c := range rv.Cases {
+		if slices.Contains(cases, c.Name) && c.Servers != nil {
+			recorded = true
+			for _, k := range c.Servers {
+				kinds[k] = true
+			}
+		}
 	}
 	seen := map[string]bool{}
 	var out []string
-	for k, v := range info.Versions {
-		if sv := shortVersion(v); strings.HasSuffix(k, "-server") && !seen[sv] {
+	for k, v := range rv.Versions {
+		kind, isServer := strings.CutSuffix(k, "-server")
+		if !isServer || (recorded && !kinds[kind]) {
+			continue
+		}
+		if sv := shortVersion(v); !seen[sv] {
 			seen[sv] = true
 			out = append(out, sv)
 		}

@@ -93,7 +93,8 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err := cr.awaitReady(ctx, logDir); err != nil {
 		return err
 	}
-	info := CaseInfo{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds()}
+	info := CaseInfo{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds(),
+		Servers: serverKinds(c.Backend.Servers())}
 	for _, w := range cr.sortedWorkers() {
 		if ct := w.proc.Container(); ct != "" {
 			info.Containers = append(info.Containers, ct)
@@ -242,4 +243,17 @@ func (cr *caseRun) harnessGauges() {
 		cr.stats.FDs = len(fds)
 	}
 	cr.stats.HeapBytes = heapBytes()
+}
+
+// serverKinds lists the kinds of the servers a case starts, each once, in
+// order.
+func serverKinds(specs []backends.ServerSpec) []string {
+	var out []string
+	for _, s := range specs {
+		if !slices.Contains(out, s.Kind) {
+			out = append(out, s.Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

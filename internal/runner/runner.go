@@ -101,6 +101,9 @@ type CaseInfo struct {
 	StartupS float64 `json:"cluster_startup_s"`
 	// Containers are the worker instances' containers (compose mode).
 	Containers []string `json:"worker_containers,omitempty"`
+	// Servers are the kinds of server the case started (redis, etcd, …):
+	// which of the run's versions a case's verdict stands on.
+	Servers []string `json:"servers,omitempty"`
 }
 
 // HostInfo describes the machine.
