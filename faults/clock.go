@@ -16,9 +16,9 @@ import (
 //
 // PostgreSQL: for real, through libfaketime preloaded into the server (the
 // case starts it so when it has a clock jump): its clock_timestamp() moves
-// by Δ within a second, so every lease judged by the database's clock
-// (postgres-lease) is Δ shorter at once. The jump is seen by asking the
-// server for its time.
+// by Δ in every backend process at its next clock read, so every lease
+// judged by the database's clock (postgres-lease) is Δ shorter at once.
+// The jump is seen by asking the server for its time.
 //
 // Redis: emulated. Redis expires keys by wall-clock time, so a jump of Δ
 // makes every lease Δ shorter at once (Kleppmann's first Redlock
