@@ -3,15 +3,12 @@ package backends_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/cluster"
-	"github.com/lockbench/lockbench/internal/config"
 )
 
 // TestConsulReleaseSaysWhatConsulSaid: a release is ok only if Consul
@@ -24,21 +21,8 @@ func TestConsulReleaseSaysWhatConsulSaid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Consul cluster")
 	}
-	be, err := backends.New("consul", func(v any) error {
-		return config.DecodeStrictBytes([]byte("{session_ttl: 10s, lock_delay: 1ms}"), v, 0)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := cluster.New("consulrelease", filepath.Join(t.TempDir(), "logs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	be, cl := startBackend(t, "consulrelease", "consul", "{session_ttl: 10s, lock_delay: 1ms}")
 	ctx := context.Background()
-	if err := cl.Start(ctx, be.Servers()); err != nil {
-		t.Fatal(err)
-	}
 	shared := backends.NewShared()
 	defer shared.Close()
 	l, err := be.Open(ctx, backends.Env{Endpoints: cl.Endpoints(), TTL: 10 * time.Second, Instance: 1, Shared: shared})

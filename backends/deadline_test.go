@@ -3,13 +3,10 @@ package backends_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/cluster"
-	"github.com/lockbench/lockbench/internal/config"
 )
 
 // TestAcquireHonoursDeadline: while one client holds the lock, another's
@@ -33,19 +30,8 @@ func TestAcquireHonoursDeadline(t *testing.T) {
 	const deadline = time.Second
 	for _, tt := range tests {
 		t.Run(tt.backend, func(t *testing.T) {
-			be, err := backends.New(tt.backend, func(v any) error { return config.DecodeStrictBytes([]byte(tt.options), v, 0) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := cluster.New("deadlinetest", filepath.Join(t.TempDir(), "logs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
+			be, cl := startBackend(t, "deadlinetest", tt.backend, tt.options)
 			ctx := context.Background()
-			if err := cl.Start(ctx, be.Servers()); err != nil {
-				t.Fatal(err)
-			}
 			shared := backends.NewShared()
 			defer shared.Close()
 			open := func(instance int) backends.Locker {

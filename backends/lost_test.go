@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,18 +98,7 @@ func TestLostSignalAfterPause(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.backend, func(t *testing.T) {
-			be, err := backends.New(tt.backend, func(v any) error { return config.DecodeStrictBytes([]byte(tt.options), v, 0) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := cluster.New("losttest", filepath.Join(t.TempDir(), "logs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			if err := cl.Start(context.Background(), be.Servers()); err != nil {
-				t.Fatal(err)
-			}
+			_, cl := startBackend(t, "losttest", tt.backend, tt.options)
 			// The child's wait starts before the pause and must outlast it.
 			wait := tt.pause + 40*time.Second
 			if !tt.wantLost {
