@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/threshold"
@@ -220,3 +221,28 @@ func Analyze(r *history.Reader) (*Summary, error) {
 	}
 	return s, nil
 }
+
+// Err turns the rows' verdicts into the run's outcome (MODEL §14): nil when
+// every row is as expected, otherwise an error carrying the exit code of
+// the worst verdict. A safety violation outranks an invalid row, which
+// outranks a lock that was not live, which outranks a known answer that
+// was not reproduced, which outranks a failed threshold.
+func (s *Summary) Err() error {
+	v := s.Verdicts()
+	switch {
+	case v["violation"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", v["violation"]), exitcode.Violation)
+	case v["invalid"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", v["invalid"]), exitcode.Invalid)
+	case v["unavailable"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) were not live as the scenario expects", v["unavailable"]), exitcode.Unavailable)
+	case v["not-reproduced"] > 0:
+		return exitcode.With(fmt.Errorf("%d case(s) did not show the outcome the scenario expects", v["not-reproduced"]), exitcode.NotReproduced)
+	case s.ThresholdsFailed() > 0:
+		return exitcode.With(fmt.Errorf("%d threshold(s) failed", s.ThresholdsFailed()), exitcode.Threshold)
+	}
+	return nil
+}
+
+// ExitCode is the exit code of Err.
+func (s *Summary) ExitCode() exitcode.Code { return exitcode.Of(s.Err()) }

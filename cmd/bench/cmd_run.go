@@ -135,26 +135,8 @@ func analyseRun(dir string) (*report.Summary, error) {
 	return sum, nil
 }
 
-// verdictError turns row verdicts (a case over its trials) into the run's
-// exit code: a safety violation outranks an invalid run, which outranks a
-// lock that was not live, which outranks a known answer that was not
-// reproduced.
-func verdictError(s *report.Summary) error {
-	v := s.Verdicts()
-	switch {
-	case v["violation"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) violated safety where the scenario expected none", v["violation"]), exitcode.Violation)
-	case v["invalid"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) invalid or incomplete: their verdicts are not evidence", v["invalid"]), exitcode.Invalid)
-	case v["unavailable"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) were not live as the scenario expects", v["unavailable"]), exitcode.Unavailable)
-	case v["not-reproduced"] > 0:
-		return exitcode.With(fmt.Errorf("%d case(s) did not show the outcome the scenario expects", v["not-reproduced"]), exitcode.NotReproduced)
-	case s.ThresholdsFailed() > 0:
-		return exitcode.With(fmt.Errorf("%d threshold(s) failed", s.ThresholdsFailed()), exitcode.Threshold)
-	}
-	return nil
-}
+// verdictError is the run's outcome as an error with its exit code.
+func verdictError(s *report.Summary) error { return s.Err() }
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
