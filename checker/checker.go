@@ -1,50 +1,28 @@
 // Package checker judges a recorded history. It is pure: no I/O, no clocks,
 // no goroutines. Feed it a case's events in time order with Add, then read
-// Result. Memory is bounded by the number of keys, clients and faults, not
-// by the length of the history, so a run of millions of acquisitions is
-// checked in one streaming pass.
+// Result. Memory is bounded by the number of keys, clients and faults (and,
+// for linearizability, by the longest window of one key), not by the length
+// of the history, so a run of millions of acquisitions is checked in one
+// streaming pass.
 //
-// # Mutual exclusion
+// Every rule it applies is written down in MODEL.md, next to this file:
+// events and their clock, clients and instances, holds (what a client
+// believes: §5), mutual exclusion (§6), tokens (§7), what the service
+// granted (linearizability, §8), the resource (§9), faults and their
+// groups (§10), availability (§11), validity (§12), expectations and
+// status (§13). The code cites the sections. Mutual exclusion,
+// linearizability and availability read one set of holds, so they agree by
+// construction on when a hold begins and ends.
 //
-// A client believes it holds a key from the moment its acquire returns ok
-// until it calls release, or until it learns the lease is lost (a "lost"
-// event: the client library's signal, a failed extension, or the lease's
-// validity running out), or until its worker instance dies (from the
-// instant a kill fault was applied to it, or the crash mark). A grant of a
-// key the client already holds (a duplicated reply, a re-entrant lock) is
-// one hold, not two. Two clients whose believed-held intervals on one key
-// overlap are a violation: both may act on the protected resource at once.
-// Each new holder that finds k others already holding counts k violations.
-//
-// # Unknown outcomes
-//
-// An acquire that timed out or errored (type info) has an unknown outcome:
-// the server may have granted it. Its client does not believe it holds the
-// lock and never enters the critical section, so it creates no believed-held
-// interval and cannot itself be part of a violation. It is not silently
-// dropped either: unknown acquires are counted and reported, because a lock
-// granted behind a timed-out reply still blocks other clients until its TTL
-// runs out (a liveness cost), and any damage it could cause would show in the
-// resource check, which is independent of what clients believe. An acquire
-// still in flight when its instance dies, or when the case ends, is unknown
-// too.
-//
-// # Verdicts
-//
-// Every check is tri-state. A case whose history stops before its end mark,
-// or whose run is invalid (no lock ever acquired, a scheduled fault that
-// never fired, failed to apply or had no effect the run could see, a worker
-// that died with no fault killing it, events out of order or before the
-// case began, a harness that was itself the bottleneck), has Unknown
-// verdicts, never Ok: a run that cannot be judged is not evidence of safety.
-// A violation it did prove still counts, and wins: unsafety seen in an
-// invalid run is still unsafety.
+// Every verdict is tri-state: ok, violation or unknown; unknown is never
+// ok. A case that cannot be judged (MODEL §12) has Unknown verdicts, except
+// for what it did prove: unsafety seen in an invalid run is still unsafety.
 package checker
 
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/lockbench/lockbench/internal/history"
 )
@@ -119,6 +97,10 @@ type Result struct {
 	MutualExclusion Verdict   `json:"mutual_exclusion"`
 	Violations      int       `json:"violations"`
 	Examples        []Overlap `json:"examples,omitempty"`
+	// OverlapMaxMs and OverlapP50Ms are how long two holders coexisted:
+	// the longest and the median overlap (MODEL §6), 0 without one.
+	OverlapMaxMs float64 `json:"overlap_max_ms,omitempty"`
+	OverlapP50Ms float64 `json:"overlap_p50_ms,omitempty"`
 
 	Resource Resource `json:"resource"`
 	// Store judges a critical section run in the backend's own database
@@ -182,65 +164,76 @@ type Resource struct {
 	TokenReuse int `json:"token_reuse"`
 }
 
-type holder struct {
-	proc  string
-	since int64
-	token uint64
-}
-
-type pending struct {
-	idx  int // index into examples
-	a, b string
-	key  string
-}
-
-// Case checks one case. Create it with NewCase, feed it the case's events in
-// time order with Add, then call Result once.
+// Case checks one case. Create it with NewCase, feed it the case's events
+// in time order with Add, then call Result once.
 type Case struct {
-	meta       history.CaseMeta
-	start      int64
-	maxToken   map[string]uint64 // key -> highest token granted
-	holders    map[string][]holder
-	acquiring  map[string]bool // procs with an acquire in flight
-	res        Result
-	ended      bool
-	started    map[string]bool // scheduled faults that fired
-	errored    map[string]string
-	unobserved map[string]string
-	faultType  map[string]string // fault name -> type
-	killed     map[string]bool   // instances ("i2") a kill fault hit
-	crashes    []string          // crashes no fault explains
-	open       []pending
-	lastT      int64
-	orderErrs  int
-	early      int
-	live       liveness
-	harness    harnessCheck
-	store      storeCheck
+	meta    history.CaseMeta
+	start   int64
+	lastT   int64
+	res     Result
+	ended   bool
+	stopped bool
+	stopT   int64
+
+	clients    map[string]*client
+	clientList []*client
+	insts      map[string]*instance
+	maxToken   map[string]uint64 // key -> highest token granted (MODEL §7)
+
+	faults    map[string]*faultRec
+	faultList []*faultRec
+	crashes   []string // unexplained deaths (MODEL §12)
+
+	freeHolds     []*hold
+	malformedN    int
+	malformedMsgs []string
+	posthumous    int
+	orderErrs     int
+	early         int
+
+	mutex   mutex
+	live    liveness
+	lin     linCheck
+	harness harnessCheck
+	store   storeCheck
+	linRes  *LinResult
+}
+
+// Option configures a Case.
+type Option func(*Case)
+
+// WithLinearizability makes the case also check the service's history for
+// linearizability (MODEL §8), each window for at most timeout.
+func WithLinearizability(timeout time.Duration) Option {
+	return func(c *Case) {
+		if !c.meta.Lockless {
+			c.lin.init(c.meta.Fenced, c.meta.LeaseNs, timeout)
+		}
+	}
 }
 
 // NewCase returns a checker for the case described by meta, whose
 // case-start mark was at start.
-func NewCase(meta history.CaseMeta, start int64) *Case {
+func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	c := &Case{
-		meta:       meta,
-		start:      start,
-		lastT:      start,
-		holders:    make(map[string][]holder),
-		acquiring:  make(map[string]bool),
-		started:    make(map[string]bool),
-		errored:    make(map[string]string),
-		unobserved: make(map[string]string),
-		faultType:  make(map[string]string),
-		killed:     make(map[string]bool),
-		maxToken:   make(map[string]uint64),
+		meta:     meta,
+		start:    start,
+		lastT:    start,
+		clients:  map[string]*client{},
+		insts:    map[string]*instance{},
+		maxToken: map[string]uint64{},
+		faults:   map[string]*faultRec{},
+		mutex:    mutex{inForce: map[string][]*hold{}},
 	}
 	for _, f := range meta.Faults {
-		c.faultType[f.Name] = f.Type
+		if c.faults[f.Name] != nil {
+			c.malformed("fault %s is scheduled twice", f.Name)
+			continue
+		}
+		r := &faultRec{name: f.Name, typ: f.Type, group: f.Group, scheduled: f.Target}
+		c.faults[f.Name] = r
+		c.faultList = append(c.faultList, r)
 	}
-	c.live.init(start)
-	c.harness.init(meta)
-	c.store.init(meta)
 	c.res.Segments = []Segment{{Start: start}}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
@@ -250,6 +243,12 @@ func NewCase(meta history.CaseMeta, start int64) *Case {
 		c.res.Expect.LostUpdates = &no
 	}
 	c.res.Meta = meta
+	c.live.init(start, c.res.Expect.Available, c.res.Expect.RecoversWithinNs)
+	c.harness.init(meta)
+	c.store.init(meta)
+	for _, o := range opts {
+		o(c)
+	}
 	return c
 }
 
@@ -262,15 +261,15 @@ func MetaOf(e *history.Event) (history.CaseMeta, error) {
 	if err := json.Unmarshal(e.Meta, &m); err != nil {
 		return m, fmt.Errorf("case-start meta: %w", err)
 	}
-	if m.Name == "" {
-		return m, fmt.Errorf("case-start meta has no case name")
+	if err := m.Validate(); err != nil {
+		return m, fmt.Errorf("case-start meta: %w", err)
 	}
 	return m, nil
 }
 
 // Add feeds one event. Events must come in nondecreasing time order, after
 // the case's start; one that goes back in time, or is dated before the
-// start, is counted and makes the case invalid.
+// start, is counted and makes the case invalid (MODEL §2).
 func (c *Case) Add(e *history.Event) {
 	switch {
 	case e.T < c.start:
@@ -280,187 +279,61 @@ func (c *Case) Add(e *history.Event) {
 	default:
 		c.lastT = e.T
 	}
-	c.store.add(e)
-	switch e.Type {
-	case history.OK:
-		switch e.F {
-		case history.OpAcquire:
-			delete(c.acquiring, e.Proc)
-			c.res.AcquiresOK++
-			c.live.acquired(e.T)
-			c.grant(e)
-		case history.OpLost:
-			c.res.LeasesLost++
-			c.drop(e.Key, e.Proc, e.T)
-		case history.OpForeignRelease:
-			c.res.WrongTokenReleases++
-		}
-	case history.Fail:
-		switch e.F {
-		case history.OpAcquire:
-			delete(c.acquiring, e.Proc)
-			c.res.AcquiresFailed++
-		case history.OpRelease:
-			c.res.ReleasesNotHeld++
-		}
-	case history.Info:
-		switch e.F {
-		case history.OpAcquire:
-			delete(c.acquiring, e.Proc)
-			c.res.AcquiresUnknown++
-		case history.OpResource:
-			c.harness.resourceError(e.T)
-		}
-	case history.Invoke:
-		switch e.F {
-		case history.OpAcquire:
-			c.acquiring[e.Proc] = true
-		case history.OpRelease:
-			c.drop(e.Key, e.Proc, e.T)
-		}
-	case history.Mark:
-		c.mark(e)
-	}
-}
-
-func (c *Case) grant(e *history.Event) {
-	if c.meta.Lockless {
-		return // no lock: every client "holds" at once, by design
-	}
-	if e.Token > 0 {
-		if e.Token <= c.maxToken[e.Key] {
-			c.res.TokenRegressions++
-		} else {
-			c.maxToken[e.Key] = e.Token
-		}
-	}
-	hs := c.holders[e.Key]
-	for i, h := range hs {
-		if h.proc == e.Proc {
-			// Granted what it already holds: still one hold, now with the
-			// newer token. Keeping two would leave a phantom holder after
-			// its one release.
-			c.res.DuplicateGrants++
-			hs[i].token = e.Token
-			return
-		}
-	}
-	for _, h := range hs {
-		c.res.Violations++
-		c.res.Segments[len(c.res.Segments)-1].Violations++
-		if len(c.res.Examples) < MaxExamples {
-			c.res.Examples = append(c.res.Examples, Overlap{
-				Key: e.Key, First: h.proc, FirstSince: h.since, FirstToken: h.token,
-				Second: e.Proc, SecondSince: e.T, SecondToken: e.Token, Until: -1,
-			})
-			c.open = append(c.open, pending{idx: len(c.res.Examples) - 1, a: h.proc, b: e.Proc, key: e.Key})
-		}
-	}
-	c.holders[e.Key] = append(hs, holder{proc: e.Proc, since: e.T, token: e.Token})
-}
-
-// drop ends proc's believed hold on key at time t.
-func (c *Case) drop(key, proc string, t int64) {
-	hs := c.holders[key]
-	for i, h := range hs {
-		if h.proc == proc {
-			hs[i] = hs[len(hs)-1]
-			c.holders[key] = hs[:len(hs)-1]
-			c.closeExamples(key, proc, t)
-			return
-		}
-	}
-}
-
-// dropInstance ends every hold of instance inst ("i2") at time t, and makes
-// its acquires in flight unknown: a dead client believes nothing, and what
-// it asked for may or may not have been granted.
-func (c *Case) dropInstance(inst string, t int64) {
-	prefix := inst + "c"
-	c.store.dropInstance(inst)
-	for key, hs := range c.holders {
-		for i := 0; i < len(hs); {
-			if strings.HasPrefix(hs[i].proc, prefix) {
-				c.closeExamples(key, hs[i].proc, t)
-				hs[i] = hs[len(hs)-1]
-				hs = hs[:len(hs)-1]
-				continue
-			}
-			i++
-		}
-		c.holders[key] = hs
-	}
-	for proc := range c.acquiring {
-		if strings.HasPrefix(proc, prefix) {
-			delete(c.acquiring, proc)
-			c.res.AcquiresUnknown++
-		}
-	}
-}
-
-func (c *Case) closeExamples(key, proc string, t int64) {
-	if len(c.open) == 0 {
+	if c.ended {
 		return
 	}
-	kept := c.open[:0]
-	for _, p := range c.open {
-		if p.key == key && (p.a == proc || p.b == proc) {
-			c.res.Examples[p.idx].Until = t
-			continue
-		}
-		kept = append(kept, p)
+	c.lin.seq++
+	c.live.advance(e.T)
+	if e.Type == history.Mark {
+		c.store.add(e)
+		c.mark(e)
+		return
 	}
-	c.open = kept
+	if c.deadProc(e.Proc) {
+		c.posthumous++
+		return // MODEL §3: a dead instance's events change nothing
+	}
+	c.store.add(e)
+	c.operation(e)
 }
 
 func (c *Case) mark(e *history.Event) {
 	switch e.F {
 	case history.MarkCaseStop:
-		c.live.caseStop(e.T)
-	case history.MarkCaseEnd:
-		c.ended = true
-		c.live.caseEnd(e.T)
-	case history.MarkFaultStart:
-		c.started[e.Fault] = true
-		c.res.FaultsFired++
-		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
-		c.live.faultStart(e.Fault, e.Target, e.T)
-		c.harness.faultStart(e.T)
-		// A kill ends its instance's holds the moment it is applied: a
-		// backend that frees the lock on disconnect may grant it before
-		// the coordinator reaps the process.
-		if c.faultType[e.Fault] == "kill" {
-			if n, ok := strings.CutPrefix(e.Target, "instance-"); ok {
-				c.killed["i"+n] = true
-				c.dropInstance("i"+n, e.T)
+		if !c.stopped {
+			c.stopped, c.stopT = true, e.T
+			c.live.caseStop(e.T)
+			for _, cl := range c.clientList {
+				cl.waits = ""
 			}
 		}
-	case history.MarkFaultEnd:
-		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
-		c.live.faultEnd(e.Fault, e.T)
-		c.harness.faultEnd(e.T)
-	case history.MarkFaultError:
-		c.errored[e.Fault] = e.Err
-	case history.MarkFaultUnobserved:
-		c.unobserved[e.Fault] = e.Err
+	case history.MarkCaseEnd:
+		c.finish(e.T)
+		c.ended = true
+	case history.MarkFaultStart, history.MarkFaultEnd, history.MarkFaultError, history.MarkFaultUnobserved, history.MarkFaultIdle:
+		c.faultMark(e)
 	case history.MarkCrash:
 		c.res.Crashes++
-		if e.Fault == "" && !c.killed[e.Proc] {
+		inst, isClient, ok := parseProc(e.Proc)
+		if !ok || isClient {
+			c.malformed("crash mark of %q, which is not an instance", e.Proc)
+			return
+		}
+		in := c.instance(inst)
+		if !in.dead {
 			msg := e.Err
 			if msg == "" {
 				msg = "no exit status"
 			}
-			if c.live.stopped {
+			if c.stopped {
 				// Asked to stop, it did not exit cleanly (the runner says
-				// why: killed because it would not stop, a client call
-				// having outlived its deadline, or an exit status). What
-				// it did after the stop is unknown.
+				// why). What it did after the stop is unknown.
 				c.crashes = append(c.crashes, fmt.Sprintf("instance %s did not exit cleanly when the case ended (%s)", e.Proc, msg))
 			} else {
 				c.crashes = append(c.crashes, fmt.Sprintf("instance %s died with no fault killing it (%s)", e.Proc, msg))
 			}
 		}
-		c.dropInstance(e.Proc, e.T)
+		c.die(in, e.T, false)
 	case history.MarkHarness:
 		c.harness.stats(e)
 	case history.MarkResRead, history.MarkResWrite:

@@ -171,9 +171,11 @@ func TestOverlapExampleDescribesWhoHeldWhat(t *testing.T) {
 // TestOutOfOrderEventsMakeTheRunInvalid: the checker relies on time order;
 // a history that breaks it must not be judged.
 func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
-	c := checker.NewCase(history.CaseMeta{Name: "x"}, 0)
-	c.Add(&history.Event{T: 10, Type: history.OK, F: history.OpAcquire, Proc: "a", Key: "k"})
-	c.Add(&history.Event{T: 5, Type: history.Invoke, F: history.OpRelease, Proc: "a", Key: "k"})
+	c := checker.NewCase(history.CaseMeta{Name: "x", Duration: 20}, 0)
+	c.Add(&history.Event{T: 9, Type: history.Invoke, F: history.OpAcquire, Proc: "i1c0", Key: "k"})
+	c.Add(&history.Event{T: 10, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k"})
+	c.Add(&history.Event{T: 5, Type: history.Invoke, F: history.OpRelease, Proc: "i1c0", Key: "k"})
+	c.Add(&history.Event{T: 20, Type: history.Mark, F: history.MarkCaseStop})
 	c.Add(&history.Event{T: 20, Type: history.Mark, F: history.MarkCaseEnd})
 	r := c.Result()
 	if r.Valid || r.Status != "invalid" || r.MutualExclusion != checker.Unknown {
@@ -184,12 +186,14 @@ func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
 // TestTokenRegression: a fencing counter that goes backwards (lost in a
 // failover) is counted.
 func TestTokenRegression(t *testing.T) {
-	c := checker.NewCase(history.CaseMeta{Name: "x"}, 0)
+	c := checker.NewCase(history.CaseMeta{Name: "x", Duration: 100}, 0)
 	for i, tok := range []uint64{5, 6, 3, 7} {
-		proc := fmt.Sprintf("i%dc0", i)
-		c.Add(&history.Event{T: int64(10 * i), Type: history.OK, F: history.OpAcquire, Proc: proc, Key: "k", Token: tok})
+		proc := fmt.Sprintf("i%dc0", i+1)
+		c.Add(&history.Event{T: int64(10*i + 1), Type: history.Invoke, F: history.OpAcquire, Proc: proc, Key: "k"})
+		c.Add(&history.Event{T: int64(10*i + 2), Type: history.OK, F: history.OpAcquire, Proc: proc, Key: "k", Token: tok})
 		c.Add(&history.Event{T: int64(10*i + 5), Type: history.Invoke, F: history.OpRelease, Proc: proc, Key: "k"})
 	}
+	c.Add(&history.Event{T: 100, Type: history.Mark, F: history.MarkCaseStop})
 	c.Add(&history.Event{T: 100, Type: history.Mark, F: history.MarkCaseEnd})
 	if r := c.Result(); r.TokenRegressions != 1 || r.Violations != 0 {
 		t.Errorf("token regressions = %d, violations = %d; want 1, 0", r.TokenRegressions, r.Violations)

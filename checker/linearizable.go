@@ -4,52 +4,66 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockbench/lockbench/internal/history"
 )
 
-// Linearizability checks the lock service's own history with porcupine,
-// against a model of a lease lock partitioned by key: an acquire succeeds
-// only when the lock is free or the holder's lease may have run out; a
-// release or an extension succeeds only for the holder; a release refused
-// to a holder is legal once its lease may have run out. The fenced model
-// adds that a successful acquire's token must exceed every token granted
-// before.
+// Linearizability checks the lock service's own history with porcupine
+// against the lease-lock model of MODEL §8, per key: an acquire succeeds
+// only when the lock is free, held by the same client, or held by a grant
+// the service may already have taken back; a release or an extension
+// succeeds only for the holder; a refused release is legal for a grant the
+// service may have taken back. The fenced model adds that a granted token
+// exceeds every token granted before.
 //
-// A lease is assumed to start no earlier than its acquire (or extension)
-// was called, so it cannot run out before that call's time plus the lease
-// (CaseMeta.LeaseNs); with no lease (PostgreSQL) a holder keeps the lock
-// until it releases or is lost. Operations with an unknown outcome (info)
-// may have taken effect at any time after they were called: their return
-// is +∞ and the model accepts either outcome. A client that learns its
-// lease is lost, or whose instance dies, releases the lock in the model at
-// that moment.
+// A grant g may be taken back without a release from min(E(g), R(g)): E is
+// the acquire's (or latest extension's) invoke plus the lease, R comes from
+// g's hold (MODEL §5): the grant itself if its client got a lost
+// notification before its release completed, the instance's death if it
+// died holding. So mutual exclusion and linearizability read the same hold
+// intervals. A lost notification is not an operation of the service.
+// Operations with an unknown outcome may take effect any time after their
+// invoke, or never.
 //
-// Where this and the mutual-exclusion check differ: the mutual-exclusion
-// check counts two clients *believing* they hold a key at once; this one
-// asks whether the *service* behaved as a lease lock. A holder paused past
-// its lease is a mutual-exclusion violation but linearizable (the service
-// rightly expired the lease). And the service renews leases in the
-// background for some backends (etcd, Consul and ZooKeeper sessions),
-// which the history does not record: for holds longer than the lease this
-// model is more lenient than the service promises.
-//
-// The check is bounded per key; running out of time is Unknown, never Ok.
+// The check streams: each key's history is cut into windows at moments
+// when the service provably holds nothing (no call in flight, no unknown
+// outcome in the window, every hold of the window known to its end, and no
+// grant that may still be in force). A window is checked when it closes,
+// from a free lock carrying the highest token so far, and dropped. A window
+// longer than MaxLinOpsPerKey operations is checked up to that length: a
+// violation found there stands, otherwise the key is Unknown. Running out
+// of time is Unknown, never Ok.
 
 // MaxLinOpsPerKey caps the operations of one key given to porcupine; longer
-// histories are Unknown.
+// windows are Unknown.
 const MaxLinOpsPerKey = 20000
 
+// linOp is one lock operation of the service's history.
+type linOp struct {
+	kind   string // acquire, release, extend
+	client int
+	proc   string
+	call   int64
+	ret    int64 // math.MaxInt64 when the outcome is unknown
+	// callSeq and retSeq are the positions of its invoke and completion
+	// in the history: porcupine orders operations by them, so that events
+	// with equal times happen in file order (MODEL §2).
+	callSeq, retSeq int64
+	result          string
+	token           uint64
+	h               *hold // acquire: the hold it began (ok) or its possible grant (unknown)
+}
+
 type linInput struct {
-	Kind   string // acquire, release, extend, lost
+	Kind   string
 	Client int
 	Proc   string
 	Token  uint64
 	Call   int64
-	Return int64 // math.MaxInt64 when the outcome is unknown
+	Return int64
+	Revoke int64 // R of the grant an acquire makes
 }
 
 type linOutput struct {
@@ -58,83 +72,90 @@ type linOutput struct {
 
 type lockState struct {
 	Holder int   // -1: free
-	Expiry int64 // earliest time the holder's lease can have run out
+	Expiry int64 // E: earliest the lease can have run out
+	Revoke int64 // R: earliest the service may take it back
 	Max    uint64
+	// Now is the instant the last operation took effect: the next one
+	// takes effect at or after it, within its own interval (MODEL §8).
+	Now int64
 }
 
-// step is the lease-lock model: the states an operation can leave a lock
-// in (none: the operation is illegal in that state). Outcomes that are
-// known give at most one state; an unknown one may give two.
+// step is the lease-lock model (MODEL §8): the states an operation can
+// leave a lock in (none: the operation is illegal in that state). Each
+// operation takes effect at one instant p of its interval [Call, Return],
+// no earlier than the operation before it (s.Now). The only choice of p
+// that matters is the earliest one, and, when the holder's grant must be
+// expirable for the operation to be legal, the earliest instant at which it
+// is: a later instant only constrains what follows.
 func step(s lockState, in linInput, out linOutput, fenced bool, lease int64) []lockState {
+	pe := max(s.Now, in.Call) // the earliest instant it can take effect
+	if pe > in.Return {
+		return nil
+	}
 	expires := func(call int64) int64 {
 		if lease <= 0 {
-			return math.MaxInt64
+			return never
 		}
 		return call + lease
 	}
+	at := func(st lockState, p int64) lockState { st.Now = p; return st }
 	free := lockState{Holder: -1, Max: s.Max}
-	// lapsed: the holder's lease may have run out before in's return.
-	lapsed := s.Holder != -1 && in.Return >= s.Expiry
+	// px is the earliest instant at which the holder's grant is
+	// expirable, -1 when that is not within the operation's interval.
+	px := int64(-1)
+	if s.Holder != -1 {
+		if t := max(pe, min(s.Expiry, s.Revoke)); t <= in.Return {
+			px = t
+		}
+	}
+	mine := s.Holder == in.Client
 	switch in.Kind {
 	case history.OpAcquire:
-		took := func() (lockState, bool) {
-			if s.Holder != -1 && s.Holder != in.Client && !lapsed {
-				return s, false
-			}
-			if fenced && in.Token <= s.Max {
-				return s, false
-			}
-			n := lockState{Holder: in.Client, Expiry: expires(in.Call), Max: s.Max}
-			if in.Token > n.Max {
-				n.Max = in.Token
-			}
-			return n, true
+		n := lockState{Holder: in.Client, Expiry: expires(in.Call), Revoke: in.Revoke, Max: s.Max}
+		p := pe
+		if s.Holder != -1 && !mine {
+			p = px // another client's grant must be expirable
 		}
 		switch out.Result {
 		case "ok":
-			if n, ok := took(); ok {
-				return []lockState{n}
+			if p < 0 || (fenced && in.Token <= s.Max) {
+				return nil
 			}
-			return nil
+			n.Max = max(n.Max, in.Token)
+			return []lockState{at(n, p)}
 		case "fail":
-			return []lockState{s} // refused: nothing changed
-		default: // unknown: either it took effect or it did not
-			if n, ok := took(); ok {
-				return []lockState{s, n}
+			return []lockState{at(s, pe)}
+		default: // unknown: it took effect (token unknown) or not
+			if p < 0 {
+				return []lockState{at(s, pe)}
 			}
-			return []lockState{s}
+			return []lockState{at(s, pe), at(n, p)}
 		}
 	case history.OpRelease, history.OpExtend:
-		mine := s.Holder == in.Client
 		after := free
 		if in.Kind == history.OpExtend {
-			after = lockState{Holder: in.Client, Expiry: expires(in.Call), Max: s.Max}
+			after = lockState{Holder: in.Client, Expiry: expires(in.Call), Revoke: s.Revoke, Max: s.Max}
 		}
 		switch out.Result {
 		case "ok":
 			if mine {
-				return []lockState{after}
+				return []lockState{at(after, pe)}
 			}
 			return nil
 		case "fail":
-			if !mine {
-				return []lockState{s}
-			}
-			if lapsed {
-				return []lockState{free} // its lease ran out first
+			switch {
+			case !mine:
+				return []lockState{at(s, pe)}
+			case px >= 0:
+				return []lockState{at(free, px)} // its grant ran out first
 			}
 			return nil
 		default:
 			if mine {
-				return []lockState{s, after}
+				return []lockState{at(s, pe), at(after, pe)}
 			}
-			return []lockState{s}
+			return []lockState{at(s, pe)}
 		}
-	case history.OpLost:
-		if s.Holder == in.Client {
-			return []lockState{free}
-		}
-		return []lockState{s}
 	}
 	return nil
 }
@@ -173,10 +194,172 @@ func newLockModel(fenced bool, lease int64, start func() uint64) porcupine.Model
 	return nd.ToModel()
 }
 
+// linWindow is one key's operations since the service last provably held
+// nothing.
+type linWindow struct {
+	ops        []*linOp
+	inFlight   int
+	unknown    bool
+	over       bool
+	unresolved int
+	holds      map[*hold]bool
+	possible   map[int]bool // clients whose grant may still be in force
+	startMax   uint64       // highest token granted before the window
+	max        uint64
+	checked    int
+}
+
+// linCheck is the streaming linearizability check of a case (MODEL §8).
+type linCheck struct {
+	on       bool
+	isFenced bool
+	lease    int64
+	timeout  time.Duration
+	keys     map[string]*linWindow
+	names    []string
+	start    uint64
+	seq      int64 // position of the event being read
+	plain    porcupine.Model
+	fenced   porcupine.Model
+	res      LinResult
+}
+
+func (l *linCheck) init(fenced bool, lease int64, timeout time.Duration) {
+	l.on, l.isFenced, l.lease, l.timeout = true, fenced, lease, timeout
+	l.keys = map[string]*linWindow{}
+	from := func() uint64 { return l.start }
+	l.plain, l.fenced = newLockModel(false, lease, from), newLockModel(true, lease, from)
+	l.res = LinResult{Verdict: Ok, Keys: map[string]Verdict{}, Info: map[string]porcupine.LinearizationInfo{},
+		Model: newLockModel(false, lease, func() uint64 { return 0 })}
+	if fenced {
+		l.res.Fenced = Ok
+	}
+}
+
+func (l *linCheck) win(key string) *linWindow {
+	w := l.keys[key]
+	if w == nil {
+		w = &linWindow{holds: map[*hold]bool{}, possible: map[int]bool{}}
+		l.keys[key] = w
+	}
+	return w
+}
+
+func linKind(f string) bool {
+	return f == history.OpAcquire || f == history.OpRelease || f == history.OpExtend
+}
+
+func (l *linCheck) invoke(cl *client, o *op) {
+	if !l.on || !linKind(o.f) {
+		return
+	}
+	for len(l.names) <= cl.id {
+		l.names = append(l.names, "")
+	}
+	l.names[cl.id] = cl.proc
+	o.lin = &linOp{kind: o.f, client: cl.id, proc: cl.proc, call: o.call, callSeq: l.seq}
+	l.win(o.key).inFlight++
+}
+
+func (l *linCheck) add(w *linWindow, lo *linOp) {
+	if len(w.ops) >= MaxLinOpsPerKey {
+		w.over = true
+		return
+	}
+	w.ops = append(w.ops, lo)
+}
+
+func (l *linCheck) complete(cl *client, o *op, e *history.Event) {
+	lo := o.lin
+	if lo == nil {
+		return
+	}
+	w := l.win(o.key)
+	w.inFlight--
+	lo.ret, lo.retSeq, lo.result, lo.token = e.T, l.seq, string(e.Type), e.Token
+	if e.Type == history.Info {
+		lo.ret, lo.retSeq, lo.result = math.MaxInt64, math.MaxInt64, "unknown"
+		w.unknown = true
+	}
+	switch {
+	case o.f == history.OpAcquire:
+		lo.h = o.h
+		if e.Type == history.OK {
+			if o.h != nil && !w.holds[o.h] && !o.h.resolved {
+				w.holds[o.h] = true
+				w.unresolved++
+				o.h.lin = w
+			}
+			clear(w.possible)
+			w.possible[cl.id] = true
+			if e.Token > w.max {
+				w.max = e.Token
+			}
+		}
+	case e.Type == history.OK && o.f == history.OpRelease, e.Type == history.Fail && o.f != history.OpAcquire:
+		delete(w.possible, cl.id) // the service says it holds nothing of cl's
+	}
+	l.add(w, lo)
+	l.maybeClose(o.key, w)
+}
+
+// unknown makes an operation in flight at its instance's death, or at the
+// end, an unknown outcome.
+func (l *linCheck) unknown(cl *client, o *op) {
+	lo := o.lin
+	if lo == nil {
+		return
+	}
+	w := l.win(o.key)
+	w.inFlight--
+	w.unknown = true
+	lo.ret, lo.retSeq, lo.result = math.MaxInt64, math.MaxInt64, "unknown"
+	if o.f == history.OpAcquire {
+		lo.h = o.h
+	}
+	l.add(w, lo)
+}
+
+func (l *linCheck) resolved(h *hold) {
+	w := h.lin
+	if w == nil {
+		return
+	}
+	h.lin = nil
+	if w.holds[h] {
+		delete(w.holds, h)
+		w.unresolved--
+	}
+	l.maybeClose(h.key, w)
+}
+
+func (l *linCheck) maybeClose(key string, w *linWindow) {
+	if len(w.ops) == 0 || w.inFlight > 0 || w.unknown || w.over || w.unresolved > 0 || len(w.possible) > 0 {
+		return
+	}
+	l.check(key, w)
+	w.ops = w.ops[:0]
+	w.startMax = w.max
+	w.checked++
+}
+
+// operations turns a window into porcupine operations; every hold of it is
+// known by now, so each grant's R is.
+func operations(w *linWindow) []porcupine.Operation {
+	out := make([]porcupine.Operation, 0, len(w.ops))
+	for _, o := range w.ops {
+		in := linInput{Kind: o.kind, Client: o.client, Proc: o.proc, Token: o.token, Call: o.call, Return: o.ret, Revoke: never}
+		if o.h != nil {
+			in.Revoke = o.h.revokeFrom()
+		}
+		out = append(out, porcupine.Operation{ClientId: o.client, Input: in, Call: o.callSeq, Return: o.retSeq, Output: linOutput{Result: o.result}})
+	}
+	return out
+}
+
 // sequential checks a window whose operations do not overlap in time and
-// all have known outcomes: there is one order to try, so the model is
-// simply run; porcupine's search is needed only when calls overlap. It
-// reports false when the window is not of that shape.
+// all have known outcomes: there is one order to try. It reports false
+// when the window is not of that shape.
 func sequential(ops []porcupine.Operation, fenced bool, lease int64, startMax uint64) (Verdict, bool) {
 	var last int64 = math.MinInt64
 	for _, op := range ops {
@@ -196,210 +379,15 @@ func sequential(ops []porcupine.Operation, fenced bool, lease int64, startMax ui
 	return Ok, true
 }
 
-// LinOps checks a case's lock operations per key as they stream in. Each
-// key's history is cut into windows at moments when the key is provably
-// free: nobody believes it holds it, no call on it is in flight, and no
-// call of the window had an unknown outcome (which could still take
-// effect). A window is checked as soon as it closes, from a free lock that
-// carries the highest token granted so far, and dropped: memory is bounded
-// by the longest window, not by the history. A window longer than
-// MaxLinOpsPerKey operations (a key never quiet, or an unknown outcome
-// that keeps it open) is checked up to that length: a violation found
-// there stands, otherwise the key is Unknown.
-type LinOps struct {
-	isFenced bool
-	lease    int64
-	timeout  time.Duration
-
-	clients map[string]int
-	names   []string
-	pending map[string]*porcupine.Operation // proc -> open operation
-	pkey    map[string]string               // proc -> key of the open operation
-	holding map[string]string               // proc -> key it believes it holds
-	keys    map[string]*window
-
-	start         uint64 // the window being checked starts after this token
-	plain, fenced porcupine.Model
-	res           LinResult
-}
-
-type window struct {
-	ops      []porcupine.Operation
-	inFlight int
-	holders  int
-	unknown  bool
-	over     bool
-	startMax uint64 // highest token granted before the window
-	max      uint64 // highest token granted so far
-	checked  int    // windows already checked
-}
-
-// NewLinOps returns an empty collector for a lock with or without fencing
-// tokens whose leases last lease (0: none), checking each window for at
-// most timeout.
-func NewLinOps(fenced bool, lease, timeout time.Duration) *LinOps {
-	l := &LinOps{isFenced: fenced, lease: int64(lease), timeout: timeout, clients: map[string]int{},
-		pending: map[string]*porcupine.Operation{}, pkey: map[string]string{}, holding: map[string]string{},
-		keys: map[string]*window{}}
-	from := func() uint64 { return l.start }
-	l.plain, l.fenced = newLockModel(false, l.lease, from), newLockModel(true, l.lease, from)
-	l.res = LinResult{Verdict: Ok, Keys: map[string]Verdict{}, Info: map[string]porcupine.LinearizationInfo{},
-		Model: newLockModel(false, l.lease, func() uint64 { return 0 })}
-	if fenced {
-		l.res.Fenced = Ok
-	}
-	return l
-}
-
-func (l *LinOps) client(proc string) int {
-	id, ok := l.clients[proc]
-	if !ok {
-		id = len(l.names)
-		l.clients[proc] = id
-		l.names = append(l.names, proc)
-	}
-	return id
-}
-
-func (l *LinOps) win(key string) *window {
-	w := l.keys[key]
-	if w == nil {
-		w = &window{}
-		l.keys[key] = w
-	}
-	return w
-}
-
-func (l *LinOps) add(key string, op porcupine.Operation) {
-	w := l.win(key)
-	if len(w.ops) >= MaxLinOpsPerKey {
-		w.over = true
-		return
-	}
-	w.ops = append(w.ops, op)
-}
-
-func isLockOp(f string) bool {
-	return f == history.OpAcquire || f == history.OpRelease || f == history.OpExtend
-}
-
-// Add feeds one event, in time order.
-func (l *LinOps) Add(e *history.Event) {
-	switch {
-	case e.Type == history.Invoke && isLockOp(e.F):
-		id := l.client(e.Proc)
-		l.pending[e.Proc] = &porcupine.Operation{ClientId: id, Input: linInput{Kind: e.F, Client: id, Proc: e.Proc, Call: e.T}, Call: e.T}
-		l.pkey[e.Proc] = e.Key
-		l.win(e.Key).inFlight++
-	case (e.Type == history.OK || e.Type == history.Fail || e.Type == history.Info) && isLockOp(e.F):
-		op, ok := l.pending[e.Proc]
-		if !ok {
-			return
-		}
-		key := l.pkey[e.Proc]
-		delete(l.pending, e.Proc)
-		w := l.win(key)
-		w.inFlight--
-		in := op.Input.(linInput)
-		in.Token = e.Token
-		op.Return = e.T
-		res := string(e.Type)
-		if e.Type == history.Info {
-			res = "unknown"
-			op.Return = math.MaxInt64 // may take effect any time after the call
-			w.unknown = true
-		}
-		in.Return = op.Return
-		op.Input = in
-		op.Output = linOutput{Result: res}
-		l.add(key, *op)
-		if e.F == history.OpAcquire && e.Type == history.OK {
-			if old, held := l.holding[e.Proc]; !held || old != key {
-				w.holders++
-			}
-			l.holding[e.Proc] = key
-			if e.Token > w.max {
-				w.max = e.Token
-			}
-		}
-		if e.F == history.OpRelease {
-			l.unhold(e.Proc)
-		}
-		l.maybeClose(key)
-	case e.Type == history.OK && e.F == history.OpLost:
-		l.lost(e.Proc, e.Key, e.T)
-		l.maybeClose(e.Key)
-	case e.Type == history.Mark && e.F == history.MarkCrash:
-		var touched []string
-		for proc, key := range l.holding {
-			if strings.HasPrefix(proc, e.Proc+"c") {
-				l.lost(proc, key, e.T)
-				touched = append(touched, key)
-			}
-		}
-		for proc, op := range l.pending { // calls that never returned: unknown
-			if strings.HasPrefix(proc, e.Proc+"c") {
-				key := l.pkey[proc]
-				w := l.win(key)
-				w.inFlight--
-				w.unknown = true
-				op.Return = math.MaxInt64
-				in := op.Input.(linInput)
-				in.Return = op.Return
-				op.Input = in
-				op.Output = linOutput{Result: "unknown"}
-				l.add(key, *op)
-				delete(l.pending, proc)
-			}
-		}
-		for _, k := range touched {
-			l.maybeClose(k)
-		}
-	}
-}
-
-func (l *LinOps) unhold(proc string) {
-	if key, ok := l.holding[proc]; ok {
-		l.win(key).holders--
-		delete(l.holding, proc)
-	}
-}
-
-func (l *LinOps) lost(proc, key string, t int64) {
-	id := l.client(proc)
-	l.add(key, porcupine.Operation{ClientId: id, Input: linInput{Kind: history.OpLost, Client: id, Proc: proc, Call: t, Return: t}, Call: t, Return: t, Output: linOutput{Result: "ok"}})
-	l.unhold(proc)
-}
-
-// maybeClose checks and drops key's window if the key is provably free.
-func (l *LinOps) maybeClose(key string) {
-	w := l.keys[key]
-	if w == nil || len(w.ops) == 0 || w.inFlight > 0 || w.holders > 0 || w.unknown || w.over {
-		return
-	}
-	l.check(key, w)
-	w.ops = w.ops[:0]
-	w.startMax = w.max
-	w.checked++
-}
-
 // check runs porcupine over a window and folds the verdict into the result.
-func (l *LinOps) check(key string, w *window) {
-	worse := func(a, b Verdict) Verdict {
-		if a == Violation || b == Violation {
-			return Violation
-		}
-		if a == Unknown || b == Unknown {
-			return Unknown
-		}
-		return Ok
-	}
+func (l *linCheck) check(key string, w *linWindow) {
+	ops := operations(w)
 	run := func(m porcupine.Model, fenced bool) (Verdict, porcupine.LinearizationInfo) {
-		if v, ok := sequential(w.ops, fenced, l.lease, w.startMax); ok && !w.over {
+		if v, ok := sequential(ops, fenced, l.lease, w.startMax); ok && !w.over {
 			return v, porcupine.LinearizationInfo{}
 		}
 		l.start = w.startMax
-		r, info := porcupine.CheckOperationsVerbose(m, w.ops, l.timeout)
+		r, info := porcupine.CheckOperationsVerbose(m, ops, l.timeout)
 		switch r {
 		case porcupine.Ok:
 			if w.over {
@@ -415,7 +403,7 @@ func (l *LinOps) check(key string, w *window) {
 	if v == Violation && len(info.PartialLinearizations()) == 0 {
 		// Found by the sequential check: let porcupine describe it.
 		l.start = w.startMax
-		_, info = porcupine.CheckOperationsVerbose(l.plain, w.ops, l.timeout)
+		_, info = porcupine.CheckOperationsVerbose(l.plain, ops, l.timeout)
 	}
 	prev, seen := l.res.Keys[key]
 	if !seen {
@@ -432,6 +420,16 @@ func (l *LinOps) check(key string, w *window) {
 	}
 }
 
+func worse(a, b Verdict) Verdict {
+	if a == Violation || b == Violation {
+		return Violation
+	}
+	if a == Unknown || b == Unknown {
+		return Unknown
+	}
+	return Ok
+}
+
 // LinResult is the linearizability verdict of a case.
 type LinResult struct {
 	Verdict Verdict            `json:"verdict"`
@@ -440,9 +438,11 @@ type LinResult struct {
 	// Windows is how many windows were checked in all.
 	Windows int `json:"windows,omitempty"`
 	// Info holds porcupine's linearization info of the first window of
-	// each key that was not Ok, for its HTML visualization.
-	Info  map[string]porcupine.LinearizationInfo `json:"-"`
-	Model porcupine.Model                        `json:"-"`
+	// each key that was not Ok, for its HTML visualization; ClientNames
+	// maps its client ids back to names.
+	Info        map[string]porcupine.LinearizationInfo `json:"-"`
+	Model       porcupine.Model                        `json:"-"`
+	ClientNames []string                               `json:"-"`
 }
 
 // Judged returns r as it may be reported for a case whose run was valid or
@@ -461,18 +461,11 @@ func (r LinResult) Judged(valid bool) LinResult {
 	return r
 }
 
-// Result checks what is left open (operations still in flight at the end
-// never returned: their outcome is unknown) and returns the verdict.
-func (l *LinOps) Result() LinResult {
-	for proc, op := range l.pending {
-		op.Return = math.MaxInt64
-		in := op.Input.(linInput)
-		in.Return = op.Return
-		op.Input = in
-		op.Output = linOutput{Result: "unknown"}
-		l.add(l.pkey[proc], *op)
+// result checks what is left open and returns the verdict.
+func (l *linCheck) result() LinResult {
+	if !l.on {
+		return LinResult{Verdict: NotApplicable}
 	}
-	l.pending = map[string]*porcupine.Operation{}
 	keys := make([]string, 0, len(l.keys))
 	for k := range l.keys {
 		keys = append(keys, k)
@@ -489,8 +482,6 @@ func (l *LinOps) Result() LinResult {
 			l.res.Keys[k] = Ok
 		}
 	}
+	l.res.ClientNames = l.names
 	return l.res
 }
-
-// ClientNames maps porcupine client ids back to client names.
-func (l *LinOps) ClientNames() []string { return l.names }

@@ -18,12 +18,23 @@ type step struct {
 	token uint64
 }
 
-func linOf(steps []step, fenced bool, lease time.Duration) *checker.LinOps {
-	l := checker.NewLinOps(fenced, lease, 10*time.Second)
+// linCase runs steps through a case that checks linearizability; clients
+// "a", "b", "c" are i1c0, i2c0, i3c0.
+type linCase struct{ c *checker.Case }
+
+func linOf(steps []step, fenced bool, lease time.Duration) linCase {
+	c := checker.NewCase(history.CaseMeta{Name: "lin", Backend: "model", Fenced: fenced, Duration: 1, LeaseNs: int64(lease)}, 0,
+		checker.WithLinearizability(10*time.Second))
+	procs := map[string]string{"a": "i1c0", "b": "i2c0", "c": "i3c0"}
 	for _, s := range steps {
-		l.Add(&history.Event{T: s.t, Type: s.typ, F: s.f, Proc: s.proc, Key: "k", Token: s.token})
+		c.Add(&history.Event{T: s.t, Type: s.typ, F: s.f, Proc: procs[s.proc], Key: "k", Token: s.token})
 	}
-	return l
+	return linCase{c}
+}
+
+func (l linCase) Result() checker.LinResult {
+	l.c.Result()
+	return l.c.Linearizability(true)
 }
 
 const (
@@ -84,20 +95,20 @@ func TestLinearizabilityAgreesWithMutualExclusion(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := history.NewReader(f, name)
-		l := checker.NewLinOps(false, 0, 10*time.Second)
 		var c *checker.Case
 		for r.Next() {
 			if r.Event().F == history.MarkCaseStart {
 				m, _ := checker.MetaOf(r.Event())
-				c = checker.NewCase(m, r.Event().T)
+				m.Fenced, m.LeaseNs = false, 0
+				c = checker.NewCase(m, r.Event().T, checker.WithLinearizability(10*time.Second))
 				continue
 			}
-			l.Add(r.Event())
 			c.Add(r.Event())
 		}
 		f.Close()
-		lin := l.Result()
-		me := c.Result().MutualExclusion
+		res := c.Result()
+		me := res.MutualExclusion
+		lin := c.Linearizability(true)
 		if lin.Verdict != me {
 			t.Errorf("%s: linearizability %s, mutual exclusion %s", name, lin.Verdict, me)
 		}

@@ -2,16 +2,18 @@ package checker
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
-// Liveness is how available the lock was, per fault, and whether that met
-// the case's expectations (history.Expectation: available, max_gap,
-// recovers_within). A safe lock that nobody can take is not a pass.
+// Liveness is how available the lock was, and whether that met the case's
+// expectations (history.Expectation: available, max_gap, recovers_within).
+// A safe lock that nobody can take is not a pass. The rules are MODEL §11.
 type Liveness struct {
 	Verdict Verdict `json:"verdict"`
-	// LongestGapMs is the longest time with no successful acquisition of
-	// any key, from the case start to its end.
+	// LongestGapMs is the longest time one key was continuously
+	// unavailable: some live client waited for it and no live client held
+	// it (MODEL §11).
 	LongestGapMs float64         `json:"longest_gap_ms"`
 	Faults       []FaultLiveness `json:"faults,omitempty"`
 }
@@ -20,128 +22,461 @@ type Liveness struct {
 type FaultLiveness struct {
 	Fault  string `json:"fault"`
 	Target string `json:"target"`
+	// Verdict is the recovery's judgement: met, unmet, unknown (the case
+	// left it undecided), or "" when it was not judged (no availability
+	// expectation, or the fault never healed).
+	Verdict string `json:"verdict"`
+	// JudgedWith names the fault at whose heal the recovery was judged,
+	// when another fault followed before it could be (MODEL §11).
+	JudgedWith string `json:"judged_with,omitempty"`
 	// Acquisitions while the fault was in force, and from its heal to the
 	// end of the case.
 	AcquisitionsDuring int `json:"acquisitions_during"`
 	AcquisitionsAfter  int `json:"acquisitions_after"`
-	// RecoveredAfterMs is the time from the heal to the next successful
-	// acquisition (-1: none before the case ended, or never healed).
+	// RecoveredAfterMs is the time from the heal (where it was judged) to
+	// the moment the lock served its waiters again, the largest over its
+	// keys (-1: not before the window ended).
 	RecoveredAfterMs float64 `json:"recovered_after_ms"`
-	// RemainingMs is how much of the case was left after the heal.
-	RemainingMs float64 `json:"remaining_ms"`
-	// Judged says whether the recovery was judged: only when no other
-	// fault was still in force at the heal.
-	Judged bool `json:"judged"`
-
-	start, end int64 // end -1: not healed
-	acqAtStart int
-	acqAtEnd   int
+	// ClearMs is how long the heal's clear window lasted: until the next
+	// fault began or the case stopped.
+	ClearMs float64 `json:"clear_ms"`
 }
 
-// minRemaining is how much of a case must be left after a fault heals for
-// "never acquired again" to count against the lock when the scenario gives
-// no recovers_within: less than that is too short to tell.
-const minRemaining = 2 * time.Second
+// Recovery verdicts of a fault (FaultLiveness.Verdict).
+const (
+	Met        = "met"
+	Unmet      = "unmet"
+	Undecided  = "unknown"
+	NotJudged  = ""
+	undecided_ = "?" // internal: decided by a later heal
+)
+
+// MinEvidence is how long an unavailable lock must be watched, after a
+// heal, before "it never recovered" (or "it stayed unavailable") is a
+// verdict rather than a guess, when the scenario gives no
+// recovers_within.
+const MinEvidence = 2 * time.Second
+
+type keyLive struct {
+	holders, waiters int     // live ones
+	holds            []*hold // in force, live or not
+	since            int64   // unavailable since (-1: available)
+}
+
+// healRec is one heal and its clear window (MODEL §11).
+type healRec struct {
+	f        *faultRec
+	h, e     int64 // e: -1 while the window is open
+	stopEnd  bool  // the window ended at the stop
+	next     string
+	keys     map[string]*healKey
+	deadline int64 // h + recovers_within, -1 without it
+	checked  bool  // the deadline was evaluated
+}
+
+type healKey struct {
+	r          int64 // first instant served, -1
+	relevant   bool
+	waitAtDead bool // a live client waited at the deadline
+	waitAtEnd  bool // a live client waited at the window's end
+}
+
+type candidate struct {
+	hk *healKey
+	at int64
+}
 
 type liveness struct {
-	start, end, last int64
-	stopped          bool // end is the workload's stop, not the case's end
-	maxGap           int64
-	acquisitions     int
-	faults           []*FaultLiveness
-	active           map[string]*FaultLiveness
-	awaiting         []*FaultLiveness
+	start, stop  int64
+	stopped      bool
+	within       int64
+	falseMode    bool // available: false
+	keys         map[string]*keyLive
+	longest      int64
+	acquisitions int
+	heals        []*healRec
+	open         []*healRec
+	byFault      map[string]*healRec
+	active       map[string]bool
 }
 
-func (l *liveness) init(start int64) {
-	l.start, l.last, l.end = start, start, start
-	l.active = map[string]*FaultLiveness{}
+func (l *liveness) init(start int64, available *bool, within int64) {
+	l.start = start
+	l.within = within
+	l.falseMode = available != nil && !*available
+	l.keys = map[string]*keyLive{}
+	l.byFault = map[string]*healRec{}
+	l.active = map[string]bool{}
 }
 
-func (l *liveness) acquired(t int64) {
-	if g := t - l.last; g > l.maxGap {
-		l.maxGap = g
+func (l *liveness) key(k string) *keyLive {
+	kl := l.keys[k]
+	if kl == nil {
+		kl = &keyLive{since: -1}
+		l.keys[k] = kl
 	}
-	l.last = t
+	return kl
+}
+
+func (r *healRec) key(k string) *healKey {
+	hk := r.keys[k]
+	if hk == nil {
+		hk = &healKey{r: -1}
+		r.keys[k] = hk
+	}
+	return hk
+}
+
+// serve marks key k served at t for every open window.
+func (hk *healKey) serve(at int64) {
+	if hk.r < 0 || at < hk.r {
+		hk.r = at
+	}
+	hk.relevant = true
+}
+
+// update opens or closes key k's unavailable interval at t.
+func (l *liveness) update(k string, kl *keyLive, t int64) {
+	unav := !l.stopped && kl.waiters > 0 && kl.holders == 0
+	switch {
+	case unav && kl.since < 0:
+		kl.since = t
+	case !unav && kl.since >= 0:
+		if g := t - kl.since; g > l.longest {
+			l.longest = g
+		}
+		kl.since = -1
+	}
+}
+
+// advance evaluates the deadlines that passed before t.
+func (l *liveness) advance(t int64) {
+	for _, r := range l.open {
+		if !r.checked && r.deadline >= 0 && r.deadline < t {
+			l.evalDeadline(r)
+		}
+	}
+}
+
+func (l *liveness) evalDeadline(r *healRec) {
+	r.checked = true
+	for k, kl := range l.keys {
+		r.key(k).waitAtDead = kl.waiters > 0
+	}
+}
+
+func (l *liveness) acquired(cl *client, key string, t int64) {
 	l.acquisitions++
-	for _, f := range l.awaiting {
-		f.RecoveredAfterMs = float64(t-f.end) / 1e6
-	}
-	l.awaiting = l.awaiting[:0]
-}
-
-func (l *liveness) faultStart(name, target string, t int64) {
-	f := &FaultLiveness{Fault: name, Target: target, start: t, end: -1, acqAtStart: l.acquisitions, RecoveredAfterMs: -1}
-	l.faults = append(l.faults, f)
-	l.active[name] = f
-}
-
-func (l *liveness) faultEnd(name string, t int64) {
-	f := l.active[name]
-	if f == nil {
+	if !cl.live() {
 		return
 	}
-	delete(l.active, name)
-	f.end, f.acqAtEnd = t, l.acquisitions
-	f.Judged = len(l.active) == 0
-	l.awaiting = append(l.awaiting, f)
-}
-
-// caseStop is when the workload's time was up: the case's remaining time
-// after a fault is measured to it (workers may take long to stop, their
-// clients stuck in a library call, and that is not time the lock had).
-func (l *liveness) caseStop(t int64) { l.end, l.stopped = t, true }
-
-func (l *liveness) caseEnd(t int64) {
-	if !l.stopped {
-		l.end = t
+	for _, r := range l.open {
+		r.key(key).serve(t)
 	}
 }
 
-// result finishes the liveness figures and judges them against exp; it
-// returns the unmet expectations.
-func (l *liveness) result(available *bool, maxGap, within int64) (Liveness, []string) {
-	if g := l.end - l.last; g > l.maxGap {
-		l.maxGap = g
+func (l *liveness) holdBegin(h *hold) {
+	kl := l.key(h.key)
+	kl.holds = append(kl.holds, h)
+	if h.cl.live() {
+		kl.holders++
+		l.update(h.key, kl, h.begin)
 	}
-	out := Liveness{LongestGapMs: float64(l.maxGap) / 1e6, Verdict: Ok}
-	var unmet []string
-	undecided := false
-	for _, f := range l.faults {
-		if f.end < 0 {
-			f.AcquisitionsDuring = l.acquisitions - f.acqAtStart
-		} else {
-			f.AcquisitionsDuring = f.acqAtEnd - f.acqAtStart
-			f.AcquisitionsAfter = l.acquisitions - f.acqAtEnd
-			f.RemainingMs = float64(l.end-f.end) / 1e6
+}
+
+func (l *liveness) holdEnd(h *hold, t int64) {
+	kl := l.key(h.key)
+	for i, x := range kl.holds {
+		if x == h {
+			kl.holds = append(kl.holds[:i], kl.holds[i+1:]...)
+			break
 		}
-		out.Faults = append(out.Faults, *f)
-		if f.end < 0 || !f.Judged || available == nil {
+	}
+	if h.cl.live() {
+		kl.holders--
+		l.update(h.key, kl, t)
+	}
+}
+
+func (l *liveness) waitBegin(cl *client, key string, t int64) {
+	if !cl.live() {
+		return
+	}
+	kl := l.key(key)
+	kl.waiters++
+	l.update(key, kl, t)
+	for _, r := range l.open {
+		r.key(key).relevant = true
+	}
+}
+
+func (l *liveness) waitEnd(cl *client, key string, t int64) {
+	if !cl.live() {
+		return
+	}
+	kl := l.key(key)
+	kl.waiters--
+	l.update(key, kl, t)
+}
+
+// instanceDown is called while in is still live, before it pauses or dies.
+func (l *liveness) instanceDown(in *instance, t int64) {
+	for _, cl := range in.clients {
+		for _, h := range cl.holds {
+			kl := l.key(h.key)
+			kl.holders--
+			l.update(h.key, kl, t)
+		}
+		if cl.waits != "" {
+			kl := l.key(cl.waits)
+			kl.waiters--
+			l.update(cl.waits, kl, t)
+		}
+	}
+}
+
+// instanceUp is called once in is live again.
+func (l *liveness) instanceUp(in *instance, t int64) {
+	for _, cl := range in.clients {
+		for _, h := range cl.holds {
+			kl := l.key(h.key)
+			kl.holders++
+			l.update(h.key, kl, t)
+			for _, r := range l.open {
+				h.cands = append(h.cands, candidate{hk: r.key(h.key), at: t})
+			}
+		}
+		if cl.waits != "" {
+			kl := l.key(cl.waits)
+			kl.waiters++
+			l.update(cl.waits, kl, t)
+			for _, r := range l.open {
+				r.key(cl.waits).relevant = true
+			}
+		}
+	}
+}
+
+// resolved serves, for a good hold, every window it was a candidate of.
+func (l *liveness) resolved(h *hold) {
+	if h.good() {
+		for _, c := range h.cands {
+			c.hk.serve(c.at)
+		}
+	}
+	h.cands = nil
+}
+
+func (l *liveness) faultStart(f *faultRec, t int64) {
+	l.advance(t)
+	if !l.falseMode {
+		l.closeOpen(t, f.name, false)
+	}
+	l.active[f.name] = true
+}
+
+// closeOpen ends every open window at t.
+func (l *liveness) closeOpen(t int64, next string, stop bool) {
+	for _, r := range l.open {
+		if !r.checked && r.deadline >= 0 && r.deadline <= t {
+			l.evalDeadline(r)
+		}
+		r.e, r.next, r.stopEnd = t, next, stop
+		for k, kl := range l.keys {
+			r.key(k).waitAtEnd = kl.waiters > 0
+		}
+	}
+	l.open = l.open[:0]
+}
+
+func (l *liveness) faultEnd(f *faultRec, t int64) {
+	l.advance(t)
+	delete(l.active, f.name)
+	r := &healRec{f: f, h: t, e: -1, keys: map[string]*healKey{}, deadline: -1}
+	if l.within > 0 {
+		r.deadline = t + l.within
+	}
+	l.heals = append(l.heals, r)
+	l.byFault[f.name] = r
+	if l.stopped {
+		r.e, r.stopEnd = t, true
+		return
+	}
+	if !l.falseMode && len(l.active) > 0 {
+		// Another fault is still in force: the clear window is empty and
+		// the recovery is judged at that fault's heal.
+		r.e, r.next = t, firstActive(l.active)
+		return
+	}
+	l.open = append(l.open, r)
+	for k, kl := range l.keys {
+		hk := r.key(k)
+		hk.relevant = kl.waiters > 0
+		for _, h := range kl.holds {
+			if h.cl.live() {
+				h.cands = append(h.cands, candidate{hk: hk, at: t})
+			}
+		}
+	}
+}
+
+func firstActive(m map[string]bool) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names[0]
+}
+
+func (l *liveness) caseStop(t int64) {
+	if l.stopped {
+		return
+	}
+	l.advance(t)
+	l.closeOpen(t, "", true)
+	for k, kl := range l.keys {
+		if kl.since >= 0 {
+			if g := t - kl.since; g > l.longest {
+				l.longest = g
+			}
+			kl.since = -1
+		}
+		_ = k
+	}
+	l.stopped = true
+	l.stop = t
+}
+
+// judge returns a heal's own verdict (undecided_ when a later heal decides)
+// and its recovery time (ms, -1 if none).
+func (l *liveness) judge(r *healRec) (string, float64) {
+	rec := -1.0
+	for _, hk := range r.keys {
+		if hk.r >= 0 {
+			if d := ms(hk.r - r.h); d > rec {
+				rec = d
+			}
+		}
+	}
+	if l.falseMode {
+		waited := false
+		for _, hk := range r.keys {
+			if hk.r >= 0 {
+				return Unmet, rec
+			}
+			waited = waited || hk.waitAtEnd
+		}
+		if r.e >= 0 && r.e-r.h >= int64(MinEvidence) && waited {
+			return Met, rec
+		}
+		return Undecided, rec
+	}
+	any, allMet, unmet := false, true, false
+	for _, hk := range r.keys {
+		if !hk.relevant && hk.r < 0 {
 			continue
 		}
-		recovered := f.RecoveredAfterMs >= 0
-		remaining := time.Duration(l.end - f.end)
-		switch {
-		case !*available && recovered:
-			unmet = append(unmet, fmt.Sprintf("expected the lock to stay unavailable after %s, but it was acquired again %.0fms after the fault healed", f.Fault, f.RecoveredAfterMs))
-		case !*available:
-		case within > 0 && recovered && f.RecoveredAfterMs > float64(within)/1e6:
-			unmet = append(unmet, fmt.Sprintf("not live soon enough after %s: the next acquisition came %.0fms after the fault healed (recovers_within %s)", f.Fault, f.RecoveredAfterMs, time.Duration(within)))
-		case recovered:
-		case within > 0 && remaining >= time.Duration(within), within == 0 && remaining >= minRemaining:
-			unmet = append(unmet, fmt.Sprintf("not live after %s healed: no acquisition in the %.1fs that followed", f.Fault, remaining.Seconds()))
-		default:
-			undecided = true // too little of the case was left to tell
+		any = true
+		var met, bad bool
+		if l.within > 0 {
+			met = hk.r >= 0 && hk.r-r.h <= l.within
+			bad = r.e >= 0 && r.h+l.within <= r.e && !(hk.r >= 0 && hk.r <= r.h+l.within) && hk.waitAtDead
+		} else {
+			met = hk.r >= 0
+			bad = r.e >= 0 && r.e-r.h >= int64(MinEvidence) && hk.r < 0 && hk.waitAtEnd
 		}
+		unmet = unmet || bad
+		allMet = allMet && met
 	}
-	if maxGap > 0 && l.maxGap > maxGap {
-		unmet = append(unmet, fmt.Sprintf("the lock went %.0fms without any acquisition (max_gap %s)", float64(l.maxGap)/1e6, time.Duration(maxGap)))
+	switch {
+	case unmet:
+		return Unmet, rec
+	case any && allMet:
+		return Met, rec
+	case r.next != "" && !r.stopEnd:
+		return undecided_, rec
+	}
+	return Undecided, rec
+}
+
+// verdictOf follows undecided heals to the heal that decides them.
+func (l *liveness) verdictOf(r *healRec) (string, float64, string) {
+	seen := map[*healRec]bool{}
+	for {
+		v, rec := l.judge(r)
+		if v != undecided_ {
+			return v, rec, r.f.name
+		}
+		seen[r] = true
+		n := l.byFault[r.next]
+		if n == nil || seen[n] {
+			return Undecided, rec, r.f.name
+		}
+		r = n
+	}
+}
+
+// result judges availability against the expectation; it returns the
+// unmet expectations and the undecided ones.
+func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64) (Liveness, []string, []string) {
+	out := Liveness{LongestGapMs: ms(l.longest), Verdict: Ok}
+	var unmet, open []string
+	for _, f := range faults {
+		if !f.started {
+			continue
+		}
+		fl := FaultLiveness{Fault: f.name, Target: f.target, RecoveredAfterMs: -1,
+			AcquisitionsDuring: f.acqEnd - f.acqStart}
+		if !f.ended {
+			fl.AcquisitionsDuring = l.acquisitions - f.acqStart
+		} else {
+			fl.AcquisitionsAfter = l.acquisitions - f.acqEnd
+		}
+		r := l.byFault[f.name]
+		if r != nil && r.e >= 0 {
+			fl.ClearMs = ms(r.e - r.h)
+		}
+		if r != nil && available != nil && f.judgeable() {
+			v, rec, at := l.verdictOf(r)
+			fl.Verdict, fl.RecoveredAfterMs = v, rec
+			if at != f.name {
+				fl.JudgedWith = at
+			}
+			where := f.name
+			if at != f.name {
+				where = fmt.Sprintf("%s (judged with %s, which followed before the lock could recover)", f.name, at)
+			}
+			switch {
+			case v == Unmet && !*available:
+				unmet = append(unmet, fmt.Sprintf("expected the lock to stay unavailable after %s, but it served a client again %.0fms after the fault healed", where, rec))
+			case v == Unmet && l.within > 0:
+				unmet = append(unmet, fmt.Sprintf("not live soon enough after %s: a client still waited %s after the heal and nobody had been served (recovers_within %s)", where, time.Duration(l.within), time.Duration(l.within)))
+			case v == Unmet:
+				unmet = append(unmet, fmt.Sprintf("not live after %s healed: a client waited and nobody was served in the %.1fs that followed", where, fl.ClearMs/1e3))
+			case v == Undecided && !*available:
+				open = append(open, fmt.Sprintf("whether the lock stayed unavailable after %s cannot be told: it needs %s of the case after the heal with a client waiting at the end (%.0fms were left)", f.name, MinEvidence, fl.ClearMs))
+			case v == Undecided:
+				open = append(open, fmt.Sprintf("whether the lock recovered after %s cannot be told: nobody was served again and the case did not watch long enough with a client waiting (%.0fms of clear time, %s needed)", f.name, fl.ClearMs, evidenceNeeded(l.within)))
+			}
+		}
+		out.Faults = append(out.Faults, fl)
+	}
+	if maxGap > 0 && l.longest > maxGap {
+		unmet = append(unmet, fmt.Sprintf("a key was unavailable for %.0fms: a client waited and nobody live held it (max_gap %s)", ms(l.longest), time.Duration(maxGap)))
 	}
 	switch {
 	case len(unmet) > 0:
 		out.Verdict = Violation
-	case undecided:
+	case len(open) > 0:
 		out.Verdict = Unknown
 	}
-	return out, unmet
+	return out, unmet, open
+}
+
+func evidenceNeeded(within int64) time.Duration {
+	if within > 0 {
+		return time.Duration(within)
+	}
+	return MinEvidence
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/lockbench/lockbench/internal/history"
 )
@@ -95,15 +94,23 @@ func (s *storeCheck) add(e *history.Event) {
 	}
 }
 
-// dropInstance makes the writes of a dead instance's clients unknown:
-// their commit may or may not have happened.
-func (s *storeCheck) dropInstance(inst string) {
-	for proc, key := range s.pending {
-		if strings.HasPrefix(proc, inst+"c") {
-			delete(s.pending, proc)
-			s.unknown[key]++
-			s.res.Unknown++
-		}
+// unknownWrite counts a store operation whose outcome is unknown (in
+// flight when its client died).
+func (s *storeCheck) unknownWrite(key string) {
+	if !s.on {
+		return
+	}
+	s.unknown[key]++
+	s.res.Unknown++
+}
+
+// dropClient makes the pending write of a dead client unknown: its commit
+// may or may not have happened.
+func (s *storeCheck) dropClient(proc string) {
+	if key, ok := s.pending[proc]; ok {
+		delete(s.pending, proc)
+		s.unknown[key]++
+		s.res.Unknown++
 	}
 }
 

@@ -3,25 +3,19 @@ package checker
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
-// Result finishes the check and returns the verdicts.
+// Result finishes the check and returns the verdicts (MODEL §12, §13).
 func (c *Case) Result() Result {
+	if !c.ended {
+		c.finish(c.lastT)
+	}
 	r := c.res
-	for proc := range c.acquiring { // still in flight at the end: unknown
-		r.AcquiresUnknown++
-		delete(c.acquiring, proc)
-	}
-	for _, f := range c.meta.Faults {
-		switch msg, bad := c.errored[f.Name]; {
-		case bad:
-			r.Invalid = append(r.Invalid, fmt.Sprintf("fault %s could not be applied: %s", f.Name, msg))
-		case !c.started[f.Name]:
-			r.Invalid = append(r.Invalid, fmt.Sprintf("fault %s (%s on %s) never fired", f.Name, f.Type, f.Target))
-		case c.unobserved[f.Name] != "":
-			r.Invalid = append(r.Invalid, fmt.Sprintf("fault %s (%s on %s) was applied but its effect was not observed: %s", f.Name, f.Type, f.Target, c.unobserved[f.Name]))
-		}
-	}
+	r.OverlapMaxMs, r.OverlapP50Ms = c.mutex.figures()
+	exp := r.Expect
+
+	r.Invalid = append(r.Invalid, c.faultReasons()...)
 	r.Invalid = append(r.Invalid, c.crashes...)
 	var storeInvalid string
 	r.Store, storeInvalid = c.store.result()
@@ -40,18 +34,31 @@ func (c *Case) Result() Result {
 	if c.early > 0 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("%d events dated before the case started", c.early))
 	}
+	switch {
+	case !c.stopped && c.ended:
+		r.Invalid = append(r.Invalid, "the case has no case-stop mark: it did not run its course")
+	case c.stopped && c.stopT < c.start+c.meta.Duration:
+		r.Invalid = append(r.Invalid, fmt.Sprintf("the workload stopped after %s of its %s: the case did not run its course (interrupted?)",
+			time.Duration(c.stopT-c.start).Round(time.Millisecond), time.Duration(c.meta.Duration)))
+	}
+	if c.malformedN > 0 {
+		msg := strings.Join(c.malformedMsgs, "; ")
+		if c.malformedN > len(c.malformedMsgs) {
+			msg += fmt.Sprintf("; and %d more", c.malformedN-len(c.malformedMsgs))
+		}
+		r.Invalid = append(r.Invalid, "malformed history: "+msg)
+	}
 	r.Harness = c.harness.result()
 	for _, d := range r.Harness.Degraded {
 		r.Invalid = append(r.Invalid, "harness degraded: "+d)
 	}
+	var liveUnmet, liveOpen []string
+	r.Liveness, liveUnmet, liveOpen = c.live.result(c.faultList, exp.Available, exp.MaxGapNs)
+	r.Invalid = append(r.Invalid, liveOpen...)
 	if !c.ended {
 		r.Invalid = append(r.Invalid, "history ends before the case did")
 	}
 	r.Valid = len(r.Invalid) == 0
-
-	exp := r.Expect
-	var liveUnmet []string
-	r.Liveness, liveUnmet = c.live.result(exp.Available, exp.MaxGapNs, exp.RecoversWithinNs)
 
 	r.MutualExclusion = Ok
 	if r.Violations > 0 {
@@ -64,14 +71,16 @@ func (c *Case) Result() Result {
 	if r.Resource.LostUpdates > 0 || r.Resource.StaleAccepted > 0 {
 		r.Resource.Verdict = Violation
 	}
-	safetyUnmet := unmet(r)
-	unsafe := false
-	for _, u := range safetyUnmet {
-		unsafe = unsafe || strings.HasPrefix(u, "unexpected")
-	}
+	broken, missing := safety(r)
+	// A record that breaks its own rules (MODEL §2, §3) proves nothing:
+	// what the checker found in it is an artifact of reading it.
+	unreadable := c.malformedN > 0 || c.orderErrs > 0 || c.early > 0
 	if !r.Valid {
 		// A verdict of "nothing found" from a run that cannot be judged is
 		// not evidence of safety; what it did find still counts.
+		if unreadable {
+			r.MutualExclusion, r.Resource.Verdict, r.Liveness.Verdict = Unknown, Unknown, Unknown
+		}
 		if r.MutualExclusion == Ok {
 			r.MutualExclusion = Unknown
 		}
@@ -85,24 +94,28 @@ func (c *Case) Result() Result {
 		if !c.ended {
 			r.Status = "unknown"
 		}
-		if unsafe {
+		if len(broken) > 0 && !unreadable {
 			// Proven unsafety is reported, invalid or not, and wins.
 			r.Status = "violation"
-			for _, u := range safetyUnmet {
-				if strings.HasPrefix(u, "unexpected") {
-					r.Unmet = append(r.Unmet, u)
-				}
-			}
+			r.Unmet = broken
 		}
 		return r
 	}
-	r.Unmet = append(safetyUnmet, liveUnmet...)
+	var liveBroken, liveMissing []string
+	for _, u := range liveUnmet {
+		if strings.HasPrefix(u, "expected the lock to stay unavailable") {
+			liveMissing = append(liveMissing, u)
+		} else {
+			liveBroken = append(liveBroken, u)
+		}
+	}
+	r.Unmet = append(append(append(broken, liveBroken...), missing...), liveMissing...)
 	switch {
-	case unsafe:
+	case len(broken) > 0:
 		r.Status = "violation"
-	case len(liveUnmet) > 0 && liveUnavailable(liveUnmet):
+	case len(liveBroken) > 0:
 		r.Status = "unavailable"
-	case len(r.Unmet) > 0:
+	case len(missing)+len(liveMissing) > 0:
 		r.Status = "not-reproduced"
 	default:
 		r.Status = "ok"
@@ -110,28 +123,30 @@ func (c *Case) Result() Result {
 	return r
 }
 
-// liveUnavailable reports whether some liveness expectation failed because
-// the lock was not live (rather than live where it was expected not to be).
-func liveUnavailable(unmet []string) bool {
-	for _, u := range unmet {
-		if !strings.HasPrefix(u, "expected the lock to stay unavailable") {
-			return true
-		}
+// Linearizability returns the linearizability verdict of the case, as it
+// may be reported (Unknown for what an invalid case did not find). It is
+// NotApplicable unless the case was made WithLinearizability. Call it
+// after Result.
+func (c *Case) Linearizability(valid bool) LinResult {
+	if c.linRes == nil {
+		r := c.lin.result()
+		c.linRes = &r
 	}
-	return false
+	return c.linRes.Judged(valid)
 }
 
-func unmet(r Result) []string {
-	var out []string
+// safety returns the broken safety expectations and the expected outcomes
+// that did not appear (MODEL §13).
+func safety(r Result) (broken, missing []string) {
 	check := func(want *bool, got int, what string) {
 		if want == nil {
 			return
 		}
 		switch {
 		case *want && got == 0:
-			out = append(out, fmt.Sprintf("expected %s, found none", what))
+			missing = append(missing, fmt.Sprintf("expected %s, found none", what))
 		case !*want && got > 0:
-			out = append(out, fmt.Sprintf("unexpected %s: %d", what, got))
+			broken = append(broken, fmt.Sprintf("unexpected %s: %d", what, got))
 		}
 	}
 	check(r.Expect.Violations, r.Violations, "mutual-exclusion violations")
@@ -141,5 +156,5 @@ func unmet(r Result) []string {
 		where = "lost (or never committed) updates in the backend's database"
 	}
 	check(r.Expect.LostUpdates, r.Resource.LostUpdates, where)
-	return out
+	return broken, missing
 }

@@ -37,6 +37,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -154,6 +155,21 @@ type Cut interface {
 	Packets() (int64, error)
 	// Undo removes the rule.
 	Undo() error
+}
+
+// IdleError is what an Effect's Check returns when nothing used the
+// fault's target while it was in force (no client sent anything through a
+// link, no packet tried to cross a cut): alone, the fault did nothing the
+// run can show; as one member of a group whose other member was observed,
+// it is part of an observed effect (checker/MODEL.md §10).
+type IdleError struct{ Msg string }
+
+func (e *IdleError) Error() string { return e.Msg }
+
+// IsIdle reports whether err says the fault's target was idle.
+func IsIdle(err error) bool {
+	var ie *IdleError
+	return errors.As(err, &ie)
 }
 
 // Effect is a fault in force.

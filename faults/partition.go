@@ -87,7 +87,7 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 				total += n
 			}
 			if total == 0 {
-				return "", fmt.Errorf("its %d rule(s) dropped no packet: nothing tried to cross the cut", len(cuts))
+				return "", &IdleError{fmt.Sprintf("its %d rule(s) dropped no packet: nothing tried to cross the cut", len(cuts))}
 			}
 			return fmt.Sprintf("dropped %d packet(s)", total), nil
 		},

@@ -92,7 +92,7 @@ func (w *linkWatch) check(ctx context.Context) (string, error) {
 	d := cur.Sub(w.base)
 	w.mu.Unlock()
 	if d.Attempts() == 0 {
-		return "", fmt.Errorf("nothing used %s while the fault was in force: the clients it targets do not route through it, or were idle", w.target)
+		return "", &IdleError{fmt.Sprintf("nothing used %s while the fault was in force: the clients it targets do not route through it, or were idle", w.target)}
 	}
 	return w.judge(d)
 }

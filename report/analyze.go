@@ -36,53 +36,72 @@ type Summary struct {
 	Rows []RowSummary `json:"rows"`
 }
 
-// RowSummary is the verdict on a case repeated over trials: the expected
-// outcome must appear in at least Need of them, and no trial of a row that
-// expects safety (or liveness) may break it.
+// RowSummary is the verdict on a case repeated over trials (MODEL §14):
+// the expected outcome must appear in at least Need of them, no trial may
+// break a safety or liveness expectation, and a trial that could not be
+// judged (invalid, cut short, or missing from the history) could have been
+// the one that broke it.
 type RowSummary struct {
 	Row     string `json:"row"`
 	Backend string `json:"backend"`
 	Trials  int    `json:"trials"`
 	Need    int    `json:"need"`
 	// Met counts trials whose outcome matched the expectation; Invalid
-	// those that could not be judged; Unsafe those with a safety violation
-	// the scenario did not expect; Unavailable those where the lock was
-	// not live as expected.
+	// those that could not be judged, Missing those the history does not
+	// hold at all (an interrupted run); Unsafe those with a safety
+	// violation the scenario did not expect; Unavailable those where the
+	// lock was not live as expected.
 	Met         int `json:"met"`
 	Invalid     int `json:"invalid"`
+	Missing     int `json:"missing,omitempty"`
 	Unsafe      int `json:"unsafe"`
 	Unavailable int `json:"unavailable"`
-	// Verdict: violation (any trial broke a safety expectation: one unsafe
-	// trial is enough, however many others were fine), unavailable (any
-	// trial was not live as expected), reproduced (Met >= Need), invalid
-	// (too many trials could not be judged to decide), or not-reproduced.
+	// Verdict: violation (a trial broke a safety expectation: one unsafe
+	// trial is enough, however many others were fine), unavailable (a
+	// trial was not live as expected), invalid (a trial could not be
+	// judged, or the trials disagree on the row), reproduced (Met >= Need)
+	// or not-reproduced.
 	Verdict string `json:"verdict"`
+	// Why says, for an invalid row, what made it so.
+	Why string `json:"why,omitempty"`
 }
 
-// rows groups the cases by row, in order of first appearance.
+// rows groups the cases by row, in order of first appearance, and judges
+// each (MODEL §14).
 func rows(cases []CaseSummary) []RowSummary {
 	var out []RowSummary
 	idx := map[string]int{}
+	seen := map[string]map[int]bool{}
 	for _, c := range cases {
 		m := c.Check.Meta
 		row := m.Row
 		if row == "" {
 			row = m.Name
 		}
+		need, trials, trial := m.Need, m.Trials, m.Trial
+		if need == 0 {
+			need = 1
+		}
+		if trials == 0 {
+			trials, trial = 1, 1
+		}
 		i, ok := idx[row]
 		if !ok {
-			need, trials := m.Need, m.Trials
-			if need == 0 {
-				need = 1
-			}
-			if trials == 0 {
-				trials = 1
-			}
 			out = append(out, RowSummary{Row: row, Backend: m.Backend, Trials: trials, Need: need})
 			i = len(out) - 1
 			idx[row] = i
+			seen[row] = map[int]bool{}
 		}
 		r := &out[i]
+		switch {
+		case r.Trials != trials || r.Need != need:
+			r.Why = fmt.Sprintf("its trials disagree on the row: %d trials need %d, and %d need %d", r.Trials, r.Need, trials, need)
+		case trial < 1 || trial > trials:
+			r.Why = fmt.Sprintf("trial %d is outside 1..%d", trial, trials)
+		case seen[row][trial]:
+			r.Why = fmt.Sprintf("trial %d appears twice", trial)
+		}
+		seen[row][trial] = true
 		switch c.Check.Status {
 		case "ok":
 			r.Met++
@@ -96,15 +115,23 @@ func rows(cases []CaseSummary) []RowSummary {
 	}
 	for i := range out {
 		r := &out[i]
+		for t := 1; t <= r.Trials; t++ {
+			if !seen[r.Row][t] {
+				r.Missing++
+			}
+		}
 		switch {
 		case r.Unsafe > 0:
 			r.Verdict = "violation"
 		case r.Unavailable > 0:
 			r.Verdict = "unavailable"
+		case r.Why != "":
+			r.Verdict = "invalid"
+		case r.Invalid > 0 || r.Missing > 0:
+			r.Verdict = "invalid"
+			r.Why = fmt.Sprintf("%d trial(s) could not be judged and %d are missing from the history: any of them could have broken the row", r.Invalid, r.Missing)
 		case r.Met >= r.Need:
 			r.Verdict = "reproduced"
-		case r.Met+r.Invalid >= r.Need:
-			r.Verdict = "invalid"
 		default:
 			r.Verdict = "not-reproduced"
 		}
@@ -163,22 +190,16 @@ func Analyze(r *history.Reader) (*Summary, error) {
 	var (
 		chk *checker.Case
 		agg *Aggregator
-		lin *checker.LinOps
 	)
 	finish := func() {
 		if chk != nil {
 			res := chk.Result()
-			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res.Segments)}
-			if lin != nil {
-				cs.Linearizability = lin.Result().Judged(res.Valid)
-			} else {
-				// No lock, so no lock history to linearize.
-				cs.Linearizability = checker.LinResult{Verdict: checker.NotApplicable}
-			}
+			// A lockless backend has no lock history to linearize: n/a.
+			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res), Linearizability: chk.Linearizability(res.Valid)}
 			cs.evaluate()
 			s.Cases = append(s.Cases, cs)
 		}
-		chk, agg, lin = nil, nil, nil
+		chk, agg = nil, nil
 	}
 	for r.Next() {
 		e := r.Event()
@@ -188,12 +209,8 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", r.Line(), err)
 			}
-			chk = checker.NewCase(meta, e.T)
+			chk = checker.NewCase(meta, e.T, checker.WithLinearizability(LinTimeout))
 			agg = NewAggregator(e.T)
-			lin = nil
-			if !meta.Lockless {
-				lin = checker.NewLinOps(meta.Fenced, time.Duration(meta.LeaseNs), LinTimeout)
-			}
 			continue
 		}
 		if chk == nil {
@@ -201,9 +218,6 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		}
 		chk.Add(e)
 		agg.Add(e)
-		if lin != nil {
-			lin.Add(e)
-		}
 		if e.Type == history.Mark && e.F == history.MarkCaseEnd {
 			finish()
 		}

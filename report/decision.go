@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/lockbench/lockbench/checker"
 )
 
 // Outcomes of a backend under a class of faults, from best to worst. The
@@ -166,7 +168,7 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 		cell.AcquisitionsAfter += f.AcquisitionsAfter
 		switch {
 		case cell.RecoveredAfterMs < 0:
-		case f.RecoveredAfterMs < 0 && f.Judged && f.RemainingMs > 0:
+		case f.RecoveredAfterMs < 0 && f.Verdict == checker.Unmet:
 			cell.RecoveredAfterMs = -1
 		case f.RecoveredAfterMs > cell.RecoveredAfterMs:
 			cell.RecoveredAfterMs = f.RecoveredAfterMs

@@ -41,7 +41,7 @@ func cs(backend string, fenced bool, faults []history.ScheduledAt, valid bool, v
 	r := checker.Result{Case: backend, Backend: backend, Valid: valid, Violations: viol, TokenRegressions: regressions, AcquiresOK: 10,
 		Meta: history.CaseMeta{Backend: backend, Fenced: fenced, Faults: faults}, Status: "ok"}
 	r.Resource.StaleRejected, r.Resource.StaleAccepted, r.Resource.LostUpdates = rejected, accepted, lost
-	r.Liveness.Faults = []checker.FaultLiveness{{AcquisitionsDuring: 3, AcquisitionsAfter: 4, RecoveredAfterMs: 10, Judged: true, RemainingMs: 3000}}
+	r.Liveness.Faults = []checker.FaultLiveness{{AcquisitionsDuring: 3, AcquisitionsAfter: 4, RecoveredAfterMs: 10, Verdict: checker.Met, ClearMs: 3000}}
 	if !valid {
 		r.Status = "invalid"
 	}

@@ -29,15 +29,35 @@ const (
 	histSig = 3
 )
 
-// Percentiles of a latency in milliseconds.
+// Percentiles of a latency in milliseconds. The percentiles come from an
+// HDR histogram (3 significant digits); Min and Max are the recorded
+// values themselves, never a bucket edge (MODEL §15): a threshold on the
+// slowest acquisition judges the acquisition, not the bucket it fell in.
 type Percentiles struct {
 	Count int64   `json:"count"`
 	Mean  float64 `json:"mean_ms"`
+	Min   float64 `json:"min_ms"`
 	P50   float64 `json:"p50_ms"`
 	P90   float64 `json:"p90_ms"`
 	P99   float64 `json:"p99_ms"`
 	P999  float64 `json:"p999_ms"`
 	Max   float64 `json:"max_ms"`
+}
+
+// exact keeps the smallest and largest value recorded (ns).
+type exact struct {
+	n        int64
+	min, max int64
+}
+
+func (x *exact) add(ns int64) {
+	if x.n == 0 || ns < x.min {
+		x.min = ns
+	}
+	if x.n == 0 || ns > x.max {
+		x.max = ns
+	}
+	x.n++
 }
 
 // Metrics of one case. Aggregation streams: memory is bounded by the number
@@ -77,6 +97,8 @@ type Metrics struct {
 	acq     *hdrhistogram.Histogram
 	hold    *hdrhistogram.Histogram
 	handoff *hdrhistogram.Histogram
+	// acqX, holdX, handoffX are the exact extremes of the same values.
+	acqX, holdX, handoffX exact
 
 	segs []*segment
 	wins []window
@@ -190,8 +212,10 @@ func (a *Aggregator) Add(e *history.Event) {
 			p := a.point(e.T)
 			p.acq++
 			if t, ok := a.invoked[e.Proc]; ok {
+				a.m.acqX.add(e.T - t)
 				_ = a.m.acq.RecordValue(us(e.T - t)) // clamped to the range: cannot fail
 				_ = seg.hist.RecordValue(us(e.T - t))
+				seg.x.add(e.T - t)
 				if ms := float64(e.T-t) / 1e6; ms > p.maxMs {
 					p.maxMs = ms
 				}
@@ -199,6 +223,7 @@ func (a *Aggregator) Add(e *history.Event) {
 			a.heldFrom[e.Proc] = e.T
 			a.heldKey[e.Proc] = e.Key
 			if from, ok := a.handFrom[e.Key]; ok {
+				a.m.handoffX.add(e.T - from)
 				_ = a.m.handoff.RecordValue(us(e.T - from))
 				delete(a.handFrom, e.Key)
 			}
@@ -227,6 +252,7 @@ func (a *Aggregator) Add(e *history.Event) {
 			a.handFrom[e.Key] = e.T
 		}
 		if t, ok := a.heldFrom[e.Proc]; ok {
+			a.m.holdX.add(e.T - t)
 			_ = a.m.hold.RecordValue(us(e.T - t))
 		}
 		a.endSpan(e.Proc, e.T)
@@ -299,11 +325,22 @@ func (a *Aggregator) point(t int64) *point {
 	return &a.m.series[i]
 }
 
-// CloseWith finishes the metrics, splitting violations into phases with
-// the checker's per-segment counts.
-func (a *Aggregator) CloseWith(viol []checker.Segment) Metrics {
+// CloseWith finishes the metrics with the checker's result: every figure
+// the checker defines (acquisitions by outcome, leases lost, the longest
+// gap) is the checker's, so a threshold and the summary's check section
+// never disagree (MODEL §15); violations are split into phases with its
+// per-segment counts.
+func (a *Aggregator) CloseWith(res checker.Result) Metrics {
 	m := a.Close()
-	m.Phases = phases(m.segs, m.wins, a.start, a.end, viol)
+	m.Acquisitions = res.AcquiresOK
+	m.AcquiresFailed = res.AcquiresFailed
+	m.AcquiresUnknown = res.AcquiresUnknown
+	m.LeasesLost = res.LeasesLost
+	m.LongestGapMs = res.Liveness.LongestGapMs
+	if m.DurationS > 0 {
+		m.AcquiresPerSec = float64(m.Acquisitions) / m.DurationS
+	}
+	m.Phases = phases(m.segs, m.wins, a.start, a.end, res.Segments)
 	return m
 }
 
@@ -327,25 +364,28 @@ func (a *Aggregator) Close() Metrics {
 		a.maxGap = a.end - a.start
 	}
 	m.LongestGapMs = float64(a.maxGap) / 1e6
-	m.AcquireLatency = percentiles(m.acq)
-	m.Handoff = percentiles(m.handoff)
-	m.HoldTime = percentiles(m.hold)
+	m.AcquireLatency = percentiles(m.acq, m.acqX)
+	m.Handoff = percentiles(m.handoff, m.handoffX)
+	m.HoldTime = percentiles(m.hold, m.holdX)
 	return m
 }
 
-func percentiles(h *hdrhistogram.Histogram) Percentiles {
+func percentiles(h *hdrhistogram.Histogram, x exact) Percentiles {
 	ms := func(v int64) float64 { return math.Round(float64(v)/1e3*1000) / 1000 }
 	if h.TotalCount() == 0 {
 		return Percentiles{}
 	}
+	// The recorded extremes in ms, rounded to the nanosecond.
+	nsms := func(ns int64) float64 { return math.Round(float64(ns)) / 1e6 }
 	return Percentiles{
 		Count: h.TotalCount(),
 		Mean:  math.Round(h.Mean()) / 1e3,
+		Min:   nsms(x.min),
 		P50:   ms(h.ValueAtQuantile(50)),
 		P90:   ms(h.ValueAtQuantile(90)),
 		P99:   ms(h.ValueAtQuantile(99)),
 		P999:  ms(h.ValueAtQuantile(99.9)),
-		Max:   ms(h.Max()),
+		Max:   nsms(x.max),
 	}
 }
 

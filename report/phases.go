@@ -34,6 +34,7 @@ type segment struct {
 	start, end           int64
 	acq, failed, unknown int
 	hist                 *hdrhistogram.Histogram
+	x                    exact
 }
 
 type window struct {
@@ -51,12 +52,17 @@ func phases(segs []*segment, wins []window, caseStart, caseEnd int64, viol []che
 	stats := func(a, b int64) PhaseStats {
 		var ps PhaseStats
 		h := hdrhistogram.New(histMin, histMax, histSig)
+		var x exact
 		for _, s := range segs {
 			if s.start >= a && s.end <= b && s.end >= s.start {
 				ps.Acquisitions += s.acq
 				ps.AcquiresFailed += s.failed
 				ps.AcquiresUnknown += s.unknown
 				h.Merge(s.hist)
+				if s.x.n > 0 {
+					x.add(s.x.min)
+					x.add(s.x.max)
+				}
 			}
 		}
 		for i, v := range viol {
@@ -72,7 +78,7 @@ func phases(segs []*segment, wins []window, caseStart, caseEnd int64, viol []che
 		if ps.DurationS > 0 {
 			ps.AcquiresPerSec = float64(ps.Acquisitions) / ps.DurationS
 		}
-		p := percentiles(h)
+		p := percentiles(h, x)
 		ps.P50, ps.P99, ps.Max = p.P50, p.P99, p.Max
 		return ps
 	}

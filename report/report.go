@@ -342,7 +342,7 @@ func availability(l checker.Liveness) string {
 		switch {
 		case f.RecoveredAfterMs >= 0:
 			out += fmt.Sprintf(" recovered_after_%s=%.0fms", f.Fault, f.RecoveredAfterMs)
-		case f.RemainingMs > 0:
+		case f.Verdict == checker.Unmet:
 			out += fmt.Sprintf(" recovered_after_%s=never", f.Fault)
 		}
 	}

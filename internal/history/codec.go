@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // AppendJSON appends e as one JSON object, exactly as encoding/json would
@@ -94,26 +96,79 @@ func appendRaw(b []byte, raw json.RawMessage) []byte {
 // errSlow sends a line to the general decoder.
 var errSlow = errors.New("not in the fast path")
 
-// Decoder decodes events from JSON lines. It keeps the strings it has seen
-// (client names, keys, operation names), so that a long history allocates
-// little; it is not safe for concurrent use.
+// Decoder decodes events from JSON lines and validates them: it is the one
+// place that says which lines are events (checker/MODEL.md §1). It keeps
+// the strings it has seen (client names, keys, operation names), so that a
+// long history allocates little; it is not safe for concurrent use.
 type Decoder struct {
 	interned map[string]string
+	// Control names marks of a stream's own (a worker's ready, tick,
+	// report, stopped) that are accepted besides the record's marks; they
+	// never reach a history.
+	Control map[string]bool
 }
 
 // NewDecoder returns a Decoder.
 func NewDecoder() *Decoder { return &Decoder{interned: map[string]string{}} }
 
-// Decode fills e from one JSON object. Lines of the shape AppendJSON
-// writes are parsed by hand; anything else (escapes, unknown fields,
-// other spacing) goes through encoding/json, so the result is the same.
+// Decode fills e from one JSON object and validates it. Lines of the shape
+// AppendJSON writes are parsed by hand; anything else (escapes, spacing,
+// null, false) goes through encoding/json with unknown fields refused. The
+// two accept exactly the same lines and give the same events (FuzzDecoders
+// compares them).
 func (d *Decoder) Decode(line []byte, e *Event) error {
+	if err := d.decode(line, e); err != nil {
+		return err
+	}
+	if e.Type == Mark && d.Control[e.F] {
+		return nil
+	}
+	return e.validate()
+}
+
+// decode parses a line without validating the event.
+func (d *Decoder) decode(line []byte, e *Event) error {
 	*e = Event{}
 	if err := d.fast(line, e); err == nil {
 		return nil
 	}
 	*e = Event{}
-	return json.Unmarshal(line, e)
+	return slow(line, e)
+}
+
+// fields are the JSON names of Event's fields, exactly.
+var fields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeOf(Event{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		m[name] = true
+	}
+	return m
+}()
+
+// slow is the general decoder: encoding/json, with every key one of
+// Event's own names exactly (encoding/json alone would also take "T" for
+// "t") and nothing after the object.
+func slow(line []byte, e *Event) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(line, &keys); err != nil {
+		return err
+	}
+	for k, v := range keys {
+		if !fields[k] {
+			return fmt.Errorf("unknown field %q", k)
+		}
+		if string(v) == "null" {
+			return fmt.Errorf("field %q is null: leave a field out to say it has no value", k)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(e); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (d *Decoder) intern(b []byte) string {
@@ -127,16 +182,19 @@ func (d *Decoder) intern(b []byte) string {
 	return s
 }
 
+// fast parses the exact shape AppendJSON writes: an object with no
+// spacing, known keys, integers without sign where none may be, plain
+// strings, true flags and a valid meta. Anything else is errSlow: the
+// general decoder decides.
 func (d *Decoder) fast(b []byte, e *Event) error {
-	b = bytes.TrimSpace(b)
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return errSlow
 	}
 	i := 1
-	for i < len(b)-1 {
-		if b[i] == ',' {
-			i++
-		}
+	if i == len(b)-1 {
+		return errSlow // {}
+	}
+	for {
 		if b[i] != '"' {
 			return errSlow
 		}
@@ -153,13 +211,13 @@ func (d *Decoder) fast(b []byte, e *Event) error {
 		var err error
 		switch string(key) {
 		case "t":
-			e.T, i, err = num(b, i)
+			e.T, i, err = num(b, i, true)
 		case "token":
 			var v int64
-			v, i, err = num(b, i)
+			v, i, err = num(b, i, false) // unsigned: no sign
 			e.Token = uint64(v)
 		case "intended":
-			e.Intended, i, err = num(b, i)
+			e.Intended, i, err = num(b, i, true)
 		case "type":
 			var s []byte
 			s, i, err = str(b, i)
@@ -211,6 +269,9 @@ func (d *Decoder) fast(b []byte, e *Event) error {
 			var end int
 			end, err = skipValue(b, i)
 			if err == nil {
+				if !json.Valid(b[i:end]) {
+					return errSlow
+				}
 				e.Meta = append(json.RawMessage(nil), b[i:end]...)
 				i = end
 			}
@@ -218,19 +279,26 @@ func (d *Decoder) fast(b []byte, e *Event) error {
 			return errSlow
 		}
 		if err != nil {
-			return err
-		}
-		if i < len(b)-1 && b[i] != ',' {
 			return errSlow
 		}
+		switch {
+		case i == len(b)-1:
+			return nil // at the closing brace
+		case i >= len(b) || b[i] != ',' || i+1 >= len(b)-1:
+			return errSlow
+		}
+		i++
 	}
-	return nil
 }
 
-// num parses a non-negative or negative integer at b[i:].
-func num(b []byte, i int) (int64, int, error) {
+// num parses a JSON integer at b[i:] (a minus sign only when signed), as
+// JSON writes it: no leading zero, no fraction, no exponent.
+func num(b []byte, i int, signed bool) (int64, int, error) {
 	neg := i < len(b) && b[i] == '-'
 	if neg {
+		if !signed {
+			return 0, i, errSlow
+		}
 		i++
 	}
 	start := i
@@ -240,9 +308,12 @@ func num(b []byte, i int) (int64, int, error) {
 			return 0, i, errSlow
 		}
 		v = v*10 + int64(b[i]-'0')
+		if v < 0 {
+			return 0, i, errSlow
+		}
 		i++
 	}
-	if i == start || (i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E')) {
+	if i == start || (i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E')) || (b[start] == '0' && i-start > 1) {
 		return 0, i, errSlow
 	}
 	if neg {

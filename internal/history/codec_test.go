@@ -42,7 +42,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("AppendJSON:\n got %s\nwant %s", got, want)
 		}
 		var back Event
-		if err := d.Decode(got, &back); err != nil {
+		if err := d.decode(got, &back); err != nil {
 			t.Fatalf("Decode(%s): %v", got, err)
 		}
 		var ref Event

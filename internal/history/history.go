@@ -20,6 +20,7 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 // Type is the kind of an event.
@@ -82,6 +83,11 @@ const (
 	// have had was not seen (Err says what was missing); the case is
 	// invalid.
 	MarkFaultUnobserved = "fault-unobserved"
+	// MarkFaultIdle: nothing used the fault's target while it was in force
+	// (a link no client sent anything through). Alone, the fault did
+	// nothing the run can show; as one of a group whose other member was
+	// observed, it is part of an observed effect (checker/MODEL.md §10).
+	MarkFaultIdle = "fault-idle"
 	// MarkHarness closes a case with the harness's own health (Meta holds
 	// HarnessStats), so that a case whose figures describe the harness
 	// rather than the lock can be told apart.
@@ -210,6 +216,9 @@ type ScheduledAt struct {
 	Target string `json:"target"`
 	At     int64  `json:"at_ns"`
 	For    int64  `json:"for_ns"`
+	// Group names the faults that act together (cutting every way out of
+	// an instance): an idle member is excused by an observed one.
+	Group string `json:"group,omitempty"`
 }
 
 // Expectation is what the scenario file says a case should show.
@@ -255,4 +264,33 @@ func (e Expectation) WithDefaults(fenced, faults bool) Expectation {
 		e.Available = &yes
 	}
 	return e
+}
+
+// Validate checks a case meta against the record's rules
+// (checker/MODEL.md §2): a name, a positive duration, no negative count,
+// time or bound, trials consistent with need, faults named.
+func (m CaseMeta) Validate() error {
+	switch {
+	case m.Name == "":
+		return fmt.Errorf("no case name")
+	case m.Duration <= 0:
+		return fmt.Errorf("duration_ns: %d is not a positive duration", m.Duration)
+	case m.Clients < 0 || m.Keys < 0:
+		return fmt.Errorf("clients and keys must not be negative (clients %d, keys %d)", m.Clients, m.Keys)
+	case m.LeaseNs < 0 || m.OpTimeoutNs < 0:
+		return fmt.Errorf("lease_ns and op_timeout_ns must not be negative")
+	case m.Trials < 0 || m.Trial < 0 || m.Need < 0 || m.Trial > m.Trials || m.Need > m.Trials:
+		return fmt.Errorf("trial %d of %d (need %d): need 0 <= trial <= trials and need <= trials", m.Trial, m.Trials, m.Need)
+	case m.Expect.MaxGapNs < 0 || m.Expect.RecoversWithinNs < 0:
+		return fmt.Errorf("expect: max_gap_ns and recovers_within_ns must not be negative")
+	}
+	for i, f := range m.Faults {
+		if f.Name == "" || f.Type == "" {
+			return fmt.Errorf("faults[%d]: a fault needs a name and a type", i)
+		}
+		if f.At < 0 || f.For < 0 {
+			return fmt.Errorf("faults[%d] (%s): at_ns and for_ns must not be negative", i, f.Name)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 )
 
 // Writer appends events to a JSON Lines stream. It buffers; call Flush to
@@ -99,10 +101,6 @@ func (r *Reader) Next() bool {
 			r.err = fmt.Errorf("%s:%d: not a history event: %w", r.name, r.line, err)
 			return false
 		}
-		if err := r.ev.validate(); err != nil {
-			r.err = fmt.Errorf("%s:%d: %w", r.name, r.line, err)
-			return false
-		}
 		return true
 	}
 	if err := r.sc.Err(); err != nil {
@@ -123,6 +121,25 @@ func (r *Reader) Err() error { return r.err }
 // Truncated describes a skipped truncated last line, or returns "".
 func (r *Reader) Truncated() string { return r.truncated }
 
+// ops says, for each operation name, which event types it may have.
+var ops = map[string][]Type{
+	OpAcquire:        {Invoke, OK, Fail, Info},
+	OpRelease:        {Invoke, OK, Fail, Info},
+	OpExtend:         {Invoke, OK, Fail, Info},
+	OpForeignRelease: {Invoke, OK, Fail, Info},
+	OpStore:          {Invoke, OK, Fail, Info},
+	OpLost:           {OK},
+	OpResource:       {Info},
+	OpDropped:        {OK},
+}
+
+var marks = map[string]bool{
+	MarkCaseStart: true, MarkCaseStop: true, MarkCaseEnd: true, MarkFaultStart: true, MarkFaultEnd: true,
+	MarkFaultError: true, MarkFaultUnobserved: true, MarkFaultIdle: true, MarkCrash: true,
+	MarkResRead: true, MarkResWrite: true, MarkHarness: true, MarkStoreTotals: true,
+}
+
+// validate holds an event to the record's language (checker/MODEL.md §1).
 func (e *Event) validate() error {
 	switch e.Type {
 	case Invoke, OK, Fail, Info, Mark:
@@ -137,5 +154,77 @@ func (e *Event) validate() error {
 	if e.T < 0 {
 		return fmt.Errorf("negative time %d", e.T)
 	}
+	if e.Intended < 0 {
+		return fmt.Errorf("negative intended time %d", e.Intended)
+	}
+	switch e.Fenced {
+	case "", FencedAccepted, FencedRejected, FencedStale:
+	default:
+		return fmt.Errorf("fenced: %q is not accepted, rejected or stale", e.Fenced)
+	}
+	if e.Type == Mark {
+		if !marks[e.F] {
+			return fmt.Errorf("unknown mark %q", e.F)
+		}
+		switch e.F {
+		case MarkFaultStart, MarkFaultEnd, MarkFaultError, MarkFaultUnobserved, MarkFaultIdle:
+			if e.Fault == "" {
+				return fmt.Errorf("%s mark names no fault", e.F)
+			}
+		case MarkCrash:
+			if !isProc(e.Proc, false) {
+				return fmt.Errorf("crash mark: proc %q is not an instance i<N>", e.Proc)
+			}
+		case MarkResRead, MarkResWrite:
+			if !isProc(e.Proc, true) || e.Key == "" {
+				return fmt.Errorf("%s mark needs a client proc i<N>c<M> and a key (proc %q, key %q)", e.F, e.Proc, e.Key)
+			}
+		}
+		return nil
+	}
+	types, known := ops[e.F]
+	if !known {
+		return fmt.Errorf("unknown operation %q", e.F)
+	}
+	if !slices.Contains(types, e.Type) {
+		return fmt.Errorf("%s cannot be of type %s", e.F, e.Type)
+	}
+	if e.F == OpDropped {
+		if !isProc(e.Proc, false) {
+			return fmt.Errorf("dropped: proc %q is not an instance i<N>", e.Proc)
+		}
+		return nil
+	}
+	if !isProc(e.Proc, true) {
+		return fmt.Errorf("%s %s: proc %q is not a client i<N>c<M>", e.Type, e.F, e.Proc)
+	}
+	if e.Key == "" && e.F != OpResource {
+		return fmt.Errorf("%s %s of %s has no key", e.Type, e.F, e.Proc)
+	}
 	return nil
+}
+
+// isProc reports whether s is a client "i<N>c<M>" (client) or an instance
+// "i<N>" (not client), N >= 1.
+func isProc(s string, client bool) bool {
+	if len(s) < 2 || s[0] != 'i' {
+		return false
+	}
+	inst, c, has := strings.Cut(s[1:], "c")
+	if has != client || !number(inst) || inst[0] == '0' {
+		return false
+	}
+	return !client || number(c)
+}
+
+func number(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -47,7 +47,7 @@ func TestReaderRoundTrip(t *testing.T) {
 }
 
 func TestReaderBadInput(t *testing.T) {
-	const ok = `{"t":1,"type":"invoke","f":"acquire","proc":"a","key":"k"}` + "\n"
+	const ok = `{"t":1,"type":"invoke","f":"acquire","proc":"i1c0","key":"k"}` + "\n"
 	tests := []struct {
 		name, in  string
 		events    int
@@ -64,6 +64,23 @@ func TestReaderBadInput(t *testing.T) {
 		{"no f", `{"t":1,"type":"ok"}` + "\n", 0, "no f", false},
 		{"negative time", `{"t":-5,"type":"ok","f":"acquire"}` + "\n", 0, "negative time", false},
 		{"binary junk", "\x00\x01\x02\n", 0, "h.jsonl:1", false},
+		// MODEL §1: one language, whichever decoder reads the line.
+		{"negative token", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":-1}` + "\n", 0, "h.jsonl:1", false},
+		{"fractional token", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":1.5}` + "\n", 0, "h.jsonl:1", false},
+		{"token as a string", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":"7"}` + "\n", 0, "h.jsonl:1", false},
+		{"token above 2^64-1", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":18446744073709551616}` + "\n", 0, "h.jsonl:1", false},
+		{"negative token, slow path", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","err":"\u00e9","token":-1}` + "\n", 0, "h.jsonl:1", false},
+		{"leading zero", `{"t":01,"type":"ok","f":"acquire","proc":"i1c0","key":"k"}` + "\n", 0, "h.jsonl:1", false},
+		{"unknown field", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","tokn":3}` + "\n", 0, `unknown field "tokn"`, false},
+		{"a field in other case", `{"T":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k"}` + "\n", 0, `unknown field "T"`, false},
+		{"unknown operation", `{"t":1,"type":"ok","f":"acqiure","proc":"i1c0","key":"k"}` + "\n", 0, `unknown operation "acqiure"`, false},
+		{"unknown mark", `{"t":1,"type":"mark","f":"case-begin"}` + "\n", 0, `unknown mark "case-begin"`, false},
+		{"lost as an invoke", `{"t":1,"type":"invoke","f":"lost","proc":"i1c0","key":"k"}` + "\n", 0, "lost cannot be of type invoke", false},
+		{"not a client", `{"t":1,"type":"invoke","f":"acquire","proc":"a","key":"k"}` + "\n", 0, "not a client", false},
+		{"no key", `{"t":1,"type":"invoke","f":"acquire","proc":"i1c0"}` + "\n", 0, "has no key", false},
+		{"trailing comma", `{"t":1,"type":"mark","f":"case-end",}` + "\n", 0, "h.jsonl:1", false},
+		{"bad meta", `{"t":1,"type":"mark","f":"case-start","meta":{"a":}}` + "\n", 0, "h.jsonl:1", false},
+		{"max token", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":18446744073709551615}` + "\n", 1, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,8 +13,12 @@ import (
 // OpenRecovered opens the history at path for reading. When a tail
 // journal exists at tailPath (the coordinator died before it could write
 // the events it was holding back for ordering), the journal's events that
-// are newer than the history's last are appended in time order, and n says
-// how many were recovered. Without a journal it is the history as is.
+// are newer than the history's last complete event are appended in time
+// order, and n says how many were recovered. A last line the crash cut in
+// the middle is dropped first: the journal holds that event whole, if it
+// holds it at all, and gluing the journal onto half a line would make the
+// whole history unreadable. Without a journal it is the history as is (a
+// cut last line is then the Reader's to report).
 func OpenRecovered(path, tailPath string) (r io.ReadCloser, n int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -28,7 +32,7 @@ func OpenRecovered(path, tailPath string) (r io.ReadCloser, n int, err error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("read tail journal: %w", err)
 	}
-	lastT, lastLines, err := lastEvents(f)
+	complete, lastT, lastLines, err := lastEvents(f)
 	if err != nil {
 		f.Close()
 		return nil, 0, err
@@ -62,31 +66,42 @@ func OpenRecovered(path, tailPath string) (r io.ReadCloser, n int, err error) {
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(f, &extra), f}, len(recs), nil
+	}{io.MultiReader(io.NewSectionReader(f, 0, complete), &extra), f}, len(recs), nil
 }
 
-// lastEvents returns the time of the history's last complete event and the
-// lines that carry that time, leaving f at its start.
-func lastEvents(f *os.File) (int64, map[string]bool, error) {
+// lastEvents returns the length of the history up to the end of its last
+// complete line, the time of its last complete event and the lines that
+// carry that time.
+func lastEvents(f *os.File) (complete, lastT int64, same map[string]bool, err error) {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	size := st.Size()
-	chunk := int64(1 << 20)
-	if chunk > size {
-		chunk = size
+	// Find the end of the last complete line, reading back from the end.
+	complete = -1
+	for end := size; end > 0 && complete < 0; {
+		start := max(0, end-(1<<20))
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return 0, 0, nil, fmt.Errorf("read history end: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			complete = start + int64(i) + 1
+		}
+		end = start
 	}
-	buf := make([]byte, chunk)
-	if _, err := f.ReadAt(buf, size-chunk); err != nil && err != io.EOF {
-		return 0, nil, fmt.Errorf("read history end: %w", err)
+	if complete < 0 {
+		complete = 0 // not one complete line
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, nil, err
+	start := max(0, complete-(1<<20))
+	buf := make([]byte, complete-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return 0, 0, nil, fmt.Errorf("read history end: %w", err)
 	}
 	lines := bytes.Split(buf, []byte{'\n'})
-	var lastT int64 = -1
-	same := map[string]bool{}
+	lastT = -1
+	same = map[string]bool{}
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := bytes.TrimSpace(lines[i])
 		var e struct {
@@ -103,5 +118,5 @@ func lastEvents(f *os.File) (int64, map[string]bool, error) {
 		}
 		same[string(line)] = true
 	}
-	return lastT, same, nil
+	return complete, lastT, same, nil
 }

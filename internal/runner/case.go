@@ -219,8 +219,10 @@ func faketimeServers(c *scenario.Case) []string {
 		if err != nil {
 			continue
 		}
-		if k, ok := kinds[f.Target]; ok && slices.Contains(info.NeedsFaketime, k) {
-			out = append(out, f.Target)
+		for _, t := range f.Targets {
+			if k, ok := kinds[t]; ok && slices.Contains(info.NeedsFaketime, k) && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
 		}
 	}
 	return out

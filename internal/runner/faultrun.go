@@ -38,9 +38,12 @@ type FaultRecord struct {
 	// Unobserved says which effect was expected and not seen: the fault
 	// was applied but did nothing the run can show, so the case is invalid.
 	Unobserved string `json:"unobserved,omitempty"`
-	Emulated   string `json:"emulated,omitempty"` // how the fault was emulated, if it was
-	Error      string `json:"error,omitempty"`
-	HealError  string `json:"heal_error,omitempty"`
+	// Idle says that nothing used the fault's target while it was in
+	// force: invalid alone, excused in a group (checker/MODEL.md §10).
+	Idle      string `json:"idle,omitempty"`
+	Emulated  string `json:"emulated,omitempty"` // how the fault was emulated, if it was
+	Error     string `json:"error,omitempty"`
+	HealError string `json:"heal_error,omitempty"`
 }
 
 // runFault waits for the fault's time, applies it, keeps it for its window,
@@ -68,16 +71,22 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	}
 	rec.Resolved = target
 	env := &faultEnv{cr: cr, fault: f.Name}
-	if err := env.healthy(target); err != nil {
-		fail(fmt.Errorf("target not healthy before injection: %w", err))
-		return
+	members := []string{target}
+	if len(f.Targets) > 1 {
+		members = f.Targets
+	}
+	for _, m := range members {
+		if err := env.healthy(m); err != nil {
+			fail(fmt.Errorf("target not healthy before injection: %w", err))
+			return
+		}
 	}
 	// The fault-start mark carries the instant the fault began to be
 	// applied (a kill ends a hold then, not when the process is reaped),
 	// so the merger is held at that instant until the mark is pushed.
 	src := -(cr.idx*1000 + 500 + k)
 	t0 := cr.r.m.addSource(src)
-	eff, err := f.Fault.Start(context.WithoutCancel(ctx), env, target)
+	eff, err := startAll(context.WithoutCancel(ctx), f.Fault, env, members)
 	if err != nil {
 		cr.r.m.removeSource(src)
 		fail(err)
@@ -98,6 +107,10 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	if eff.Check != nil {
 		obs, err := eff.Check(hctx)
 		switch {
+		case faults.IsIdle(err):
+			rec.Idle = err.Error()
+			fmt.Fprintf(cr.r.log, "  fault %s: idle: %v\n", f.Name, err)
+			cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultIdle, Fault: f.Name, Target: target, Err: rec.Idle})
 		case err != nil:
 			rec.Unobserved = err.Error()
 			fmt.Fprintf(cr.r.log, "  fault %s: effect not observed: %v\n", f.Name, err)
@@ -116,6 +129,75 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	rec.EndNs = monoclock.Since(cr.r.base)
 	cr.r.fault.Store("")
 	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError, Observed: healed})
+}
+
+// startAll applies a fault to each of its targets (one, or a set) and
+// returns one Effect for all of them (checker/MODEL.md §10): seen when
+// every target's effect was, observed while in force when at least one
+// target was observed and none failed (an idle target among observed ones
+// is named, not fatal), idle when every target was, healed when every
+// target was. A target that cannot be applied undoes the ones before it.
+func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []string) (*faults.Effect, error) {
+	if len(targets) == 1 {
+		return f.Start(ctx, env, targets[0])
+	}
+	var effs []*faults.Effect
+	healAll := func(ctx context.Context) (string, error) {
+		var errs []error
+		var seen []string
+		for _, e := range effs {
+			s, err := e.Heal(ctx)
+			errs = append(errs, err)
+			if s != "" {
+				seen = append(seen, s)
+			}
+		}
+		return strings.Join(seen, "; "), errors.Join(errs...)
+	}
+	var seen []string
+	emulated := ""
+	for _, t := range targets {
+		e, err := f.Start(ctx, env, t)
+		if err != nil {
+			_, herr := healAll(ctx)
+			return nil, errors.Join(fmt.Errorf("%s: %w", t, err), herr)
+		}
+		effs = append(effs, e)
+		seen = append(seen, e.Seen)
+		if emulated == "" {
+			emulated = e.Emulated
+		}
+	}
+	check := func(ctx context.Context) (string, error) {
+		var observed, idle, failed []string
+		for i, e := range effs {
+			if e.Check == nil {
+				observed = append(observed, targets[i])
+				continue
+			}
+			s, err := e.Check(ctx)
+			switch {
+			case faults.IsIdle(err):
+				idle = append(idle, targets[i])
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("%s: %v", targets[i], err))
+			default:
+				observed = append(observed, fmt.Sprintf("%s: %s", targets[i], s))
+			}
+		}
+		switch {
+		case len(failed) > 0:
+			return "", errors.New(strings.Join(failed, "; "))
+		case len(observed) == 0:
+			return "", &faults.IdleError{Msg: fmt.Sprintf("nothing used any of %s while the fault was in force", strings.Join(targets, ", "))}
+		}
+		out := strings.Join(observed, "; ")
+		if len(idle) > 0 {
+			out += fmt.Sprintf("; idle (nothing used them): %s", strings.Join(idle, ", "))
+		}
+		return out, nil
+	}
+	return &faults.Effect{Seen: strings.Join(seen, "; "), Check: check, Heal: healAll, Emulated: emulated}, nil
 }
 
 // resolveRole waits until the role has a concrete target and returns it:

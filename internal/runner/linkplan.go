@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,23 +29,28 @@ func planLinks(c *scenario.Case) linkPlan {
 		servers[s.Name] = true
 	}
 	for _, f := range c.Faults {
-		link, ok := strings.CutPrefix(f.Target, "link:")
-		if !ok {
-			continue
-		}
-		name, inst, per := strings.Cut(link, "@instance-")
-		switch {
-		case per:
-			var n int
-			fmt.Sscan(inst, &n)
-			if p.perInst[name] == nil {
-				p.perInst[name] = map[int]bool{}
+	each:
+		for _, t := range f.Targets {
+			link, ok := strings.CutPrefix(t, "link:")
+			if !ok {
+				continue each
 			}
-			p.perInst[name][n] = true
-		case servers[name]:
-			p.shared[name] = true
-		default:
-			p.server = append(p.server, name)
+			name, inst, per := strings.Cut(link, "@instance-")
+			switch {
+			case per:
+				var n int
+				fmt.Sscan(inst, &n)
+				if p.perInst[name] == nil {
+					p.perInst[name] = map[int]bool{}
+				}
+				p.perInst[name][n] = true
+			case servers[name]:
+				p.shared[name] = true
+			default:
+				if !slices.Contains(p.server, name) {
+					p.server = append(p.server, name)
+				}
+			}
 		}
 	}
 	sort.Strings(p.server)

@@ -35,7 +35,7 @@ func TestMergerOrdersByWatermark(t *testing.T) {
 	m.addSource(1)
 	m.addSource(2)
 	ev := func(ts int64) *history.Event {
-		return &history.Event{T: ts, Type: history.OK, F: history.OpAcquire, Proc: "p", Key: "k"}
+		return &history.Event{T: ts, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k"}
 	}
 	now := monoclock.Since(base)
 	m.push(1, ev(now+10))
@@ -123,11 +123,11 @@ func TestMergerKeepsOrderWithinAndAcrossSources(t *testing.T) {
 		return &history.Event{T: ts, Type: history.OK, F: history.OpAcquire, Proc: proc, Key: "k"}
 	}
 	now := monoclock.Since(base)
-	m.push(1, ev(now+10, "a"))
-	m.push(2, ev(now+10, "b"))
-	m.push(1, ev(now+30, "c"))
-	m.push(1, ev(now+20, "d")) // out of order within source 1
-	m.push(2, ev(now+30, "e"))
+	m.push(1, ev(now+10, "i1c1"))
+	m.push(2, ev(now+10, "i1c2"))
+	m.push(1, ev(now+30, "i1c3"))
+	m.push(1, ev(now+20, "i1c4")) // out of order within source 1
+	m.push(2, ev(now+30, "i1c5"))
 	m.removeSource(2)
 	m.advance(1, now+25)
 	if err := m.flush(false); err != nil {
@@ -142,7 +142,7 @@ func TestMergerKeepsOrderWithinAndAcrossSources(t *testing.T) {
 	for r.Next() {
 		got = append(got, r.Event().Proc)
 	}
-	if want := "a b d c e"; strings.Join(got, " ") != want {
+	if want := "i1c1 i1c2 i1c4 i1c3 i1c5"; strings.Join(got, " ") != want {
 		t.Errorf("written in order %v, want %s", got, want)
 	}
 }

@@ -138,6 +138,7 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	readySent := false
 	dec := history.NewDecoder()
+	dec.Control = worker.ControlMarks
 	var e history.Event
 	for sc.Scan() {
 		if err := dec.Decode(sc.Bytes(), &e); err != nil {

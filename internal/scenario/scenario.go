@@ -77,12 +77,18 @@ type Case struct {
 
 // Fault is one scheduled fault.
 type Fault struct {
-	Name   string
-	Type   string
-	Target string
-	At     time.Duration
-	For    time.Duration
-	Fault  faults.Fault
+	Name string
+	Type string
+	// Target is the target as expanded, for the record: one name or role,
+	// or a set of concrete targets separated by commas; Targets lists them.
+	Target  string
+	Targets []string
+	// Group names faults that act together (MODEL §10): an idle member
+	// is excused by an observed one.
+	Group string
+	At    time.Duration
+	For   time.Duration
+	Fault faults.Fault
 }
 
 // Meta describes the case for its case-start mark.
@@ -107,7 +113,7 @@ func (c *Case) Meta() history.CaseMeta {
 		m.Misuse = append(m.Misuse, "work longer than the lease")
 	}
 	for _, f := range c.Faults {
-		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For)})
+		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For), Group: f.Group})
 	}
 	return m
 }

@@ -108,6 +108,10 @@ func TestParseBad(t *testing.T) {
 		{"leader without a leader", base("    backend: redis\n    faults: [{type: kill, target: leader, at: 0s, for: 1s}]\n"), []string{`role "leader" cannot be resolved`}},
 		{"master outside sentinel", base("    backend: etcd\n    faults: [{type: kill, target: master, at: 0s, for: 1s}]\n"), []string{`role "master" cannot be resolved`}},
 		{"address partition on zookeeper", base("    backend: zookeeper\n    faults: [{type: isolate, target: zookeeper-1, at: 0s, for: 1s}]\n"), []string{"zookeeper servers do not use their own address"}},
+		{"pattern that matches nothing", base("    backend: etcd\n    faults: [{type: drop, target: link:redis-*@instance-1, at: 0s, for: 1s}]\n"), []string{"bad.yaml:6:", `"link:redis-*@instance-1" matches no target`}},
+		{"role in a set", base("    backend: etcd\n    faults: [{type: pause, target: [holder, instance-2], at: 0s, for: 1s}]\n"), []string{"not roles"}},
+		{"set of two kinds", base("    backend: etcd\n    faults: [{type: pause, target: [etcd-1, instance-2], at: 0s, for: 1s}]\n"), []string{"must be of one kind"}},
+		{"set member that does not exist", base("    backend: etcd\n    faults: [{type: drop, target: [link:etcd-1@instance-1, link:etcd-9@instance-1], at: 0s, for: 1s}]\n"), []string{`"link:etcd-9@instance-1" does not exist`}},
 		{"split with a missing member", base("    backend: consul\n    faults: [{type: split, target: consul-1, group: [consul-9], at: 0s, for: 1s}]\n"), []string{`"consul-9" does not exist`}},
 		{"holder of a missing key", base("    backend: redis\n    faults: [{type: pause, target: holder-of:k3, at: 0s, for: 1s}]\n"), []string{`"holder-of:k3" names no key`}},
 		{"pause longer than the run", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 5s}]\n"), []string{"ends after the case's duration 2s"}},
@@ -289,5 +293,34 @@ func TestThresholdsValidated(t *testing.T) {
 	_, err = Parse("t.yaml", []byte("name: t\ncases:\n  - {name: a, backend: local, thresholds: [\"acquire_p99 < 50\", \"throughput > 5 per second\"]}\n"))
 	if err == nil || !strings.Contains(err.Error(), "give a unit") || !strings.Contains(err.Error(), "write it as N/s") {
 		t.Errorf("bad thresholds: %v", err)
+	}
+}
+
+// TestFaultTargetSets: a pattern or a list names a set of concrete
+// targets, expanded once and recorded in the meta; a fault_group is kept.
+func TestFaultTargetSets(t *testing.T) {
+	src := `name: t
+workload: {duration: 3s, instances: 2}
+cases:
+  - name: c
+    backend: etcd
+    faults:
+      - {type: drop, target: "link:etcd-*@instance-1", at: 1s, for: 1s}
+      - {type: latency, latency: 10ms, target: [link:etcd-2@instance-2, link:etcd-1@instance-2], at: 1s, for: 1s, fault_group: out}
+`
+	s, err := Parse("sets.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.Cases[0].Faults
+	if got := strings.Join(fs[0].Targets, " "); got != "link:etcd-1@instance-1 link:etcd-2@instance-1 link:etcd-3@instance-1" {
+		t.Errorf("pattern expanded to %q", got)
+	}
+	if fs[1].Target != "link:etcd-2@instance-2,link:etcd-1@instance-2" || fs[1].Group != "out" {
+		t.Errorf("list: target %q group %q", fs[1].Target, fs[1].Group)
+	}
+	m := s.Cases[0].Meta()
+	if m.Faults[0].Target != fs[0].Target || m.Faults[1].Group != "out" {
+		t.Errorf("meta: %+v", m.Faults)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -151,7 +152,75 @@ func (s *Scenario) Reseed(seed int64) error {
 
 var hasLeaderKind = map[string]bool{"etcd": true, "consul": true, "zookeeper": true, "redis-replicated": true}
 
-var commonFaultKeys = map[string]bool{"name": true, "type": true, "target": true, "at": true, "for": true}
+var commonFaultKeys = map[string]bool{"name": true, "type": true, "target": true, "at": true, "for": true, "fault_group": true}
+
+// targetDoc is a fault's target as written: one name or role, a glob over
+// the case's targets (link:etcd-*@instance-1), or a list of names.
+type targetDoc []string
+
+func (t *targetDoc) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*t = targetDoc{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		var list []string
+		if err := n.Decode(&list); err != nil {
+			return err
+		}
+		*t = list
+		return nil
+	}
+	return fmt.Errorf("target: want a name, a pattern or a list of names")
+}
+
+// expandTargets turns a target as written into the concrete targets it
+// names: a role or a name as is; a pattern (with * or ?) into every target
+// of the case it matches; a list into its members. A set (more than one
+// target) names concrete targets only, all of one kind.
+func (sc scheduleCtx) expandTargets(doc targetDoc) ([]string, string) {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range doc {
+		t = strings.TrimSpace(t)
+		if !strings.ContainsAny(t, "*?[") {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+			continue
+		}
+		var hit []string
+		for name := range sc.targets {
+			if ok, err := path.Match(t, name); err != nil {
+				return nil, fmt.Sprintf("%q is not a valid pattern: %v", t, err)
+			} else if ok {
+				hit = append(hit, name)
+			}
+		}
+		if len(hit) == 0 {
+			return nil, fmt.Sprintf("%q matches no target of this case (targets: %s)", t, sortedKeys(sc.targets))
+		}
+		sort.Strings(hit)
+		for _, h := range hit {
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	if len(out) > 1 {
+		for _, t := range out {
+			if faults.IsRole(t) {
+				return nil, fmt.Sprintf("a set of targets names servers, instances or links, not roles (%q)", t)
+			}
+			if faults.KindOf(t) != faults.KindOf(out[0]) {
+				return nil, fmt.Sprintf("a set of targets must be of one kind: %s is a %s, %s a %s", out[0], faults.KindOf(out[0]), t, faults.KindOf(t))
+			}
+		}
+	}
+	return out, ""
+}
 
 // checkRole says why a role cannot be resolved in this case, or "".
 func checkRole(role string, targets map[string]faults.Kind, kindOfServer map[string]string, keys int) string {
@@ -192,9 +261,10 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 	var common struct {
 		Name   string          `yaml:"name"`
 		Type   string          `yaml:"type"`
-		Target string          `yaml:"target"`
+		Target targetDoc       `yaml:"target"`
 		At     config.Duration `yaml:"at"`
 		For    config.Duration `yaml:"for"`
+		Group  string          `yaml:"fault_group"`
 	}
 	rest := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
 	commonNode := &yaml.Node{Kind: yaml.MappingNode, Line: n.Line}
@@ -209,7 +279,7 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		errs.addErr(n.Line, fw, err)
 		return nil
 	}
-	f := &Fault{Name: common.Name, Type: common.Type, Target: common.Target, At: common.At.D(), For: common.For.D()}
+	f := &Fault{Name: common.Name, Type: common.Type, At: common.At.D(), For: common.For.D(), Group: common.Group}
 	if f.Type == "" {
 		errs.add(n.Line, fw+".type", "missing (known: %s)", faultNames())
 		return nil
@@ -223,36 +293,21 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		return nil
 	}
 	bad := false
+	members, msg := sc.expandTargets(common.Target)
 	switch {
-	case f.Target == "":
+	case len(common.Target) == 0 || (len(members) == 1 && members[0] == ""):
 		errs.add(n.Line, fw+".target", "missing")
 		bad = true
-	case faults.IsRole(f.Target):
-		if msg := checkRole(f.Target, sc.targets, sc.serverKinds, sc.keys); msg != "" {
-			errs.add(line("target"), fw+".target", "%s", msg)
-			bad = true
-		} else if kind := faults.KindOf(f.Target); !info.Accepts(kind) {
-			errs.add(line("target"), fw+".target", "%s cannot target the %q role (it acts on %v, the role is a %s)", f.Type, f.Target, info.Targets, kind)
-			bad = true
-		}
-	default:
-		kind, exists := sc.targets[f.Target]
-		if !exists {
-			errs.add(line("target"), fw+".target", "%q does not exist in this case's cluster, or no instance uses it (targets: %s)", f.Target, sortedKeys(sc.targets))
-			bad = true
-		} else if !info.Accepts(kind) {
-			errs.add(line("target"), fw+".target", "%s cannot act on %s %q (it acts on %v)", f.Type, kind, f.Target, info.Targets)
-			bad = true
-		}
-	}
-	if sc.compose && !bad && faults.KindOf(f.Target) == faults.Link && (strings.HasSuffix(f.Target, "-peer") || strings.HasSuffix(f.Target, "-repl")) {
-		errs.add(line("target"), fw+".target", "%s: links between the containers of a compose topology go through no proxy; cut them with isolate, split or one-way", f.Target)
+	case msg != "":
+		errs.add(line("target"), fw+".target", "%s", msg)
 		bad = true
-	}
-	if sc.external && !bad {
-		if msg := externalFault(f.Target, info); msg != "" {
-			errs.add(line("target"), fw+".target", "%s", msg)
-			bad = true
+	default:
+		f.Targets = members
+		f.Target = strings.Join(members, ",")
+		for _, t := range members {
+			if !sc.checkTarget(f, info, t, fw, line("target")) {
+				bad = true
+			}
 		}
 	}
 	if f.At < 0 || f.At > MaxDuration {
@@ -284,9 +339,12 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		errs.add(n.Line, fw+".type", "%s needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts", f.Type)
 		bad = true
 	}
-	if len(info.Kinds) > 0 && !bad && faults.KindOf(f.Target) == faults.Server && !faults.IsRole(f.Target) {
-		if k := sc.serverKinds[f.Target]; !slices.Contains(info.Kinds, k) {
-			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), f.Target, k)
+	for _, t := range f.Targets {
+		if len(info.Kinds) == 0 || bad || faults.KindOf(t) != faults.Server || faults.IsRole(t) {
+			continue
+		}
+		if k := sc.serverKinds[t]; !slices.Contains(info.Kinds, k) {
+			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), t, k)
 			bad = true
 		} else if slices.Contains(info.NeedsFaketime, k) {
 			if err := cluster.FaketimeAvailable(); err != nil {
@@ -311,8 +369,11 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			bad = true
 		}
 	}
-	if info.NeedsFirewall && !bad {
-		if msg := checkFirewall(f.Target, sc.serverKinds, sc.targets, sc.hosts); msg != "" {
+	for _, t := range f.Targets {
+		if !info.NeedsFirewall || bad {
+			break
+		}
+		if msg := checkFirewall(t, sc.serverKinds, sc.targets, sc.hosts); msg != "" {
 			errs.add(line("target"), fw+".target", "%s", msg)
 			bad = true
 		}
@@ -322,6 +383,43 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 	}
 	f.Fault = ft
 	return f
+}
+
+// checkTarget validates one concrete target (or role) of a fault.
+func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string, at int) bool {
+	errs := sc.errs
+	switch {
+	case faults.IsRole(target):
+		if msg := checkRole(target, sc.targets, sc.serverKinds, sc.keys); msg != "" {
+			errs.add(at, fw+".target", "%s", msg)
+			return false
+		}
+		if kind := faults.KindOf(target); !info.Accepts(kind) {
+			errs.add(at, fw+".target", "%s cannot target the %q role (it acts on %v, the role is a %s)", f.Type, target, info.Targets, kind)
+			return false
+		}
+	default:
+		kind, exists := sc.targets[target]
+		if !exists {
+			errs.add(at, fw+".target", "%q does not exist in this case's cluster, or no instance uses it (targets: %s)", target, sortedKeys(sc.targets))
+			return false
+		}
+		if !info.Accepts(kind) {
+			errs.add(at, fw+".target", "%s cannot act on %s %q (it acts on %v)", f.Type, kind, target, info.Targets)
+			return false
+		}
+	}
+	if sc.compose && faults.KindOf(target) == faults.Link && (strings.HasSuffix(target, "-peer") || strings.HasSuffix(target, "-repl")) {
+		errs.add(at, fw+".target", "%s: links between the containers of a compose topology go through no proxy; cut them with isolate, split or one-way", target)
+		return false
+	}
+	if sc.external {
+		if msg := externalFault(target, info); msg != "" {
+			errs.add(at, fw+".target", "%s", msg)
+			return false
+		}
+	}
+	return true
 }
 
 // externalFault says why a fault cannot act on servers lockbench did not
@@ -338,20 +436,30 @@ func externalFault(target string, info faults.Info) string {
 	return ""
 }
 
-// checkOverlaps rejects two faults on one target whose windows overlap. It
-// sorts by target and start, so a long schedule costs n log n.
+// checkOverlaps rejects two faults on one target whose windows overlap
+// (each member of a set counts as its target). It sorts by target and
+// start, so a long schedule costs n log n.
 func checkOverlaps(errs *Errors, line int, where string, fs []*Fault) {
-	s := append([]*Fault(nil), fs...)
-	sort.SliceStable(s, func(i, j int) bool {
-		if s[i].Target != s[j].Target {
-			return s[i].Target < s[j].Target
+	type on struct {
+		f      *Fault
+		target string
+	}
+	var s []on
+	for _, f := range fs {
+		for _, t := range f.Targets {
+			s = append(s, on{f, t})
 		}
-		return s[i].At < s[j].At
+	}
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].target != s[j].target {
+			return s[i].target < s[j].target
+		}
+		return s[i].f.At < s[j].f.At
 	})
 	for i := 1; i < len(s); i++ {
 		a, b := s[i-1], s[i]
-		if a.Target == b.Target && b.At < a.At+a.For {
-			errs.add(line, where+".faults", "%s and %s overlap on target %s", a.Name, b.Name, a.Target)
+		if a.target == b.target && b.f.At < a.f.At+a.f.For {
+			errs.add(line, where+".faults", "%s and %s overlap on target %s", a.f.Name, b.f.Name, a.target)
 		}
 	}
 }

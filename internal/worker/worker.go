@@ -53,6 +53,9 @@ const (
 	MarkStopped = "stopped" // every client has finished
 )
 
+// ControlMarks are the control marks, for the coordinator's decoder.
+var ControlMarks = map[string]bool{MarkReady: true, MarkTick: true, MarkReport: true, MarkStopped: true}
+
 // Config is everything a worker needs, sent by the coordinator.
 type Config struct {
 	Base     int64  `json:"base"` // the run's monotonic base

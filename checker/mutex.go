@@ -1,0 +1,87 @@
+package checker
+
+import (
+	"slices"
+	"time"
+)
+
+// mutex counts overlapping holds (MODEL §6).
+type mutex struct {
+	inForce map[string][]*hold // key -> holds in force, in order of beginning
+	open    []pending          // examples whose overlap has not ended
+	// overlaps are the lengths of the ended overlaps (ns), for the
+	// duration figures; capped.
+	overlaps []int64
+	longest  int64
+}
+
+type pending struct {
+	idx    int // index into the examples, -1 when not kept
+	a, b   *hold
+	since  int64
+	closed bool
+}
+
+// maxOverlaps caps the overlap durations kept for the median.
+const maxOverlaps = 100000
+
+func (m *mutex) begin(c *Case, h *hold) {
+	others := m.inForce[h.key]
+	for _, o := range others {
+		c.res.Violations++
+		c.res.Segments[len(c.res.Segments)-1].Violations++
+		idx := -1
+		if len(c.res.Examples) < MaxExamples {
+			c.res.Examples = append(c.res.Examples, Overlap{
+				Key: h.key, First: o.cl.proc, FirstSince: o.begin, FirstToken: o.token,
+				Second: h.cl.proc, SecondSince: h.begin, SecondToken: h.token, Until: -1,
+			})
+			idx = len(c.res.Examples) - 1
+		}
+		m.open = append(m.open, pending{idx: idx, a: o, b: h, since: h.begin})
+	}
+	m.inForce[h.key] = append(others, h)
+}
+
+func (m *mutex) end(c *Case, h *hold, t int64) {
+	hs := m.inForce[h.key]
+	if i := slices.Index(hs, h); i >= 0 {
+		m.inForce[h.key] = slices.Delete(hs, i, i+1)
+	}
+	if len(m.open) == 0 {
+		return
+	}
+	kept := m.open[:0]
+	for _, p := range m.open {
+		if p.a == h || p.b == h {
+			if p.idx >= 0 {
+				c.res.Examples[p.idx].Until = t
+			}
+			m.ended(t - p.since)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	m.open = kept
+}
+
+func (m *mutex) ended(d int64) {
+	if d > m.longest {
+		m.longest = d
+	}
+	if len(m.overlaps) < maxOverlaps {
+		m.overlaps = append(m.overlaps, d)
+	}
+}
+
+// figures returns the longest and the median overlap, in ms.
+func (m *mutex) figures() (longest, median float64) {
+	if len(m.overlaps) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(m.overlaps)
+	slices.Sort(s)
+	return ms(m.longest), ms(s[(len(s)-1)/2])
+}
+
+func ms(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }

@@ -1,0 +1,497 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockbench/lockbench/internal/history"
+)
+
+// This file follows MODEL §3–§5: clients and their operations, instances
+// and their states, and holds — what each client believes. Mutual
+// exclusion (§6), linearizability (§8) and availability (§11) all read the
+// holds made here, so they agree by construction on when a hold begins and
+// ends.
+
+// endReason is why a hold ended (MODEL §5).
+type endReason uint8
+
+const (
+	inForce endReason = iota
+	byRelease
+	byLost
+	byDeath
+	byEnd
+)
+
+// hold is one client's believed hold of one key (MODEL §5).
+type hold struct {
+	cl      *client
+	key     string
+	begin   int64 // the acquire's ok
+	acqCall int64 // the acquire's invoke
+	token   uint64
+	end     int64
+	reason  endReason
+	// release is the outcome of the release that ended it ("" while it
+	// is in flight or when it ended otherwise).
+	release history.Type
+	// lost: a lost notification for the key came between the grant and
+	// the completion of the release (MODEL §8: R is then the grant).
+	lost bool
+	// death is the instant its instance died while it held (-1: did not).
+	death int64
+	// resolved: its end is known, and the release that ended it (if any)
+	// completed: nothing more can change what it tells.
+	resolved bool
+	// cands are the heal records for which it was in force with its
+	// client live (MODEL §11: served if it turns out good).
+	cands []candidate
+	// lin is its key's linearizability window while it is in it.
+	lin *linWindow
+}
+
+// good reports whether the hold ended by a release that returned ok.
+func (h *hold) good() bool { return h.reason == byRelease && h.release == history.OK }
+
+// revokeFrom is R (MODEL §8): the earliest instant from which the service
+// may take the grant back without a release.
+func (h *hold) revokeFrom() int64 {
+	switch {
+	case h.lost:
+		return h.begin
+	case h.death >= 0:
+		return h.death
+	}
+	return never
+}
+
+const never = int64(1<<63 - 1)
+
+// instance is a worker instance "i<N>" (MODEL §4).
+type instance struct {
+	name    string
+	dead    bool
+	deathT  int64
+	killed  bool // dead by a kill fault
+	paused  int  // pause faults in force on it
+	clients []*client
+	// unknown are acquires of its clients with an unknown outcome whose
+	// possible grant dies with it (MODEL §8: R is the death).
+	unknown []*hold
+}
+
+func (in *instance) live() bool { return !in.dead && in.paused == 0 }
+
+// op is a lock operation in flight (MODEL §3).
+type op struct {
+	f    string
+	key  string
+	call int64
+	// h is, for a release or an extension, the hold it acts on (nil if
+	// the client held none); for an acquire, nil until it completes.
+	h   *hold
+	lin *linOp
+}
+
+// client is one client "i<N>c<M>" (MODEL §3).
+type client struct {
+	proc  string
+	inst  *instance
+	busy  bool // a lock operation is in flight: cur
+	cur   op
+	store string           // key of the store operation in flight ("": none)
+	holds map[string]*hold // key -> hold in force
+	// waits is the key the client waits for ("": none; MODEL §11).
+	waits string
+	// releasing are holds whose release is in flight, by key.
+	releasing map[string]*hold
+	id        int // porcupine client id
+}
+
+func (c *client) live() bool { return c.inst.live() }
+
+// parseProc splits "i2c0" into the instance "i2" and true; a bare "i2"
+// gives "i2" and false.
+func parseProc(proc string) (inst string, isClient bool, ok bool) {
+	if len(proc) < 2 || proc[0] != 'i' {
+		return "", false, false
+	}
+	rest := proc[1:]
+	n := strings.IndexByte(rest, 'c')
+	if n < 0 {
+		return proc, false, digits(rest)
+	}
+	return "i" + rest[:n], true, digits(rest[:n]) && digits(rest[n+1:])
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Case) instance(name string) *instance {
+	in := c.insts[name]
+	if in == nil {
+		in = &instance{name: name, deathT: -1}
+		c.insts[name] = in
+	}
+	return in
+}
+
+func (c *Case) client(proc string) *client {
+	cl := c.clients[proc]
+	if cl == nil {
+		inst, _, _ := parseProc(proc)
+		cl = &client{proc: proc, inst: c.instance(inst), holds: map[string]*hold{}, releasing: map[string]*hold{}, id: len(c.clients)}
+		cl.inst.clients = append(cl.inst.clients, cl)
+		c.clients[proc] = cl
+		c.clientList = append(c.clientList, cl)
+	}
+	return cl
+}
+
+// malformed records that the history breaks its own rules (MODEL §3).
+func (c *Case) malformed(format string, args ...any) {
+	if len(c.malformedMsgs) < MaxExamples {
+		c.malformedMsgs = append(c.malformedMsgs, fmt.Sprintf(format, args...))
+	}
+	c.malformedN++
+}
+
+func isLockOp(f string) bool {
+	switch f {
+	case history.OpAcquire, history.OpRelease, history.OpExtend, history.OpForeignRelease:
+		return true
+	}
+	return false
+}
+
+// deadProc reports whether proc (a client or an instance) belongs to a
+// dead instance. It allocates only the first time it sees a name.
+func (c *Case) deadProc(proc string) bool {
+	if cl := c.clients[proc]; cl != nil {
+		return cl.inst.dead
+	}
+	if in := c.insts[proc]; in != nil {
+		return in.dead
+	}
+	inst, _, _ := parseProc(proc)
+	in := c.insts[inst]
+	return in != nil && in.dead
+}
+
+// operation handles an invoke, ok, fail or info event of a client.
+func (c *Case) operation(e *history.Event) {
+	if e.F == history.OpDropped {
+		return // an instance's notification: load not delivered
+	}
+	cl := c.clients[e.Proc]
+	if cl == nil {
+		if _, isClient, ok := parseProc(e.Proc); !ok || !isClient {
+			c.malformed("%s %s by %q, which is not a client", e.Type, e.F, e.Proc)
+			return
+		}
+		cl = c.client(e.Proc)
+	}
+	switch {
+	case e.F == history.OpLost:
+		if e.Type != history.OK {
+			c.malformed("%s lost of %s: a lost notification is an ok event", e.Type, e.Proc)
+			return
+		}
+		c.res.LeasesLost++
+		c.lostNote(cl, e.Key, e.T)
+	case e.F == history.OpResource:
+		if e.Type == history.Info {
+			c.harness.resourceError(e.T)
+		}
+	case e.F == history.OpStore:
+		c.storeOp(cl, e)
+	case isLockOp(e.F):
+		if e.Type == history.Invoke {
+			c.invoke(cl, e)
+		} else {
+			c.complete(cl, e)
+		}
+	}
+}
+
+func (c *Case) storeOp(cl *client, e *history.Event) {
+	if e.Type == history.Invoke {
+		if cl.store != "" {
+			c.malformed("%s invoked a store operation while another was in flight", cl.proc)
+		}
+		cl.store = e.Key
+		return
+	}
+	if cl.store == "" {
+		c.malformed("%s: %s store with no store operation in flight", cl.proc, e.Type)
+	}
+	cl.store = ""
+}
+
+func (c *Case) invoke(cl *client, e *history.Event) {
+	if cl.busy {
+		c.malformed("%s invoked %s of %s while its %s of %s was in flight", cl.proc, e.F, e.Key, cl.cur.f, cl.cur.key)
+		return
+	}
+	cl.cur = op{f: e.F, key: e.Key, call: e.T}
+	cl.busy = true
+	o := &cl.cur
+	switch e.F {
+	case history.OpAcquire:
+		c.waitFor(cl, e.Key, e.T)
+	case history.OpRelease:
+		if h := cl.holds[e.Key]; h != nil {
+			o.h = h
+			cl.releasing[e.Key] = h
+			c.endHold(h, byRelease, e.T)
+		}
+	case history.OpExtend:
+		o.h = cl.holds[e.Key]
+	}
+	c.lin.invoke(cl, o)
+}
+
+func (c *Case) complete(cl *client, e *history.Event) {
+	o := &cl.cur
+	if !cl.busy || o.f != e.F || o.key != e.Key {
+		what := "no operation in flight"
+		if cl.busy {
+			what = fmt.Sprintf("its %s of %s in flight", o.f, o.key)
+		}
+		c.malformed("%s: %s %s of %s with %s", cl.proc, e.Type, e.F, e.Key, what)
+		return
+	}
+	cl.busy = false
+	switch e.F {
+	case history.OpAcquire:
+		switch e.Type {
+		case history.OK:
+			c.res.AcquiresOK++
+			c.acquired(cl, o, e)
+		case history.Fail:
+			c.res.AcquiresFailed++
+		case history.Info:
+			c.res.AcquiresUnknown++
+			c.unknownAcquire(cl, o)
+		}
+	case history.OpRelease:
+		if e.Type == history.Fail {
+			c.res.ReleasesNotHeld++
+		}
+		if h := cl.releasing[e.Key]; h != nil && h == o.h {
+			delete(cl.releasing, e.Key)
+			h.release = e.Type
+			c.resolve(h)
+		}
+	case history.OpForeignRelease:
+		if e.Type == history.OK {
+			c.res.WrongTokenReleases++
+		}
+	}
+	c.lin.complete(cl, o, e)
+}
+
+// acquired begins a hold, or continues the one in force (MODEL §5).
+func (c *Case) acquired(cl *client, o *op, e *history.Event) {
+	c.stopWaiting(cl, e.T)
+	if e.Token > 0 { // MODEL §7
+		if e.Token <= c.maxToken[e.Key] {
+			c.res.TokenRegressions++
+		} else {
+			c.maxToken[e.Key] = e.Token
+		}
+	}
+	c.live.acquired(cl, e.Key, e.T)
+	if h := cl.holds[e.Key]; h != nil {
+		c.res.DuplicateGrants++
+		h.token = e.Token
+		o.h = h
+		return
+	}
+	h := c.newHold()
+	*h = hold{cl: cl, key: e.Key, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1}
+	o.h = h
+	if !c.meta.Lockless {
+		c.mutex.begin(c, h)
+	}
+	cl.holds[e.Key] = h
+	c.live.holdBegin(h)
+}
+
+// unknownAcquire records an acquire whose outcome is unknown: no hold, but
+// the service may have granted it (MODEL §5, §8).
+func (c *Case) unknownAcquire(cl *client, o *op) {
+	h := &hold{cl: cl, key: o.key, acqCall: o.call, begin: never, end: -1, death: -1, resolved: true}
+	o.h = h
+	cl.inst.unknown = append(cl.inst.unknown, h)
+}
+
+// endHold ends h at t for reason (MODEL §5).
+func (c *Case) endHold(h *hold, reason endReason, t int64) {
+	if h.reason != inForce {
+		return
+	}
+	h.reason, h.end = reason, t
+	delete(h.cl.holds, h.key)
+	if !c.meta.Lockless {
+		c.mutex.end(c, h, t)
+	}
+	c.live.holdEnd(h, t)
+	if reason != byRelease {
+		c.resolve(h)
+	}
+}
+
+// resolve marks h as fully known and lets availability and
+// linearizability use it.
+func (c *Case) resolve(h *hold) {
+	if h.resolved {
+		return
+	}
+	h.resolved = true
+	c.live.resolved(h)
+	c.lin.resolved(h)
+	if c.clients[h.cl.proc].cur.h == h {
+		h.cl.cur.h = nil
+	}
+	c.recycle(h)
+}
+
+// lostNote handles a lost notification for key (MODEL §5, §8).
+func (c *Case) lostNote(cl *client, key string, t int64) {
+	if h := cl.releasing[key]; h != nil {
+		h.lost = true // before the release completed: R is the grant
+	}
+	if h := cl.holds[key]; h != nil {
+		h.lost = true
+		c.endHold(h, byLost, t)
+	}
+}
+
+// waitFor makes cl wait for key from t (MODEL §11).
+func (c *Case) waitFor(cl *client, key string, t int64) {
+	if cl.waits == key {
+		return
+	}
+	c.stopWaiting(cl, t)
+	cl.waits = key
+	c.live.waitBegin(cl, key, t)
+}
+
+func (c *Case) stopWaiting(cl *client, t int64) {
+	if cl.waits == "" {
+		return
+	}
+	c.live.waitEnd(cl, cl.waits, t)
+	cl.waits = ""
+}
+
+// die makes an instance dead at t (MODEL §4): its holds end, its
+// operations in flight become unknown.
+func (c *Case) die(in *instance, t int64, killed bool) {
+	if in.dead {
+		return
+	}
+	c.live.instanceDown(in, t)
+	in.dead, in.deathT, in.killed = true, t, killed
+	for _, cl := range in.clients {
+		c.abandon(cl)
+		if cl.store != "" {
+			c.store.unknownWrite(cl.store) // in flight: it may have committed
+			cl.store = ""
+		}
+		c.store.dropClient(cl.proc)
+		for _, h := range cl.holds {
+			h.death = t
+			c.endHold(h, byDeath, t)
+		}
+		cl.waits = ""
+	}
+	for _, h := range in.unknown {
+		if h.death < 0 {
+			h.death = t
+		}
+	}
+}
+
+// pause and resume an instance (MODEL §4).
+func (c *Case) pause(in *instance, t int64) {
+	if in.live() {
+		c.live.instanceDown(in, t)
+	}
+	in.paused++
+}
+
+func (c *Case) resume(in *instance, t int64) {
+	if in.paused == 0 {
+		return
+	}
+	in.paused--
+	if in.live() {
+		c.live.instanceUp(in, t)
+	}
+}
+
+// finish ends what is still open when the case ends (MODEL §3, §5).
+func (c *Case) finish(t int64) {
+	for _, cl := range c.clientList {
+		c.abandon(cl)
+		for _, h := range cl.holds {
+			c.endHold(h, byEnd, t)
+		}
+		for k, h := range cl.releasing {
+			delete(cl.releasing, k)
+			c.resolve(h)
+		}
+	}
+}
+
+// abandon makes cl's lock operation in flight an unknown outcome (MODEL §3).
+func (c *Case) abandon(cl *client) {
+	if !cl.busy {
+		return
+	}
+	o := &cl.cur
+	cl.busy = false
+	if o.f == history.OpAcquire {
+		c.res.AcquiresUnknown++
+		c.unknownAcquire(cl, o)
+	}
+	if h := cl.releasing[o.key]; h != nil && o.f == history.OpRelease {
+		delete(cl.releasing, o.key)
+		h.release = history.Info
+		c.resolve(h)
+	}
+	c.lin.unknown(cl, o)
+}
+
+// newHold returns a hold from the free list, or a new one.
+func (c *Case) newHold() *hold {
+	if n := len(c.freeHolds); n > 0 {
+		h := c.freeHolds[n-1]
+		c.freeHolds = c.freeHolds[:n-1]
+		return h
+	}
+	return &hold{}
+}
+
+// recycle returns a resolved hold nothing refers to any more to the free
+// list, so that steady-state checking allocates nothing per acquisition.
+// With linearizability on, a window keeps its holds until it is checked.
+func (c *Case) recycle(h *hold) {
+	if c.lin.on || len(h.cands) > 0 || h.begin == never {
+		return
+	}
+	*h = hold{}
+	c.freeHolds = append(c.freeHolds, h)
+}
