@@ -178,7 +178,6 @@ type Case struct {
 	clients    map[string]*client
 	clientList []*client
 	insts      map[string]*instance
-	maxToken   map[string]uint64 // key -> highest token granted (MODEL §7)
 
 	faults    map[string]*faultRec
 	faultList []*faultRec
@@ -221,9 +220,7 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 		lastT:    start,
 		clients:  map[string]*client{},
 		insts:    map[string]*instance{},
-		maxToken: map[string]uint64{},
 		faults:   map[string]*faultRec{},
-		mutex:    mutex{inForce: map[string][]*hold{}},
 	}
 	for _, f := range meta.Faults {
 		if c.faults[f.Name] != nil {
@@ -289,12 +286,13 @@ func (c *Case) Add(e *history.Event) {
 		c.mark(e)
 		return
 	}
-	if c.deadProc(e.Proc) {
+	cl := c.clients[e.Proc]
+	if (cl != nil && cl.inst.dead) || (cl == nil && c.deadProc(e.Proc)) {
 		c.posthumous++
 		return // MODEL §3: a dead instance's events change nothing
 	}
 	c.store.add(e)
-	c.operation(e)
+	c.operation(cl, e)
 }
 
 func (c *Case) mark(e *history.Event) {
@@ -304,7 +302,7 @@ func (c *Case) mark(e *history.Event) {
 			c.stopped, c.stopT = true, e.T
 			c.live.caseStop(e.T)
 			for _, cl := range c.clientList {
-				cl.waits = ""
+				cl.waits = nil
 			}
 		}
 	case history.MarkCaseEnd:

@@ -57,10 +57,14 @@ const (
 // recovers_within.
 const MinEvidence = 2 * time.Second
 
+// keyLive is everything the checker follows per key: one map lookup per
+// event, shared by availability, mutual exclusion and tokens.
 type keyLive struct {
+	name             string
 	holders, waiters int     // live ones
-	holds            []*hold // in force, live or not
+	holds            []*hold // in force, live or not, in order of beginning
 	since            int64   // unavailable since (-1: available)
+	maxToken         uint64  // highest token granted (MODEL §7)
 }
 
 // healRec is one heal and its clear window (MODEL §11).
@@ -112,7 +116,7 @@ func (l *liveness) init(start int64, available *bool, within int64) {
 func (l *liveness) key(k string) *keyLive {
 	kl := l.keys[k]
 	if kl == nil {
-		kl = &keyLive{since: -1}
+		kl = &keyLive{name: k, since: -1}
 		l.keys[k] = kl
 	}
 	return kl
@@ -176,7 +180,7 @@ func (l *liveness) acquired(cl *client, key string, t int64) {
 }
 
 func (l *liveness) holdBegin(h *hold) {
-	kl := l.key(h.key)
+	kl := h.kl
 	kl.holds = append(kl.holds, h)
 	if h.cl.live() {
 		kl.holders++
@@ -185,7 +189,7 @@ func (l *liveness) holdBegin(h *hold) {
 }
 
 func (l *liveness) holdEnd(h *hold, t int64) {
-	kl := l.key(h.key)
+	kl := h.kl
 	for i, x := range kl.holds {
 		if x == h {
 			kl.holds = append(kl.holds[:i], kl.holds[i+1:]...)
@@ -198,39 +202,35 @@ func (l *liveness) holdEnd(h *hold, t int64) {
 	}
 }
 
-func (l *liveness) waitBegin(cl *client, key string, t int64) {
+func (l *liveness) waitBegin(cl *client, kl *keyLive, t int64) {
 	if !cl.live() {
 		return
 	}
-	kl := l.key(key)
 	kl.waiters++
-	l.update(key, kl, t)
+	l.update(kl.name, kl, t)
 	for _, r := range l.open {
-		r.key(key).relevant = true
+		r.key(kl.name).relevant = true
 	}
 }
 
-func (l *liveness) waitEnd(cl *client, key string, t int64) {
+func (l *liveness) waitEnd(cl *client, kl *keyLive, t int64) {
 	if !cl.live() {
 		return
 	}
-	kl := l.key(key)
 	kl.waiters--
-	l.update(key, kl, t)
+	l.update(kl.name, kl, t)
 }
 
 // instanceDown is called while in is still live, before it pauses or dies.
 func (l *liveness) instanceDown(in *instance, t int64) {
 	for _, cl := range in.clients {
 		for _, h := range cl.holds {
-			kl := l.key(h.key)
-			kl.holders--
-			l.update(h.key, kl, t)
+			h.kl.holders--
+			l.update(h.key, h.kl, t)
 		}
-		if cl.waits != "" {
-			kl := l.key(cl.waits)
+		if kl := cl.waits; kl != nil {
 			kl.waiters--
-			l.update(cl.waits, kl, t)
+			l.update(kl.name, kl, t)
 		}
 	}
 }
@@ -239,19 +239,17 @@ func (l *liveness) instanceDown(in *instance, t int64) {
 func (l *liveness) instanceUp(in *instance, t int64) {
 	for _, cl := range in.clients {
 		for _, h := range cl.holds {
-			kl := l.key(h.key)
-			kl.holders++
-			l.update(h.key, kl, t)
+			h.kl.holders++
+			l.update(h.key, h.kl, t)
 			for _, r := range l.open {
 				h.cands = append(h.cands, candidate{hk: r.key(h.key), at: t})
 			}
 		}
-		if cl.waits != "" {
-			kl := l.key(cl.waits)
+		if kl := cl.waits; kl != nil {
 			kl.waiters++
-			l.update(cl.waits, kl, t)
+			l.update(kl.name, kl, t)
 			for _, r := range l.open {
-				r.key(cl.waits).relevant = true
+				r.key(kl.name).relevant = true
 			}
 		}
 	}

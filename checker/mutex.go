@@ -7,8 +7,7 @@ import (
 
 // mutex counts overlapping holds (MODEL §6).
 type mutex struct {
-	inForce map[string][]*hold // key -> holds in force, in order of beginning
-	open    []pending          // examples whose overlap has not ended
+	open []pending // examples whose overlap has not ended
 	// overlaps are the lengths of the ended overlaps (ns), for the
 	// duration figures; capped.
 	overlaps []int64
@@ -26,8 +25,7 @@ type pending struct {
 const maxOverlaps = 100000
 
 func (m *mutex) begin(c *Case, h *hold) {
-	others := m.inForce[h.key]
-	for _, o := range others {
+	for _, o := range h.kl.holds {
 		c.res.Violations++
 		c.res.Segments[len(c.res.Segments)-1].Violations++
 		idx := -1
@@ -40,14 +38,10 @@ func (m *mutex) begin(c *Case, h *hold) {
 		}
 		m.open = append(m.open, pending{idx: idx, a: o, b: h, since: h.begin})
 	}
-	m.inForce[h.key] = append(others, h)
 }
 
+// end closes the overlaps h was part of; h has left its key's holds.
 func (m *mutex) end(c *Case, h *hold, t int64) {
-	hs := m.inForce[h.key]
-	if i := slices.Index(hs, h); i >= 0 {
-		m.inForce[h.key] = slices.Delete(hs, i, i+1)
-	}
 	if len(m.open) == 0 {
 		return
 	}

@@ -31,6 +31,7 @@ type hold struct {
 	begin   int64 // the acquire's ok
 	acqCall int64 // the acquire's invoke
 	token   uint64
+	kl      *keyLive // its key
 	end     int64
 	reason  endReason
 	// release is the outcome of the release that ended it ("" while it
@@ -101,11 +102,13 @@ type client struct {
 	busy  bool // a lock operation is in flight: cur
 	cur   op
 	store string           // key of the store operation in flight ("": none)
-	holds map[string]*hold // key -> hold in force
-	// waits is the key the client waits for ("": none; MODEL §11).
-	waits string
-	// releasing are holds whose release is in flight, by key.
-	releasing map[string]*hold
+	holds holdSet // holds in force
+	// waits is the key the client waits for (nil: none; MODEL §11).
+	waits *keyLive
+	// last is the key it used last: most events name it again.
+	last *keyLive
+	// releasing are holds whose release is in flight.
+	releasing holdSet
 	id        int // porcupine client id
 }
 
@@ -150,7 +153,7 @@ func (c *Case) client(proc string) *client {
 	cl := c.clients[proc]
 	if cl == nil {
 		inst, _, _ := parseProc(proc)
-		cl = &client{proc: proc, inst: c.instance(inst), holds: map[string]*hold{}, releasing: map[string]*hold{}, id: len(c.clients)}
+		cl = &client{proc: proc, inst: c.instance(inst), id: len(c.clients)}
 		cl.inst.clients = append(cl.inst.clients, cl)
 		c.clients[proc] = cl
 		c.clientList = append(c.clientList, cl)
@@ -189,11 +192,10 @@ func (c *Case) deadProc(proc string) bool {
 }
 
 // operation handles an invoke, ok, fail or info event of a client.
-func (c *Case) operation(e *history.Event) {
+func (c *Case) operation(cl *client, e *history.Event) {
 	if e.F == history.OpDropped {
 		return // an instance's notification: load not delivered
 	}
-	cl := c.clients[e.Proc]
 	if cl == nil {
 		if _, isClient, ok := parseProc(e.Proc); !ok || !isClient {
 			c.malformed("%s %s by %q, which is not a client", e.Type, e.F, e.Proc)
@@ -250,13 +252,13 @@ func (c *Case) invoke(cl *client, e *history.Event) {
 	case history.OpAcquire:
 		c.waitFor(cl, e.Key, e.T)
 	case history.OpRelease:
-		if h := cl.holds[e.Key]; h != nil {
+		if h := cl.holds.get(e.Key); h != nil {
 			o.h = h
-			cl.releasing[e.Key] = h
+			cl.releasing.put(h)
 			c.endHold(h, byRelease, e.T)
 		}
 	case history.OpExtend:
-		o.h = cl.holds[e.Key]
+		o.h = cl.holds.get(e.Key)
 	}
 	c.lin.invoke(cl, o)
 }
@@ -288,8 +290,8 @@ func (c *Case) complete(cl *client, e *history.Event) {
 		if e.Type == history.Fail {
 			c.res.ReleasesNotHeld++
 		}
-		if h := cl.releasing[e.Key]; h != nil && h == o.h {
-			delete(cl.releasing, e.Key)
+		if h := cl.releasing.get(e.Key); h != nil && h == o.h {
+			cl.releasing.del(h)
 			h.release = e.Type
 			c.resolve(h)
 		}
@@ -304,27 +306,28 @@ func (c *Case) complete(cl *client, e *history.Event) {
 // acquired begins a hold, or continues the one in force (MODEL §5).
 func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 	c.stopWaiting(cl, e.T)
+	kl := c.keyOf(cl, e.Key)
 	if e.Token > 0 { // MODEL §7
-		if e.Token <= c.maxToken[e.Key] {
+		if e.Token <= kl.maxToken {
 			c.res.TokenRegressions++
 		} else {
-			c.maxToken[e.Key] = e.Token
+			kl.maxToken = e.Token
 		}
 	}
 	c.live.acquired(cl, e.Key, e.T)
-	if h := cl.holds[e.Key]; h != nil {
+	if h := cl.holds.get(e.Key); h != nil {
 		c.res.DuplicateGrants++
 		h.token = e.Token
 		o.h = h
 		return
 	}
 	h := c.newHold()
-	*h = hold{cl: cl, key: e.Key, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1}
+	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1}
 	o.h = h
 	if !c.meta.Lockless {
 		c.mutex.begin(c, h)
 	}
-	cl.holds[e.Key] = h
+	cl.holds.put(h)
 	c.live.holdBegin(h)
 }
 
@@ -342,11 +345,11 @@ func (c *Case) endHold(h *hold, reason endReason, t int64) {
 		return
 	}
 	h.reason, h.end = reason, t
-	delete(h.cl.holds, h.key)
+	h.cl.holds.del(h)
+	c.live.holdEnd(h, t)
 	if !c.meta.Lockless {
 		c.mutex.end(c, h, t)
 	}
-	c.live.holdEnd(h, t)
 	if reason != byRelease {
 		c.resolve(h)
 	}
@@ -369,10 +372,10 @@ func (c *Case) resolve(h *hold) {
 
 // lostNote handles a lost notification for key (MODEL §5, §8).
 func (c *Case) lostNote(cl *client, key string, t int64) {
-	if h := cl.releasing[key]; h != nil {
+	if h := cl.releasing.get(key); h != nil {
 		h.lost = true // before the release completed: R is the grant
 	}
-	if h := cl.holds[key]; h != nil {
+	if h := cl.holds.get(key); h != nil {
 		h.lost = true
 		c.endHold(h, byLost, t)
 	}
@@ -380,20 +383,21 @@ func (c *Case) lostNote(cl *client, key string, t int64) {
 
 // waitFor makes cl wait for key from t (MODEL §11).
 func (c *Case) waitFor(cl *client, key string, t int64) {
-	if cl.waits == key {
+	if cl.waits != nil && cl.waits.name == key {
 		return
 	}
 	c.stopWaiting(cl, t)
-	cl.waits = key
-	c.live.waitBegin(cl, key, t)
+	kl := c.keyOf(cl, key)
+	cl.waits = kl
+	c.live.waitBegin(cl, kl, t)
 }
 
 func (c *Case) stopWaiting(cl *client, t int64) {
-	if cl.waits == "" {
+	if cl.waits == nil {
 		return
 	}
 	c.live.waitEnd(cl, cl.waits, t)
-	cl.waits = ""
+	cl.waits = nil
 }
 
 // die makes an instance dead at t (MODEL §4): its holds end, its
@@ -411,11 +415,11 @@ func (c *Case) die(in *instance, t int64, killed bool) {
 			cl.store = ""
 		}
 		c.store.dropClient(cl.proc)
-		for _, h := range cl.holds {
+		for _, h := range cl.holds.all() {
 			h.death = t
 			c.endHold(h, byDeath, t)
 		}
-		cl.waits = ""
+		cl.waits = nil
 	}
 	for _, h := range in.unknown {
 		if h.death < 0 {
@@ -446,11 +450,11 @@ func (c *Case) resume(in *instance, t int64) {
 func (c *Case) finish(t int64) {
 	for _, cl := range c.clientList {
 		c.abandon(cl)
-		for _, h := range cl.holds {
+		for _, h := range cl.holds.all() {
 			c.endHold(h, byEnd, t)
 		}
-		for k, h := range cl.releasing {
-			delete(cl.releasing, k)
+		for _, h := range cl.releasing.all() {
+			cl.releasing.del(h)
 			c.resolve(h)
 		}
 	}
@@ -467,8 +471,8 @@ func (c *Case) abandon(cl *client) {
 		c.res.AcquiresUnknown++
 		c.unknownAcquire(cl, o)
 	}
-	if h := cl.releasing[o.key]; h != nil && o.f == history.OpRelease {
-		delete(cl.releasing, o.key)
+	if h := cl.releasing.get(o.key); h != nil && o.f == history.OpRelease {
+		cl.releasing.del(h)
 		h.release = history.Info
 		c.resolve(h)
 	}
@@ -494,4 +498,42 @@ func (c *Case) recycle(h *hold) {
 	}
 	*h = hold{}
 	c.freeHolds = append(c.freeHolds, h)
+}
+
+// holdSet is a client's few holds: a slice, searched by key, cheaper than
+// a map for the one or two keys a client holds at a time.
+type holdSet []*hold
+
+func (s holdSet) get(key string) *hold {
+	for _, h := range s {
+		if h.key == key {
+			return h
+		}
+	}
+	return nil
+}
+
+func (s *holdSet) put(h *hold) { *s = append(*s, h) }
+
+func (s *holdSet) del(h *hold) {
+	for i, x := range *s {
+		if x == h {
+			(*s)[i] = (*s)[len(*s)-1]
+			(*s)[len(*s)-1] = nil
+			*s = (*s)[:len(*s)-1]
+			return
+		}
+	}
+}
+
+// all returns a copy, for loops that end holds as they go.
+func (s holdSet) all() []*hold { return append([]*hold(nil), s...) }
+
+// keyOf returns key's state, looking at the client's last key first.
+func (c *Case) keyOf(cl *client, key string) *keyLive {
+	if cl.last != nil && cl.last.name == key {
+		return cl.last
+	}
+	cl.last = c.live.key(key)
+	return cl.last
 }

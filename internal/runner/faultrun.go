@@ -69,12 +69,26 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 			return
 		}
 	}
-	rec.Resolved = target
-	env := &faultEnv{cr: cr, fault: f.Name}
 	members := []string{target}
 	if len(f.Targets) > 1 {
-		members = f.Targets
+		members = append([]string(nil), f.Targets...)
 	}
+	// Links scoped to an instance role (link:etcd-*@holder): the role is
+	// resolved once, for every link of the set.
+	if _, role, scoped := strings.Cut(members[0], "@"); scoped && faults.IsRole(role) {
+		inst, err := cr.resolveRole(ctx, role, choice)
+		if err != nil {
+			fail(err)
+			return
+		}
+		for i, m := range members {
+			link, _, _ := strings.Cut(m, "@")
+			members[i] = link + "@" + inst
+		}
+		target = strings.Join(members, ",")
+	}
+	rec.Resolved = target
+	env := &faultEnv{cr: cr, fault: f.Name}
 	for _, m := range members {
 		if err := env.healthy(m); err != nil {
 			fail(fmt.Errorf("target not healthy before injection: %w", err))

@@ -323,4 +323,17 @@ cases:
 	if m.Faults[0].Target != fs[0].Target || m.Faults[1].Group != "out" {
 		t.Errorf("meta: %+v", m.Faults)
 	}
+	// Links scoped to an instance role keep the role, resolved at the
+	// fault, once for every link.
+	role := strings.Replace(src, "link:etcd-*@instance-1", "link:etcd-*@holder", 1)
+	s, err = Parse("role.yaml", []byte(role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Cases[0].Faults[0].Target; got != "link:etcd-1@holder,link:etcd-2@holder,link:etcd-3@holder" {
+		t.Errorf("role-scoped pattern expanded to %q", got)
+	}
+	if _, err := Parse("bad.yaml", []byte(strings.Replace(src, "link:etcd-*@instance-1", "link:redis-*@holder", 1))); err == nil || !strings.Contains(err.Error(), `"link:redis-*@holder" matches no target`) {
+		t.Errorf("role-scoped pattern matching nothing: %v", err)
+	}
 }

@@ -183,6 +183,26 @@ func (sc scheduleCtx) expandTargets(doc targetDoc) ([]string, string) {
 	seen := map[string]bool{}
 	for _, t := range doc {
 		t = strings.TrimSpace(t)
+		// A link scoped to an instance role (link:etcd-*@holder) is
+		// expanded over instance 1's links and keeps its role: the role is
+		// resolved when the fault is injected, once for every link.
+		if link, role, ok := linkRole(t); ok {
+			if msg := checkRole(role, sc.targets, sc.serverKinds, sc.keys); msg != "" {
+				return nil, msg
+			}
+			members, msg := sc.expandTargets(targetDoc{link + "@instance-1"})
+			if msg != "" {
+				return nil, strings.ReplaceAll(msg, "@instance-1", "@"+role)
+			}
+			for _, m := range members {
+				m = strings.TrimSuffix(m, "@instance-1") + "@" + role
+				if !seen[m] {
+					seen[m] = true
+					out = append(out, m)
+				}
+			}
+			continue
+		}
 		if !strings.ContainsAny(t, "*?[") {
 			if !seen[t] {
 				seen[t] = true
@@ -385,9 +405,22 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 	return f
 }
 
+// linkRole splits a link scoped to an instance role
+// ("link:etcd-1@holder") into the link and the role.
+func linkRole(t string) (string, string, bool) {
+	link, role, ok := strings.Cut(t, "@")
+	if !ok || !strings.HasPrefix(link, "link:") || !faults.IsRole(role) || faults.KindOf(role) != faults.Instance {
+		return "", "", false
+	}
+	return link, role, true
+}
+
 // checkTarget validates one concrete target (or role) of a fault.
 func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string, at int) bool {
 	errs := sc.errs
+	if link, _, ok := linkRole(target); ok {
+		target = link + "@instance-1" // every instance has the same links
+	}
 	switch {
 	case faults.IsRole(target):
 		if msg := checkRole(target, sc.targets, sc.serverKinds, sc.keys); msg != "" {
