@@ -215,12 +215,12 @@ func WithLinearizability(timeout time.Duration) Option {
 // case-start mark was at start.
 func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	c := &Case{
-		meta:     meta,
-		start:    start,
-		lastT:    start,
-		clients:  map[string]*client{},
-		insts:    map[string]*instance{},
-		faults:   map[string]*faultRec{},
+		meta:    meta,
+		start:   start,
+		lastT:   start,
+		clients: map[string]*client{},
+		insts:   map[string]*instance{},
+		faults:  map[string]*faultRec{},
 	}
 	for _, f := range meta.Faults {
 		if c.faults[f.Name] != nil {

@@ -101,7 +101,7 @@ type client struct {
 	inst  *instance
 	busy  bool // a lock operation is in flight: cur
 	cur   op
-	store string           // key of the store operation in flight ("": none)
+	store string  // key of the store operation in flight ("": none)
 	holds holdSet // holds in force
 	// waits is the key the client waits for (nil: none; MODEL §11).
 	waits *keyLive
