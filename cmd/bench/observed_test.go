@@ -69,7 +69,7 @@ func TestUnusedLinkIsNeverAPass(t *testing.T) {
 	if c.Check.Status != "invalid" || len(c.Check.Invalid) == 0 || !strings.Contains(strings.Join(c.Check.Invalid, "; "), "nothing used link:redis-2@instance-1") {
 		t.Errorf("status %s, reasons %v", c.Check.Status, c.Check.Invalid)
 	}
-	if rec := faultRecords(t, dir)["replica-link/partition-1"]; !rec.Applied || rec.Unobserved == "" {
+	if rec := faultRecords(t, dir)["replica-link/partition-1"]; !rec.Applied || rec.Idle == "" {
 		t.Errorf("faults.jsonl: %+v", rec)
 	}
 	_, _, err = runInProcess(t, "run", "-dir", filepath.Join(t.TempDir(), "x"), writeScenario(t,

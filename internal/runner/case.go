@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/faults"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -36,10 +37,11 @@ type caseRun struct {
 	workers  map[string]*workerProc
 	start    int64 // case start, since run base
 
-	liveMu  sync.Mutex
-	waiting map[string]bool   // clients with an acquire in flight, as events arrive
-	storing map[string]string // clients inside a store critical section: client -> key
-	stats   history.HarnessStats
+	liveMu   sync.Mutex
+	lastHeal int64             // when the last fault healed (since run base)
+	waiting  map[string]bool   // clients with an acquire in flight, as events arrive
+	storing  map[string]string // clients inside a store critical section: client -> key
+	stats    history.HarnessStats
 }
 
 func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error) {
@@ -139,6 +141,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	// instance can hear its stop and release what it holds.
 	stopFaults()
 	fwg.Wait()
+	cr.watchRecovery(ctx)
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseStop})
 	if err := cr.stopWorkers(ctx); err != nil {
 		return err
@@ -154,6 +157,33 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkHarness, Meta: stats})
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseEnd})
 	return nil
+}
+
+// healed records that a fault healed at t.
+func (cr *caseRun) healed(t int64) {
+	cr.liveMu.Lock()
+	defer cr.liveMu.Unlock()
+	cr.lastHeal = max(cr.lastHeal, t)
+}
+
+// watchRecovery keeps the workload running, past the case's duration if
+// need be, until the last heal is followed by the time the checker needs
+// to judge the recovery (checker.MinEvidence, or recovers_within): a fault
+// whose heal took long (a server restarted and waited for) must not leave
+// its recovery undecided for want of watching (checker/MODEL.md §11).
+func (cr *caseRun) watchRecovery(ctx context.Context) {
+	cr.liveMu.Lock()
+	last := cr.lastHeal
+	cr.liveMu.Unlock()
+	if last == 0 || (cr.c.Expect.Available != nil && !*cr.c.Expect.Available) {
+		return
+	}
+	need := max(checker.MinEvidence, time.Duration(cr.c.Expect.RecoversWithinNs))
+	if wait := time.Duration(last + int64(need) - monoclock.Since(cr.r.base)); wait > 0 {
+		fmt.Fprintf(cr.r.log, "  the last fault healed %s before the case's end: running %s more to watch the recovery\n",
+			(need - wait).Round(time.Millisecond), wait.Round(time.Millisecond))
+		sleepCtx(ctx, wait)
+	}
 }
 
 // keyPrefix is what every key of the case starts with on servers lockbench

@@ -141,6 +141,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 		rec.Observed = append(rec.Observed, healed)
 	}
 	rec.EndNs = monoclock.Since(cr.r.base)
+	cr.healed(rec.EndNs)
 	cr.r.fault.Store("")
 	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError, Observed: healed})
 }
