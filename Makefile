@@ -55,12 +55,20 @@ $(BIN): $(GOFILES) go.mod go.sum
 bench: setup build
 	./$(BIN) run -o $(RESULTS) $(SCENARIO)
 
-## test: install, then gofmt, go vet, the whole test suite with the race detector, and a short fuzz of each parser
+# RACE_TESTS run against real servers with the race detector on the
+# coordinator and the workers (the rest of the integration tests run without
+# it, side by side: under -race they cost five times the CPU of two cores).
+RACE_TESTS := ^(TestControlsAgainstRealRedis|TestConcurrentRunsAreIsolated|TestOpenLoopKeepsItsSchedule)$$
+PARALLEL   ?= 4
+
+## test: install, then gofmt, go vet, every unit test with -race, the integration tests against real servers side by side, and a short fuzz of each parser
 test: setup fmt-check vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -short -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) ./backends ./cmd/bench
+	$(GO) test -race -count=1 -timeout 20m -run '$(RACE_TESTS)' ./cmd/bench
 	@$(MAKE) --no-print-directory fuzz-short
 
-FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./internal/history:FuzzReader
+FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./internal/history:FuzzReader ./internal/history:FuzzDecoders
 FUZZTIME ?= 10m
 
 # fuzz-short: each fuzz target for 10s (part of make test)

@@ -79,6 +79,9 @@ func child(raw string) int {
 // beyond the expiry bound learns that its lease is lost once it resumes.
 // PostgreSQL has no lease: its paused holder keeps the lock (no signal).
 func TestLostSignalAfterPause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers: not with -short")
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make setup): %v", err)
 	}

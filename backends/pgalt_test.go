@@ -51,6 +51,9 @@ func pgAlternatives(t *testing.T) (open func(name, options string, ttl time.Dura
 // a real PostgreSQL: the lease row, the row lock with the work in its
 // transaction, and optimistic concurrency.
 func TestPostgresAlternatives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real PostgreSQL: not with -short")
+	}
 	open, env := pgAlternatives(t)
 	ctx := context.Background()
 

@@ -198,6 +198,7 @@ cases:
 // rolls the paused holder's work back: the counters PostgreSQL holds at
 // the end match the increments the history says were committed.
 func TestAlternativesAgainstPostgres(t *testing.T) {
+	integration(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, err := runInProcess(t, "run", "-dir", dir, writeScenario(t, alternativesScenario))
 	if err != nil {

@@ -39,6 +39,7 @@ cases:
 // member's container cut from its peers inside its own network namespace;
 // each effect is observed, every case valid, and the topology comes down.
 func TestComposeTopology(t *testing.T) {
+	integration(t)
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		t.Fatalf("docker-compose is not installed: %v", err)
 	}

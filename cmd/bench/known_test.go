@@ -20,6 +20,7 @@ func TestKnownAnswers(t *testing.T) {
 	needRedis(t)
 	for _, name := range knownSubset {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "out")
 			stdout, stderr, err := runInProcess(t, "run", "-q", "-dir", dir, filepath.Join("../../scenarios/known", name+".yaml"))
 			if err != nil {

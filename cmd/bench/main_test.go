@@ -35,8 +35,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// integration marks a test that runs real servers: skipped with -short
+// (make test runs the unit tests with -race and -short, then these without
+// -race), and run side by side with the other integration tests. Each run
+// takes an address slot of its own and, through runInProcess, a process of
+// its own, so their clusters, CPU accounting and environments never meet.
+func integration(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test (real servers): not with -short")
+	}
+	t.Parallel()
+}
+
 func needRedis(t *testing.T) {
 	t.Helper()
+	integration(t)
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make setup installs it): %v", err)
 	}
@@ -51,11 +65,42 @@ func writeScenario(t *testing.T, body string) string {
 	return p
 }
 
+// runInProcess runs bench with args: in the test's process, or, for a
+// run (which starts servers and workers and measures its own CPU), in a
+// process of its own through runBench.
 func runInProcess(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	if len(args) > 0 && args[0] == "run" {
+		return runBench(t, nil, args...)
+	}
 	var out, errb bytes.Buffer
 	err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), err
+}
+
+// runBench runs bench as a process of its own (this test binary, which is
+// bench when envBeBench is set), with env added to the test's environment,
+// and returns its output and its exit code as an error carrying it, with
+// the message main printed.
+func runBench(t *testing.T, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errb.String(), nil
+	case !errors.As(err, &ee):
+		return out.String(), errb.String(), err
+	}
+	msg := fmt.Sprintf("exit status %d", ee.ExitCode())
+	if i := strings.LastIndex("\n"+errb.String(), "\nbench: "); i >= 0 {
+		msg = strings.TrimSpace(errb.String()[i+len("bench: "):])
+	}
+	return out.String(), errb.String(), exitcode.With(errors.New(msg), exitcode.Code(ee.ExitCode()))
 }
 
 const controls = `

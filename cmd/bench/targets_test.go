@@ -101,9 +101,9 @@ func TestTargetsFile(t *testing.T) {
 	dir := t.TempDir()
 	redisSecret := fmt.Sprintf("redis-secret-%d", time.Now().UnixNano())
 	etcdSecret := fmt.Sprintf("etcd-secret-%d", time.Now().UnixNano())
-	t.Setenv("LB_TEST_REDIS_PASSWORD", redisSecret)
-	t.Setenv("LB_TEST_ETCD_USER", "root")
-	t.Setenv("LB_TEST_ETCD_PASSWORD", etcdSecret)
+	// The run gets its credentials through its own environment: this
+	// test runs beside others and does not set the test process's.
+	creds := []string{"LB_TEST_REDIS_PASSWORD=" + redisSecret, "LB_TEST_ETCD_USER=root", "LB_TEST_ETCD_PASSWORD=" + etcdSecret}
 
 	ca, cert, key := writeCA(t, dir)
 	rp := freePort(t)
@@ -154,7 +154,7 @@ cases:
   - {name: etcd, backend: etcd, options: {members: 1}}
 `)
 	out := filepath.Join(dir, "out")
-	stdout, stderr, err := runInProcess(t, "run", "-targets", targets, "-dir", out, scen)
+	stdout, stderr, err := runBench(t, creds, "run", "-targets", targets, "-dir", out, scen)
 	if err != nil {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -181,11 +181,10 @@ cases:
 	}
 
 	kill := writeScenario(t, "name: x\ncases: [{name: k, backend: redis, faults: [{type: kill, target: redis-1, at: 1s, for: 1s}]}]\n")
-	if _, _, err := runInProcess(t, "run", "-targets", targets, "-dir", filepath.Join(dir, "k"), kill); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "unavailable with a targets file") {
+	if _, _, err := runBench(t, creds, "run", "-targets", targets, "-dir", filepath.Join(dir, "k"), kill); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "unavailable with a targets file") {
 		t.Errorf("a kill of a server lockbench does not run: %v", err)
 	}
-	os.Unsetenv("LB_TEST_ETCD_PASSWORD")
-	if _, _, err := runInProcess(t, "validate", "-targets", targets, scen); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "LB_TEST_ETCD_PASSWORD is not set") {
+	if _, _, err := runBench(t, creds[:2], "validate", "-targets", targets, scen); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "LB_TEST_ETCD_PASSWORD is not set") {
 		t.Errorf("an unset credential variable: %v", err)
 	}
 }

@@ -36,6 +36,16 @@ func planLinks(c *scenario.Case) linkPlan {
 				continue each
 			}
 			name, inst, per := strings.Cut(link, "@instance-")
+			if l, _, role := strings.Cut(link, "@"); role && !per {
+				// Scoped to a role (@holder): any instance may be the one.
+				if p.perInst[l] == nil {
+					p.perInst[l] = map[int]bool{}
+				}
+				for n := 1; n <= c.Workload.Instances; n++ {
+					p.perInst[l][n] = true
+				}
+				continue each
+			}
 			switch {
 			case per:
 				var n int
