@@ -48,6 +48,7 @@ type caseConfig struct {
 	lateOutside      bool
 	blocked          bool
 	problem          string // what was injected, for the report
+	thresholds       bool   // pass/fail criteria on the case's counts
 
 	keyList []string
 }
@@ -232,6 +233,7 @@ func (g *gen) randomCase(name string) *caseConfig {
 	if g.p(0.6) {
 		c.harness = "ok"
 	}
+	c.thresholds = g.p(0.3)
 	g.rollProblems(c, 0.25)
 	return c
 }
@@ -459,8 +461,13 @@ func (g *gen) expectations(c *caseConfig) {
 			// one key, and a dead holder to show it: every fault is
 			// judged against every key (MODEL §11)
 			c.keys = 1
+			at := int64(float64(c.duration) * (0.15 + 0.2*g.f()))
+			if g.p(0.3) {
+				// too late to show it: fewer than 2 s of the case remain
+				at = c.duration - g.ms(700, 1700)
+			}
 			c.faults = []*faultPlan{{outcome: foNormal, kind: fkKillInst, insts: []int{0},
-				spec: FaultSpec{Type: "kill", Target: "holder", At: int64(float64(c.duration) * (0.15 + 0.2*g.f()))}}}
+				spec: FaultSpec{Type: "kill", Target: "holder", At: at}}}
 			if g.p(0.3) {
 				// a later fault while it stays blocked
 				p := &faultPlan{outcome: foNormal, kind: fkPartition, links: []linkTarget{{"srv-1", 0}}}

@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // Linearizability (MODEL §8), worked out two ways, neither of them a search:
 //
@@ -263,26 +266,55 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 			}
 			return t + lease
 		}
-		blocked := func(lo, hi int64, except *linOp) bool {
+		// the freeing operations that may take effect after lo, the two
+		// that may start first: enough to tell whether any but one
+		// starts before hi
+		firstFree := func(lo int64) (a, b *linOp) {
 			for _, f := range freeing {
-				if f != except && f.inv < hi && f.comp > lo {
-					return true
+				if f.comp <= lo {
+					continue
+				}
+				switch {
+				case a == nil || f.inv < a.inv:
+					a, b = f, a
+				case b == nil || f.inv < b.inv:
+					b = f
 				}
 			}
-			return false
+			return a, b
+		}
+		// the fenced rule: a token not above one granted strictly before
+		byComp := append([]*linOp(nil), oks...)
+		sort.Slice(byComp, func(i, j int) bool { return byComp[i].comp < byComp[j].comp })
+		prefMax := make([]*linOp, len(byComp))
+		for i, g := range byComp {
+			prefMax[i] = g
+			if i > 0 && prefMax[i-1].op.token >= g.op.token {
+				prefMax[i] = prefMax[i-1]
+			}
+		}
+		for _, g2 := range oks {
+			n := sort.Search(len(byComp), func(i int) bool { return byComp[i].comp >= g2.inv })
+			if fenced == "" && n > 0 && g2.op.token > 0 && prefMax[n-1].op.token >= g2.op.token {
+				g1 := prefMax[n-1]
+				fenced = fmt.Sprintf("%s: token %d of %s (completed %d) then token %d of %s (invoked %d)", k, g1.op.token, g1.op.client, g1.comp, g2.op.token, g2.op.client, g2.inv)
+			}
 		}
 		for _, g1 := range oks {
-			for _, g2 := range oks {
-				if g1.comp < g2.inv && g2.op.token > 0 && g2.op.token <= g1.op.token && fenced == "" {
-					fenced = fmt.Sprintf("%s: token %d of %s (completed %d) then token %d of %s (invoked %d)", k, g1.op.token, g1.op.client, g1.comp, g2.op.token, g2.op.client, g2.inv)
-				}
-			}
 			if g1.op.dup || plain != "" {
 				continue
 			}
+			fa, fb := firstFree(g1.inv)
+			blocked := func(hi int64, except *linOp) bool {
+				f := fa
+				if f != nil && f == except {
+					f = fb
+				}
+				return f != nil && f.inv < hi
+			}
 			r1 := x.rLenient(g1)
 			for _, g2 := range oks {
-				if g2.op.client != g1.op.client && g1.comp < g2.inv && g2.comp < min(eEff(g1, g2.comp), r1) && !blocked(g1.inv, g2.comp, nil) {
+				if g2.op.client != g1.op.client && g1.comp < g2.inv && g2.comp < min(eEff(g1, g2.comp), r1) && !blocked(g2.comp, nil) {
 					plain = fmt.Sprintf("%s: granted to %s [%d,%d] and to %s [%d,%d] with nothing between to free it", k, g1.op.client, g1.inv, g1.comp, g2.op.client, g2.inv, g2.comp)
 					break
 				}
@@ -294,7 +326,7 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 				op := r.op
 				other := op.kind == "release" && r.outcome == "ok" && op.client != g1.op.client
 				own := op.client == g1.op.client && r.outcome == "fail" && (op.kind == "release" || op.kind == "extend")
-				if (other || own) && g1.comp < r.inv && r.comp < min(eEff(g1, r.comp), r1) && !blocked(g1.inv, r.comp, r) {
+				if (other || own) && g1.comp < r.inv && r.comp < min(eEff(g1, r.comp), r1) && !blocked(r.comp, r) {
 					plain = fmt.Sprintf("%s: %s of %s [%d,%d] %s while the grant of %s [%d,%d] was in force", k, op.kind, op.client, r.inv, r.comp, r.outcome, g1.op.client, g1.inv, g1.comp)
 				}
 			}

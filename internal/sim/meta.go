@@ -40,6 +40,7 @@ type CaseMeta struct {
 	Need        int
 	Misuse      []string
 	Control     bool
+	Thresholds  []string
 }
 
 func (m *CaseMeta) encode() []byte {
@@ -90,6 +91,9 @@ func (m *CaseMeta) encode() []byte {
 	}
 	if m.Control {
 		o.Bool("control", true)
+	}
+	if len(m.Thresholds) > 0 {
+		o.Raw("thresholds", appendStrings(nil, m.Thresholds))
 	}
 	return o.End()
 }

@@ -135,4 +135,13 @@ type caseRec struct {
 	earlyIdx    []int // dated before the case start
 	misbehaved  bool  // a broken service deviated from a lease lock
 	misbehavior []string
+	thresholds  []thresholdRec
+}
+
+// thresholdRec: one of the case's thresholds, as this package wrote it.
+type thresholdRec struct {
+	source string
+	metric string
+	op     string
+	value  float64 // a count, or ms
 }

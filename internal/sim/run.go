@@ -61,6 +61,9 @@ func Simulate(seed uint64) *Run {
 	t := int64(1e9) + rng.Int64N(1e6)
 	for _, cfg := range plans {
 		cr := r.simulateCase(cfg, t)
+		if cfg.thresholds {
+			r.chooseThresholds(cr, rand.New(rand.NewPCG(cfg.seed, 99)))
+		}
 		r.Cases = append(r.Cases, cr)
 		t = r.lastT + 1e6 + rng.Int64N(30e6)
 	}

@@ -80,6 +80,11 @@ type got struct {
 			Verdict       string `json:"verdict"`
 			FencedVerdict string `json:"fenced_verdict"`
 		} `json:"linearizability"`
+		Thresholds []struct {
+			Source   string  `json:"threshold"`
+			Observed float64 `json:"observed"`
+			Pass     bool    `json:"pass"`
+		} `json:"thresholds"`
 	} `json:"cases"`
 	Rows []struct {
 		Row     string `json:"row"`
@@ -146,8 +151,14 @@ func compare(seed uint64) (ms []mismatch, truth *sim.Truth, summary []byte) {
 		add("run", "summary", "decodes", err.Error())
 		return ms, truth, summary
 	}
-	if code := int(s.ExitCode()); code != truth.ExitCode {
+	code := int(s.ExitCode())
+	if code != truth.ExitCode {
 		add("run", "exit_code", fmt.Sprint(truth.ExitCode), fmt.Sprint(code))
+	}
+	// §14 maps the rows (and thresholds) to the exit code: the checker's
+	// own rows must give its own exit code.
+	if own := ownExitCode(&g); own != code {
+		add("run", "exit_code (from the checker's own rows, §14)", fmt.Sprint(own), fmt.Sprint(code))
 	}
 	if len(g.Cases) != len(truth.Cases) {
 		add("run", "cases", fmt.Sprint(len(truth.Cases)), fmt.Sprint(len(g.Cases)))
@@ -215,6 +226,27 @@ func compare(seed uint64) (ms []mismatch, truth *sim.Truth, summary []byte) {
 				add(where+" fault "+f.Fault, "liveness.faults[].verdict", fmt.Sprintf("%q", f.Verdict), fmt.Sprintf("%q", gv))
 			}
 		}
+		for _, th := range tc.Thresholds {
+			if th.Any != "" {
+				continue
+			}
+			found := false
+			for _, gt := range gc.Thresholds {
+				if gt.Source != th.Source {
+					continue
+				}
+				found = true
+				if math.Abs(gt.Observed-th.Observed) > 1e-6 {
+					add(where, "thresholds[].observed", fmt.Sprintf("%s: %v", th.Source, th.Observed), fmt.Sprint(gt.Observed))
+				}
+				if gt.Pass != th.Pass {
+					add(where, "thresholds[].pass", fmt.Sprintf("%s: %v", th.Source, th.Pass), fmt.Sprint(gt.Pass))
+				}
+			}
+			if !found {
+				add(where, "thresholds[]", th.Source, "(absent)")
+			}
+		}
 		cmp("linearizability.verdict", tc.Lin, gc.Linearizability.Verdict)
 		cmp("linearizability.fenced_verdict", tc.LinFenced, gc.Linearizability.FencedVerdict)
 	}
@@ -256,6 +288,35 @@ func compare(seed uint64) (ms []mismatch, truth *sim.Truth, summary []byte) {
 	return ms, truth, summary
 }
 
+func ownExitCode(g *got) int {
+	has := func(v string) bool {
+		for _, r := range g.Rows {
+			if r.Verdict == v {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("violation"):
+		return 100
+	case has("invalid"):
+		return 101
+	case has("unavailable"):
+		return 103
+	case has("not-reproduced"):
+		return 102
+	}
+	for _, c := range g.Cases {
+		for _, th := range c.Thresholds {
+			if !th.Pass {
+				return 99
+			}
+		}
+	}
+	return 0
+}
+
 // mentionsLine: the error names the line (as a whole number in its text).
 func mentionsLine(msg string, line int) bool {
 	n := strconv.Itoa(line)
@@ -272,18 +333,12 @@ func mentionsLine(msg string, line int) bool {
 	return false
 }
 
-// save writes a seed's history, journal, truth and summary to a directory
-// and returns it.
+// save writes a seed's history, journal, truth and summary to dir/seedN
+// and returns that directory.
 func save(dir string, seed uint64, truth *sim.Truth, summary []byte) string {
-	if dir == "" {
-		d, err := os.MkdirTemp("", fmt.Sprintf("sim-seed%d-", seed))
-		if err != nil {
-			return ""
-		}
-		dir = d
-	} else {
-		dir = filepath.Join(dir, fmt.Sprintf("seed%d", seed))
-		os.MkdirAll(dir, 0o755)
+	dir = filepath.Join(dir, fmt.Sprintf("seed%d", seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
 	}
 	r := sim.Simulate(seed)
 	hist, tail := r.Files()
@@ -297,6 +352,21 @@ func save(dir string, seed uint64, truth *sim.Truth, summary []byte) string {
 	}
 	return dir
 }
+
+// mismatchDir is where a test run leaves the seeds that disagree (the
+// first maxSaved of them, unless -sim.out keeps everything).
+func mismatchDir(t testing.TB) string {
+	if *flagOut != "" {
+		return *flagOut
+	}
+	d, err := os.MkdirTemp("", "sim-mismatch-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+const maxSaved = 40
 
 // TestAgainstChecker compares the checker's verdicts with the simulator's
 // truth, field by field, for seeds 1..N.
@@ -323,6 +393,8 @@ func TestAgainstChecker(t *testing.T) {
 	wg.Wait()
 	var all []mismatch
 	statuses := map[string]int{}
+	out := ""
+	saved := 0
 	for i, r := range results {
 		seed := from + uint64(i)
 		for _, c := range r.truth.Cases {
@@ -334,7 +406,14 @@ func TestAgainstChecker(t *testing.T) {
 		if len(r.ms) == 0 {
 			continue
 		}
-		dir := save(*flagOut, seed, r.truth, r.summary)
+		if out == "" {
+			out = mismatchDir(t)
+		}
+		dir := fmt.Sprintf("(not saved: SIM_SEED=%d go test ./internal/sim -run AgainstChecker)", seed)
+		if saved < maxSaved || *flagOut != "" {
+			dir = save(out, seed, r.truth, r.summary)
+			saved++
+		}
 		for j := range r.ms {
 			r.ms[j].dir = dir
 		}
@@ -377,7 +456,7 @@ func FuzzSimulate(f *testing.F) {
 		if len(ms) == 0 {
 			return
 		}
-		dir := save(*flagOut, seed, truth, summary)
+		dir := save(mismatchDir(t), seed, truth, summary)
 		var b strings.Builder
 		for _, m := range ms {
 			fmt.Fprintf(&b, "  %s\n", m)

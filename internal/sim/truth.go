@@ -44,6 +44,8 @@ type CaseTruth struct {
 	Lin       string `json:"linearizability"`
 	LinFenced string `json:"linearizability_fenced"`
 
+	Thresholds []ThresholdTruth `json:"thresholds,omitempty"`
+
 	// Any lists fields not compared, and why.
 	Any   map[string]string `json:"any,omitempty"`
 	Notes []string          `json:"notes,omitempty"`
@@ -457,6 +459,15 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 	}
 	_ = nres
+	for _, th := range cr.thresholds {
+		tt := ThresholdTruth{Source: th.source}
+		if obs, ok := t.observed(th.metric); ok {
+			tt.Observed, tt.Pass = obs, judgeThreshold(th.op, obs, th.value)
+		} else {
+			tt.Any = "the truth does not know " + th.metric
+		}
+		t.Thresholds = append(t.Thresholds, tt)
+	}
 	return t
 }
 

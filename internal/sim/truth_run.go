@@ -48,6 +48,15 @@ func (r *Run) Truth(withJournal bool) *Truth {
 	}
 	t.Rows = rowTruths(t.Cases, r.Cases)
 	t.ExitCode = exitCode(t.Rows)
+	if t.ExitCode == 0 {
+		for _, c := range t.Cases {
+			for _, th := range c.Thresholds {
+				if th.Any == "" && !th.Pass {
+					t.ExitCode = 99 // a threshold failed (MODEL §14)
+				}
+			}
+		}
+	}
 	return t
 }
 
