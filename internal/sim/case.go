@@ -152,6 +152,11 @@ func (w *world) finish() {
 		w.cr.harnIdx = w.emit(&Event{Type: "mark", F: "harness", Meta: h.encode()})
 	}
 	w.now += w.uniform(100e3, 2e6)
+	if cf.noCaseEnd {
+		// no case-end: the case runs until the next case-start, cut
+		// short (MODEL §2); its holds stay in force to its end
+		return
+	}
 	idx := w.emit(&Event{Type: "mark", F: "case-end"})
 	w.cr.endIdx = idx
 	for _, c := range w.clients {

@@ -83,7 +83,9 @@ func (c *client) invoke(kind, key string) *opRec {
 }
 
 func (c *client) complete(op *opRec, outcome string, token uint64, err string) {
-	idx := c.emit(&Event{Type: outcome, F: op.kind, Key: op.key, Token: token, Err: err})
+	e := &Event{Type: outcome, F: op.kind, Key: op.key, Token: token, Err: err}
+	e.TokenZero = c.cfg().tokenZero && outcome == "ok" && op.kind == "acquire"
+	idx := c.emit(e)
 	if op.postInv {
 		return
 	}

@@ -49,6 +49,8 @@ type caseConfig struct {
 	blocked          bool
 	problem          string // what was injected, for the report
 	thresholds       bool   // pass/fail criteria on the case's counts
+	tokenZero        bool   // an unfenced backend writes "token":0
+	noCaseEnd        bool   // the case-end mark is missing: the next case-start cuts it short
 
 	keyList []string
 }
@@ -173,6 +175,7 @@ func (g *gen) randomCase(name string) *caseConfig {
 		ReleaseOther: "sim-relother", TokenReset: "sim-tokreset", LateLost: "sim-latelost"}[c.variant]
 	c.control = c.variant != Correct && c.variant != NoExpiry
 	c.fenced = g.p(0.8) || c.variant == TokenReset
+	c.tokenZero = !c.fenced && g.p(0.5)
 	c.lease = g.ms(250, 1200)
 	if (c.variant == Correct && g.p(0.12)) || (c.variant == NoExpiry && g.p(0.4)) {
 		c.lease = 0
@@ -513,7 +516,7 @@ func (g *gen) expectations(c *caseConfig) {
 // problems that is not a fault.
 func (g *gen) rollProblems(c *caseConfig, p float64) {
 	c.stopMode, c.unexplainedCrash, c.hangAtStop, c.backdate, c.malformed = "", false, false, "", ""
-	c.resFailOutside, c.lateOutside, c.blocked, c.problem = false, false, false, ""
+	c.resFailOutside, c.lateOutside, c.blocked, c.problem, c.noCaseEnd = false, false, false, "", false
 	if c.harness != "" {
 		c.harness = "ok"
 	}
@@ -521,7 +524,7 @@ func (g *gen) rollProblems(c *caseConfig, p float64) {
 		return
 	}
 	kinds := []string{"early-stop", "no-stop", "unexplained-crash", "hang-at-stop", "backdate-inert", "backdate-op", "early-event",
-		"stray-mark", "stray-completion", "dup-start", "harness", "res-fail-outside", "late-outside", "no-work"}
+		"stray-mark", "stray-completion", "dup-start", "harness", "res-fail-outside", "late-outside", "no-work", "no-case-end"}
 	k := kinds[g.n(len(kinds))]
 	c.problem = k
 	switch k {
@@ -562,5 +565,7 @@ func (g *gen) rollProblems(c *caseConfig, p float64) {
 		}
 	case "no-work":
 		c.blocked = true
+	case "no-case-end":
+		c.noCaseEnd = true
 	}
 }

@@ -25,6 +25,8 @@ type Event struct {
 	Observed string
 	Intended int64
 	Meta     []byte // a JSON object, already encoded
+	// TokenZero writes "token":0 (none, MODEL §1) instead of leaving it out.
+	TokenZero bool
 	// Raw, when set, is written instead of the encoded event (a line the
 	// checker must refuse, MODEL §1).
 	Raw string
@@ -45,7 +47,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if e.Key != "" {
 		o.Str("key", e.Key)
 	}
-	if e.Token != 0 {
+	if e.Token != 0 || e.TokenZero {
 		o.Uint("token", e.Token)
 	}
 	if e.Err != "" {

@@ -96,7 +96,7 @@ func (r *Run) damage(rng *rand.Rand) {
 		r.cut = &cutSpec{visible: m, lines: w, partial: partial, journal: j, shuffled: rng.IntN(2) == 0}
 	case p < 0.23:
 		c := r.Cases[rng.IntN(len(r.Cases))]
-		i := c.startIdx + 1 + rng.IntN(c.endIdx-c.startIdx)
+		i := c.startIdx + 1 + rng.IntN(r.lastOf(c)-c.startIdx)
 		b := badLines(r.Events[i-1].T)
 		k := rng.IntN(len(b))
 		r.bad = &badLine{idx: i, raw: b[k][1], what: b[k][0]}
@@ -119,10 +119,10 @@ func (r *Run) cutPoint(rng *rand.Rand) int {
 	if rng.IntN(2) == 0 {
 		c = r.Cases[len(r.Cases)-1]
 	}
-	lo, hi := c.startIdx+2, c.endIdx+2
+	lo, hi := c.startIdx+2, r.lastOf(c)+2
 	if rng.IntN(6) == 0 {
 		// just after a case-end: that case is whole, the rest missing
-		if c.endIdx+1 < n {
+		if c.endIdx >= 0 && c.endIdx+1 < n {
 			return c.endIdx + 1
 		}
 	}
@@ -133,6 +133,20 @@ func (r *Run) cutPoint(rng *rand.Rand) int {
 		return n - 1
 	}
 	return lo + rng.IntN(hi-lo)
+}
+
+// lastOf is the index of a case's last event: its case-end, or the event
+// before the next case-start.
+func (r *Run) lastOf(c *caseRec) int {
+	if c.endIdx >= 0 {
+		return c.endIdx
+	}
+	for i, o := range r.Cases {
+		if o == c && i+1 < len(r.Cases) {
+			return r.Cases[i+1].startIdx - 1
+		}
+	}
+	return len(r.Events) - 1
 }
 
 // badLines: lines the checker must refuse (MODEL §1), dated t.

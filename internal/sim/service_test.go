@@ -6,17 +6,31 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
-const unitSeeds = 200
+const unitSeeds = 150
+
+var simCache sync.Map
+
+// simulated is Simulate, once per seed for all the unit tests (they only
+// read the run, or a shallow copy of it).
+func simulated(s uint64) *Run {
+	if r, ok := simCache.Load(s); ok {
+		return r.(*Run)
+	}
+	r := Simulate(s)
+	simCache.Store(s, r)
+	return r
+}
 
 // A service that never deviated from a lease lock must have a witness
 // linearization, and no proof against it: the simulator's claims of "ok"
 // and "violation" must never meet.
 func TestWitnessOfCorrectService(t *testing.T) {
 	for s := uint64(1); s <= unitSeeds; s++ {
-		r := Simulate(s)
+		r := simulated(s)
 		for _, withJournal := range []bool{false, true} {
 			cut := r.visible(withJournal)
 			for i, cr := range r.Cases {
@@ -163,8 +177,8 @@ func TestCoverage(t *testing.T) {
 	codes := map[int]int{}
 	lin := map[string]int{}
 	faults := map[string]int{}
-	for s := uint64(1); s <= 300; s++ {
-		r := Simulate(s)
+	for s := uint64(1); s <= 250; s++ {
+		r := simulated(s)
 		for _, c := range r.Cases {
 			if c.misbehaved {
 				misbehaved[c.cfg.variant]++
