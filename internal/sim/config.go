@@ -132,8 +132,6 @@ func (r *Run) plan(rng *rand.Rand) []*caseConfig {
 	base := g.randomCase("row")
 	name := "row-" + base.variant
 	base.name = name
-	rp := &rowPlan{name: name, trials: T, need: N}
-	r.rows = append(r.rows, rp)
 	skip := -1
 	if g.p(0.25) {
 		skip = 1 + g.n(T) // an interrupted run: a trial missing
@@ -143,7 +141,6 @@ func (r *Run) plan(rng *rand.Rand) []*caseConfig {
 	}
 	for tr := 1; tr <= T; tr++ {
 		if tr == skip {
-			rp.missing = append(rp.missing, tr)
 			continue
 		}
 		c := base.clone(rng.Uint64())
@@ -158,7 +155,6 @@ func (r *Run) plan(rng *rand.Rand) []*caseConfig {
 			c.trial = tr - 1 // a trial number repeated
 		}
 		g.rollProblems(c, 0.15)
-		rp.planned = append(rp.planned, c.trial)
 		out = append(out, c)
 	}
 	if g.p(0.3) {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -61,5 +60,4 @@ func TestDecoderAcceptsEdges(t *testing.T) {
 			t.Errorf("%s: %d cases", name, len(s.Cases))
 		}
 	}
-	_ = fmt.Sprint
 }

@@ -94,7 +94,8 @@ func (x *evalCtx) timeline() *timeline {
 	}
 	live := func(inst int) bool { return !isDead[inst] && paused[inst] == 0 }
 	for p := 0; p < n; p++ {
-		okNow := map[string]bool{}
+		type kc struct{ key, client string }
+		okNow := map[kc]bool{}
 		for _, c := range changes[p] {
 			if c.client != "" {
 				instOf[c.client] = c.inst
@@ -115,13 +116,12 @@ func (x *evalCtx) timeline() *timeline {
 			case dead:
 				isDead[c.inst] = true
 			case okAt:
-				okNow[c.key+"\x00"+c.client] = true
+				okNow[kc{c.key, c.client}] = true
 			}
 		}
 		for _, k := range tl.keys {
 			lw, lh, lg := false, false, false
-			for c, inst := range waiting[k] {
-				_ = c
+			for _, inst := range waiting[k] {
 				if live(inst) {
 					lw = true
 				}
@@ -134,14 +134,8 @@ func (x *evalCtx) timeline() *timeline {
 					}
 				}
 			}
-			for key := range okNow {
-				var kk, cc string
-				for i := 0; i < len(key); i++ {
-					if key[i] == 0 {
-						kk, cc = key[:i], key[i+1:]
-					}
-				}
-				if kk == k && live(instOf[cc]) {
+			for o := range okNow {
+				if o.key == k && live(instOf[o.client]) {
 					lg = true
 				}
 			}

@@ -96,7 +96,7 @@ func liveOracle(ev []oev) map[string]string {
 	}
 	// live intervals of each instance: from the start to its death, minus
 	// the pauses on it
-	liveOf := func(in string) []ival {
+	liveOf0 := func(in string) []ival {
 		end := inf
 		if d, ok := death[in]; ok {
 			end = d
@@ -131,6 +131,15 @@ func liveOracle(ev []oev) map[string]string {
 			}
 		}
 		return cur
+	}
+	liveMemo := map[string][]ival{}
+	liveOf := func(in string) []ival {
+		if l, ok := liveMemo[in]; ok {
+			return l
+		}
+		l := liveOf0(in)
+		liveMemo[in] = l
+		return l
 	}
 	posthumous := func(proc string, t int64) bool {
 		d, ok := death[instOf(proc)]

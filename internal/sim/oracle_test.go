@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -239,7 +238,6 @@ func oracleCase(ev []oev) ocase {
 			oc.counts["acquires_unknown"]++
 		}
 	}
-	_ = sort.Strings
 	return oc
 }
 

@@ -16,20 +16,9 @@ type Run struct {
 	Events []*Event
 	lastT  int64
 	Cases  []*caseRec
-	// planned rows: name -> trials declared (for missing trials)
-	rows  []*rowPlan
-	cut   *cutSpec
-	bad   *badLine
-	blank map[int]int // blank lines before event i
-	rng   *rand.Rand
-	notes []string
-}
-
-type rowPlan struct {
-	name         string
-	trials, need int
-	planned      []int // trial numbers generated
-	missing      []int // trial numbers left out (an interrupted run)
+	cut    *cutSpec
+	bad    *badLine
+	blank  map[int]int // blank lines before event i
 }
 
 // cutSpec: the coordinator died. history.jsonl holds the first `lines`
@@ -56,7 +45,7 @@ type badLine struct {
 // Simulate builds the run of a seed. The same seed gives the same run.
 func Simulate(seed uint64) *Run {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed5eed))
-	r := &Run{Seed: seed, lastT: -1, rng: rng, blank: map[int]int{}}
+	r := &Run{Seed: seed, lastT: -1, blank: map[int]int{}}
 	plans := r.plan(rng)
 	t := int64(1e9) + rng.Int64N(1e6)
 	for _, cfg := range plans {

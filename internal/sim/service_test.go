@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-const unitSeeds = 150
+const unitSeeds = 100
 
 var simCache sync.Map
 
@@ -56,7 +56,7 @@ func TestWitnessOfCorrectService(t *testing.T) {
 	}
 }
 
-// newTestWorld builds a world with one instance per client name list, for
+// newTestWorld builds a world of two instances of one client each, for
 // driving the service by hand.
 func newTestWorld(variant string, lease int64) (*world, []*client) {
 	cfg := &caseConfig{variant: variant, lease: lease, keys: 1, servers: 1, instances: 2, clientsPer: 1, fenced: true, opTimeout: 100e6}
@@ -177,7 +177,7 @@ func TestCoverage(t *testing.T) {
 	codes := map[int]int{}
 	lin := map[string]int{}
 	faults := map[string]int{}
-	for s := uint64(1); s <= 250; s++ {
+	for s := uint64(1); s <= 200; s++ {
 		r := simulated(s)
 		for _, c := range r.Cases {
 			if c.misbehaved {

@@ -47,7 +47,11 @@ type CaseTruth struct {
 	Thresholds []ThresholdTruth `json:"thresholds,omitempty"`
 
 	// Any lists fields not compared, and why.
-	Any   map[string]string `json:"any,omitempty"`
+	Any map[string]string `json:"any,omitempty"`
+	// Alt gives a second answer a field may legitimately have: "unknown"
+	// for linearizability on a key whose search may run out of its budget
+	// (§8: many operations of unknown outcome).
+	Alt   map[string]string `json:"alt,omitempty"`
 	Notes []string          `json:"notes,omitempty"`
 }
 
@@ -129,7 +133,7 @@ func (m *CaseMeta) effective() effExpect {
 func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	x := &evalCtx{cr: cr, ev: events, cut: cut}
 	m := &cr.meta
-	t := &CaseTruth{Index: index, Name: m.Name, Variant: cr.cfg.variant, Any: map[string]string{}, Tags: cr.tags()}
+	t := &CaseTruth{Index: index, Name: m.Name, Variant: cr.cfg.variant, Any: map[string]string{}, Alt: map[string]string{}, Tags: cr.tags()}
 	t.CutShort = !x.in(cr.endIdx)
 	anyf := func(f, why string) { t.Any[f] = why }
 
@@ -197,12 +201,10 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 	}
 	// §9 resource marks
-	nres := 0
 	for _, r := range cr.res {
 		if !x.in(r.idx) {
 			continue
 		}
-		nres++
 		if r.write && r.lost {
 			t.Resource.LostUpdates++
 		}
@@ -385,6 +387,10 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 
 	// §8 linearizability
 	t.Lin, t.LinFenced, t.Notes = x.linTruth()
+	if k, n := x.hardestKey(); n >= hardUnknowns {
+		t.Alt["linearizability.verdict"], t.Alt["linearizability.fenced_verdict"] = "unknown", "unknown"
+		t.Notes = append(t.Notes, fmt.Sprintf("%s has %d operations of unknown outcome: the search may run out of its budget", k, n))
+	}
 	if t.Lin == Any {
 		anyf("linearizability.verdict", "neither a witness nor a proof")
 	}
@@ -458,7 +464,6 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			}
 		}
 	}
-	_ = nres
 	for _, th := range cr.thresholds {
 		tt := ThresholdTruth{Source: th.source}
 		if obs, ok := t.observed(th.metric); ok {
@@ -497,6 +502,27 @@ func (cr *caseRec) tags() string {
 		tags = append(tags, "posthumous")
 	}
 	return strings.Join(tags, " ")
+}
+
+// hardUnknowns: a key with this many operations of unknown outcome may
+// exhaust a linearizability search's budget (each may take effect at any
+// later instant, or never).
+const hardUnknowns = 8
+
+func (x *evalCtx) hardestKey() (string, int) {
+	n := map[string]int{}
+	for _, op := range x.cr.ops {
+		if x.visible(op) && op.kind != "release-wrong-token" && x.outcome(op) == "unknown" {
+			n[op.key]++
+		}
+	}
+	best, bn := "", 0
+	for _, k := range x.cr.cfg.keyNames() {
+		if n[k] > bn {
+			best, bn = k, n[k]
+		}
+	}
+	return best, bn
 }
 
 // inFaultAftermath: t is inside a fault's window or its aftermath

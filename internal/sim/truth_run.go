@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 )
 
 // Truth is what MODEL.md says of a run's history.
@@ -141,7 +140,6 @@ func rowTruths(cases []*CaseTruth, recs []*caseRec) []*RowTruth {
 		rt.Detail = fmt.Sprintf("met %d, unsafe %d, not live %d, undecided %d (missing %d) of %d, need %d %s", rt.Met, unsafe, notLive, undecided, missing, T, N, shape)
 		out = append(out, rt)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return false })
 	return out
 }
 
