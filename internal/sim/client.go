@@ -1,0 +1,600 @@
+package sim
+
+import "fmt"
+
+// client is one closed-loop client i<N>c<M>: think, acquire (retrying
+// inside one operation until its acquire timeout), hold (reading and
+// writing the protected resource, extending), release.
+type client struct {
+	w       *world
+	name    string
+	in      *instance
+	exited  bool
+	started bool
+
+	// the lock operation in flight
+	op             *opRec
+	attempt        int
+	unknownAttempt bool
+	deadline       int64
+	tgen           int
+	reentrant      bool
+
+	wait *waitRec
+
+	// what the client believes
+	holding     bool
+	hold        *holdRec
+	holdKey     string
+	holdGen     int
+	validUntil  int64
+	wantRelease bool
+	wrongDone   bool
+	readOK      bool
+	lostPending bool
+	lastGrant   map[string]int64
+	rgen        int
+	token       uint64
+}
+
+func (c *client) cfg() *caseConfig { return c.w.cfg }
+
+// recording: the client's events still mean something (MODEL §3: events
+// after its instance's death are posthumous).
+func (c *client) recording() bool { return !c.in.dying && !c.in.dead }
+
+func (c *client) emit(e *Event) int {
+	e.Proc = c.name
+	return c.w.emit(e)
+}
+
+func (c *client) invoke(kind, key string) *opRec {
+	w := c.w
+	idx := c.emit(&Event{Type: "invoke", F: kind, Key: key})
+	op := &opRec{id: len(w.cr.ops), client: c.name, inst: c.in.n, kind: kind, key: key, invIdx: idx, compIdx: -1}
+	if !c.recording() {
+		op.postInv = true
+		return op
+	}
+	w.cr.ops = append(w.cr.ops, op)
+	switch kind {
+	case "acquire":
+		if w.stopping {
+			break
+		}
+		if c.wait != nil && c.wait.key != key {
+			c.wait.endIdx, c.wait.endKind = idx, "other-key"
+			c.wait = nil
+		}
+		if c.wait == nil {
+			c.wait = &waitRec{client: c.name, inst: c.in.n, key: key, beginIdx: idx, endIdx: -1}
+			w.cr.waits = append(w.cr.waits, c.wait)
+		}
+	case "release":
+		if c.holding && c.holdKey == key {
+			if c.hold != nil {
+				c.hold.endIdx, c.hold.endKind, c.hold.rel = idx, "release", op
+				op.hold = c.hold
+			}
+			c.dropHold()
+		}
+	}
+	return op
+}
+
+func (c *client) complete(op *opRec, outcome string, token uint64, err string) {
+	e := &Event{Type: outcome, F: op.kind, Key: op.key, Token: token, Err: err}
+	e.TokenZero = c.cfg().tokenZero && outcome == "ok" && op.kind == "acquire"
+	idx := c.emit(e)
+	if op.postInv {
+		return
+	}
+	op.compIdx, op.outcome, op.token = idx, outcome, token
+	if !c.recording() {
+		op.postComp = true
+	}
+}
+
+func (c *client) dropHold() {
+	c.holding = false
+	c.hold = nil
+	c.holdGen++
+}
+
+// endAll ends the client's hold and wait at event idx (its instance died,
+// or the case ended).
+func (c *client) endAll(idx int, kind string) {
+	if c.holding && c.hold != nil {
+		c.hold.endIdx, c.hold.endKind = idx, kind
+		c.hold = nil
+	}
+	if c.wait != nil && kind == "death" {
+		c.wait.endIdx, c.wait.endKind = idx, kind
+		c.wait = nil
+	}
+}
+
+func (c *client) endWaitAtStop(idx int) {
+	if c.wait != nil {
+		c.wait.endIdx, c.wait.endKind = idx, "stop"
+		c.wait = nil
+	}
+}
+
+// --- the loop ------------------------------------------------------------
+
+func (c *client) start() {
+	c.started = true
+	w := c.w
+	w.instAt(w.now+w.uniform(0, 20e6), c.in, c.think)
+}
+
+func (c *client) exit() {
+	if c.exited {
+		return
+	}
+	c.exited = true
+	c.w.checkExited()
+}
+
+func (c *client) think() {
+	w := c.w
+	if w.stopping {
+		c.exit()
+		return
+	}
+	w.instAt(w.now+w.uniform(c.cfg().thinkMin, c.cfg().thinkMax), c.in, c.beginAcquire)
+}
+
+func (c *client) beginAcquire() {
+	w := c.w
+	if w.stopping {
+		c.exit()
+		return
+	}
+	key := c.cfg().keyNames()[w.rng.IntN(c.cfg().keys)]
+	c.startAcquire(key, false)
+}
+
+func (c *client) startAcquire(key string, reentrant bool) {
+	w := c.w
+	op := c.invoke("acquire", key)
+	c.op = op
+	c.reentrant = reentrant
+	c.attempt = 0
+	c.unknownAttempt = false
+	timeout := c.cfg().acquireTimeout
+	if reentrant {
+		timeout = c.cfg().opTimeout
+	}
+	c.deadline = w.now + timeout
+	c.sendAttempt()
+}
+
+func (c *client) sendAttempt() {
+	w := c.w
+	c.attempt++
+	a, op := c.attempt, c.op
+	srv := w.serverOf(op.key)
+	w.request(c.in, srv, func() {
+		res, gi := w.svc.acquire(c, op, a)
+		w.reply(c.in, srv, 0, func() { c.onAcquireReply(op, a, res, gi) })
+	})
+	c.tgen++
+	g := c.tgen
+	t := min(w.now+c.cfg().opTimeout, c.deadline)
+	w.instAt(t, c.in, func() { c.onAttemptTimeout(op, a, g) })
+}
+
+func (c *client) onAcquireReply(op *opRec, a int, res string, gi grantInfo) {
+	if c.op != op || a != c.attempt {
+		return
+	}
+	c.tgen++
+	w := c.w
+	if res == "granted" {
+		op.okAttempt = a
+		c.finishAcquire("ok", gi, "")
+		return
+	}
+	if c.reentrant {
+		c.finishAcquire(c.failOrInfo(), gi, "lock is held by another client")
+		return
+	}
+	b := c.backoff()
+	if w.now+b >= c.deadline {
+		c.finishAcquire(c.failOrInfo(), gi, "lock is held by another client")
+		return
+	}
+	w.instAt(w.now+b, c.in, func() {
+		if c.op == op && c.attempt == a {
+			c.sendAttempt()
+		}
+	})
+}
+
+// failOrInfo: an acquire that gave up is a certain failure only when no
+// attempt of it may have taken effect.
+func (c *client) failOrInfo() string {
+	if c.unknownAttempt {
+		return "info"
+	}
+	return "fail"
+}
+
+func (c *client) backoff() int64 {
+	cf := c.cfg()
+	d := cf.retryBase << min(c.attempt, 6)
+	if d > cf.retryMax {
+		d = cf.retryMax
+	}
+	return d/2 + c.w.uniform(0, d/2)
+}
+
+func (c *client) onAttemptTimeout(op *opRec, a, g int) {
+	if c.op != op || g != c.tgen {
+		return
+	}
+	c.unknownAttempt = true
+	w := c.w
+	if w.now >= c.deadline || c.reentrant {
+		c.finishAcquire("info", grantInfo{}, "context deadline exceeded")
+		return
+	}
+	c.sendAttempt()
+}
+
+func (c *client) finishAcquire(outcome string, gi grantInfo, err string) {
+	op := c.op
+	c.op = nil
+	c.tgen++
+	if outcome != "ok" {
+		gi.token = 0
+	} else {
+		err = ""
+	}
+	c.complete(op, outcome, gi.token, err)
+	reentrant := c.reentrant
+	c.reentrant = false
+	if outcome == "ok" {
+		c.lastGrant[op.key] = gi.grant
+		c.token = gi.token
+		if c.recording() && c.wait != nil && c.wait.key == op.key {
+			c.wait.endIdx, c.wait.endKind = op.compIdx, "ok"
+			c.wait = nil
+		}
+		if c.holding && c.holdKey == op.key {
+			op.dup = c.recording()
+			op.hold = c.hold
+			if c.cfg().validityTimer {
+				c.validUntil = c.w.run.Events[op.invIdx].T + c.cfg().lease - c.cfg().validityMargin
+			}
+		} else {
+			c.beginHold(op)
+			return
+		}
+	}
+	if reentrant {
+		c.holdContinue()
+		return
+	}
+	c.think()
+}
+
+// --- holding -------------------------------------------------------------
+
+func (c *client) beginHold(op *opRec) {
+	w, cf := c.w, c.cfg()
+	c.holding = true
+	c.holdKey = op.key
+	c.hold = nil
+	if c.recording() {
+		c.hold = &holdRec{client: c.name, inst: c.in.n, key: op.key, beginIdx: op.compIdx, endIdx: -1, acq: op}
+		op.hold = c.hold
+		w.cr.holds = append(w.cr.holds, c.hold)
+	}
+	c.holdGen++
+	g := c.holdGen
+	c.wantRelease, c.wrongDone, c.readOK, c.lostPending = false, false, false, false
+	if cf.validityTimer && cf.lease > 0 {
+		c.validUntil = w.run.Events[op.invIdx].T + cf.lease - cf.validityMargin
+		w.instAt(c.validUntil, c.in, func() { c.checkValidity(g) })
+	}
+	dur := w.uniform(cf.holdMin, cf.holdMax)
+	if cf.longHoldP > 0 && w.chance(cf.longHoldP) {
+		dur = cf.lease + w.uniform(cf.lease/4, cf.lease)
+		if cf.lease == 0 {
+			dur = w.uniform(300e6, 900e6)
+		}
+	}
+	if w.stopping {
+		dur = min(dur, 5e6)
+	}
+	work := func() { w.instAt(w.now+dur, c.in, func() { c.endWork(g) }) }
+	if cf.resource {
+		c.resRead(g, work)
+	} else {
+		work()
+	}
+	if cf.extendEvery > 0 && cf.lease > 0 {
+		w.instAt(w.now+cf.extendEvery, c.in, func() { c.extendTick(g) })
+	}
+	if cf.reentrantP > 0 && w.chance(cf.reentrantP) {
+		w.instAt(w.now+dur/2, c.in, func() {
+			if g == c.holdGen && c.holding && c.op == nil && !c.wantRelease {
+				c.startAcquire(c.holdKey, true)
+			}
+		})
+	}
+}
+
+func (c *client) checkValidity(g int) {
+	if g != c.holdGen || !c.holding {
+		return
+	}
+	if c.w.now < c.validUntil {
+		c.w.instAt(c.validUntil, c.in, func() { c.checkValidity(g) })
+		return
+	}
+	c.loseLease()
+}
+
+// loseLease: the client library says the lease is gone (MODEL §5 lost).
+func (c *client) loseLease() {
+	if !c.holding {
+		return
+	}
+	key := c.holdKey
+	idx := c.emit(&Event{Type: "ok", F: "lost", Key: key})
+	if c.recording() {
+		c.w.cr.losts = append(c.w.cr.losts, &lostRec{client: c.name, inst: c.in.n, key: key, idx: idx})
+		if c.hold != nil {
+			c.hold.endIdx, c.hold.endKind = idx, "lost"
+		}
+	}
+	c.dropHold()
+	if c.op != nil {
+		c.lostPending = true
+		return
+	}
+	c.afterLost(key)
+}
+
+func (c *client) afterLost(key string) {
+	c.lostPending = false
+	if c.w.chance(c.cfg().cleanupAfterLostP) {
+		c.plainRelease(key)
+		return
+	}
+	c.think()
+}
+
+// onServiceLost: the service says the lease on key is gone.
+func (c *client) onServiceLost(key string, grant int64) {
+	if c.holding && c.holdKey == key {
+		c.loseLease()
+		return
+	}
+	if c.lastGrant[key] == grant {
+		// It arrives after the client let the key go: still a lost
+		// notification (counted), ending no hold.
+		idx := c.emit(&Event{Type: "ok", F: "lost", Key: key})
+		if c.recording() {
+			c.w.cr.losts = append(c.w.cr.losts, &lostRec{client: c.name, inst: c.in.n, key: key, idx: idx})
+		}
+	}
+}
+
+func (c *client) holdContinue() {
+	if !c.holding {
+		if c.lostPending {
+			c.afterLost(c.holdKey)
+		}
+		return
+	}
+	g := c.holdGen
+	if c.wantRelease {
+		c.release(g)
+	}
+}
+
+func (c *client) endWork(g int) {
+	if g != c.holdGen || !c.holding {
+		return
+	}
+	if c.cfg().resource && c.readOK {
+		c.resWrite(g, func() { c.release(g) })
+		return
+	}
+	c.release(g)
+}
+
+func (c *client) release(g int) {
+	w := c.w
+	if g != c.holdGen || !c.holding {
+		return
+	}
+	if c.op != nil {
+		c.wantRelease = true
+		return
+	}
+	c.wantRelease = false
+	key := c.holdKey
+	if !c.wrongDone && c.cfg().wrongTokenP > 0 && w.chance(c.cfg().wrongTokenP) {
+		c.wrongDone = true
+		op := c.invoke("release-wrong-token", key)
+		c.op = op
+		c.simpleOp(op, func(r string) string {
+			if r == "released" {
+				return "ok"
+			}
+			return "fail"
+		}, "lock is held with another token", func() {
+			if c.holding {
+				c.release(c.holdGen)
+			} else if c.lostPending {
+				c.afterLost(key)
+			}
+		})
+		return
+	}
+	c.plainRelease(key)
+}
+
+// plainRelease invokes a release of key (ending the hold, if any) and
+// thinks after it.
+func (c *client) plainRelease(key string) {
+	op := c.invoke("release", key)
+	c.op = op
+	c.simpleOp(op, func(r string) string {
+		if r == "released" {
+			return "ok"
+		}
+		return "fail"
+	}, "lock is no longer held by this client", c.think)
+}
+
+// simpleOp sends one request for op (release, extend, wrong-token
+// release), with the op timeout, and completes it.
+func (c *client) simpleOp(op *opRec, outcome func(string) string, failErr string, then func()) {
+	w := c.w
+	srv := w.serverOf(op.key)
+	c.tgen++
+	g := c.tgen
+	done := false
+	w.request(c.in, srv, func() {
+		var r string
+		switch op.kind {
+		case "release":
+			r = w.svc.release(c, op)
+		case "extend":
+			r = w.svc.extend(c, op)
+		default:
+			r = w.svc.wrongRelease(c, op)
+		}
+		w.reply(c.in, srv, 0, func() {
+			if done || c.op != op || g != c.tgen {
+				return
+			}
+			done = true
+			c.op = nil
+			o := outcome(r)
+			e := ""
+			if o == "fail" {
+				e = failErr
+			}
+			c.complete(op, o, 0, e)
+			c.afterSimple(op, o, then)
+		})
+	})
+	w.instAt(w.now+c.cfg().opTimeout, c.in, func() {
+		if done || c.op != op || g != c.tgen {
+			return
+		}
+		done = true
+		c.op = nil
+		c.complete(op, "info", 0, "context deadline exceeded")
+		c.afterSimple(op, "info", then)
+	})
+}
+
+func (c *client) afterSimple(op *opRec, outcome string, then func()) {
+	if op.kind == "extend" {
+		if outcome == "ok" && c.holding {
+			c.validUntil = c.w.run.Events[op.invIdx].T + c.cfg().lease - c.cfg().validityMargin
+		}
+		if outcome == "fail" && c.holding {
+			c.loseLease()
+			return
+		}
+	}
+	then()
+}
+
+func (c *client) extendTick(g int) {
+	w := c.w
+	if g != c.holdGen || !c.holding || c.wantRelease {
+		return
+	}
+	if c.op != nil {
+		w.instAt(w.now+c.cfg().extendEvery/4, c.in, func() { c.extendTick(g) })
+		return
+	}
+	op := c.invoke("extend", c.holdKey)
+	c.op = op
+	c.simpleOp(op, func(r string) string {
+		if r == "extended" {
+			return "ok"
+		}
+		return "fail"
+	}, "lock is not held", func() {
+		if !c.holding {
+			if c.lostPending {
+				c.afterLost(op.key)
+			}
+			return
+		}
+		if c.wantRelease {
+			c.release(c.holdGen)
+			return
+		}
+		w.instAt(w.now+c.cfg().extendEvery, c.in, func() { c.extendTick(g) })
+	})
+}
+
+// --- the protected resource ----------------------------------------------
+
+func (c *client) resRequest(write bool, g int, cont func()) {
+	w := c.w
+	c.rgen++
+	rg := c.rgen
+	done := false
+	sent := w.now
+	token := c.token
+	reg := w.res[c.holdKey]
+	extra := int64(0)
+	if w.slowResource {
+		w.slowResource = false
+		extra = c.cfg().opTimeout + w.uniform(50e6, 300e6)
+	}
+	w.requestX(c.in, "resource", extra, func() {
+		if !c.in.alive() {
+			return
+		}
+		late := w.now > sent+c.cfg().opTimeout
+		reg.serve(c, write, token, late)
+		w.reply(c.in, "resource", 0, func() {
+			if done || rg != c.rgen {
+				return
+			}
+			done = true
+			if !write {
+				c.readOK = true
+			}
+			cont()
+		})
+	})
+	w.instAt(w.now+c.cfg().opTimeout, c.in, func() {
+		if done || rg != c.rgen {
+			return
+		}
+		done = true
+		if !write {
+			c.readOK = false
+		}
+		c.resourceFailed(fmt.Sprintf("resource %s: i/o timeout", map[bool]string{true: "write", false: "read"}[write]))
+		cont()
+	})
+}
+
+func (c *client) resRead(g int, cont func())  { c.resRequest(false, g, cont) }
+func (c *client) resWrite(g int, cont func()) { c.resRequest(true, g, cont) }
+
+// resourceFailed records a failed request to the protected resource.
+func (c *client) resourceFailed(err string) {
+	if !c.recording() {
+		return
+	}
+	idx := c.emit(&Event{Type: "info", F: "resource", Key: c.holdKey, Err: err})
+	c.w.cr.resFailIdx = append(c.w.cr.resFailIdx, idx)
+}

@@ -1,0 +1,149 @@
+package sim
+
+// FaultSpec is a scheduled fault as the case meta lists it (MODEL §2).
+type FaultSpec struct {
+	Name   string
+	Type   string
+	Target string // as written: "holder", "instance-2", "srv-1", "link:srv-1@instance-1", ...
+	At     int64  // from the case start
+	For    int64
+	Group  string // declared group (MODEL §10), "" for none
+}
+
+// Expect is a case's expectation as written (MODEL §13): nil pointers are
+// unset and take the defaults.
+type Expect struct {
+	Violations       *bool
+	StaleAccepted    *bool
+	LostUpdates      *bool
+	Available        *bool
+	MaxGapNs         int64
+	RecoversWithinNs int64
+	Note             string
+}
+
+// CaseMeta is the case-start mark's meta.
+type CaseMeta struct {
+	Name        string
+	Backend     string
+	Fenced      bool
+	DurationNs  int64
+	Expect      Expect
+	Faults      []FaultSpec
+	Clients     int
+	Keys        int
+	LeaseNs     int64
+	OpTimeoutNs int64
+	Row         string
+	Trial       int
+	Trials      int
+	Need        int
+	Misuse      []string
+	Control     bool
+	Thresholds  []string
+}
+
+func (m *CaseMeta) encode() []byte {
+	o := newObj(nil)
+	o.Str("name", m.Name)
+	o.Str("backend", m.Backend)
+	o.Bool("fenced", m.Fenced)
+	o.Int("duration_ns", m.DurationNs)
+	o.Raw("expect", m.Expect.encode())
+	if len(m.Faults) > 0 {
+		b := []byte{'['}
+		for i, f := range m.Faults {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			fo := newObj(b)
+			fo.Str("name", f.Name).Str("type", f.Type).Str("target", f.Target).Int("at_ns", f.At).Int("for_ns", f.For)
+			if f.Group != "" {
+				fo.Str("group", f.Group)
+			}
+			b = fo.End()
+		}
+		b = append(b, ']')
+		o.Raw("faults", b)
+	}
+	o.Int("clients", int64(m.Clients))
+	o.Int("keys", int64(m.Keys))
+	if m.LeaseNs != 0 {
+		o.Int("lease_ns", m.LeaseNs)
+	}
+	if m.OpTimeoutNs != 0 {
+		o.Int("op_timeout_ns", m.OpTimeoutNs)
+	}
+	if m.Row != "" {
+		o.Str("row", m.Row)
+	}
+	if m.Trial != 0 {
+		o.Int("trial", int64(m.Trial))
+	}
+	if m.Trials != 0 {
+		o.Int("trials", int64(m.Trials))
+	}
+	if m.Need != 0 {
+		o.Int("need", int64(m.Need))
+	}
+	if len(m.Misuse) > 0 {
+		o.Raw("misuse", appendStrings(nil, m.Misuse))
+	}
+	if m.Control {
+		o.Bool("control", true)
+	}
+	if len(m.Thresholds) > 0 {
+		o.Raw("thresholds", appendStrings(nil, m.Thresholds))
+	}
+	return o.End()
+}
+
+func (e *Expect) encode() []byte {
+	o := newObj(nil)
+	if e.Violations != nil {
+		o.Bool("violations", *e.Violations)
+	}
+	if e.StaleAccepted != nil {
+		o.Bool("stale_writes_accepted", *e.StaleAccepted)
+	}
+	if e.LostUpdates != nil {
+		o.Bool("lost_updates", *e.LostUpdates)
+	}
+	if e.Available != nil {
+		o.Bool("available", *e.Available)
+	}
+	if e.MaxGapNs != 0 {
+		o.Int("max_gap_ns", e.MaxGapNs)
+	}
+	if e.RecoversWithinNs != 0 {
+		o.Int("recovers_within_ns", e.RecoversWithinNs)
+	}
+	if e.Note != "" {
+		o.Str("note", e.Note)
+	}
+	return o.End()
+}
+
+// HarnessStats is the harness mark's meta (MODEL §12).
+type HarnessStats struct {
+	BadLines       int
+	EmitLagMaxNs   int64
+	CoordinatorCPU float64
+	WorkersCPU     float64
+	Cores          int
+}
+
+func (h *HarnessStats) encode() []byte {
+	o := newObj(nil)
+	o.Int("bad_lines", int64(h.BadLines))
+	o.Int("worker_emit_lag_max_ns", h.EmitLagMaxNs)
+	o.Float("coordinator_cpu_cores", h.CoordinatorCPU)
+	o.Float("workers_cpu_cores", h.WorkersCPU)
+	o.Int("cores", int64(h.Cores))
+	o.Int("coordinator_goroutines", 40)
+	o.Int("coordinator_fds", 30)
+	o.Int("coordinator_heap_bytes", 8<<20)
+	return o.End()
+}
+
+func bp(b bool) *bool { return &b }
