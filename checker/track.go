@@ -406,7 +406,9 @@ func (c *Case) die(in *instance, t int64, killed bool) {
 	if in.dead {
 		return
 	}
-	c.live.instanceDown(in, t)
+	if in.live() { // a paused instance's holds and waits no longer count already
+		c.live.instanceDown(in, t)
+	}
 	in.dead, in.deathT, in.killed = true, t, killed
 	for _, cl := range in.clients {
 		c.abandon(cl)

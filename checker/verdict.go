@@ -74,12 +74,20 @@ func (c *Case) Result() Result {
 	broken, missing := safety(r)
 	// A record that breaks its own rules (MODEL §2, §3) proves nothing:
 	// what the checker found in it is an artifact of reading it.
-	unreadable := c.malformedN > 0 || c.orderErrs > 0 || c.early > 0
+	unreadable := c.unreadable()
 	if !r.Valid {
 		// A verdict of "nothing found" from a run that cannot be judged is
 		// not evidence of safety; what it did find still counts.
 		if unreadable {
 			r.MutualExclusion, r.Resource.Verdict, r.Liveness.Verdict = Unknown, Unknown, Unknown
+		}
+		for i := range r.Liveness.Faults {
+			// A recovery seen in a case that cannot be judged is not
+			// evidence; one that failed still stands, unless the record
+			// itself is unreadable.
+			if f := &r.Liveness.Faults[i]; f.Verdict == Met || (unreadable && f.Verdict != NotJudged) {
+				f.Verdict = Undecided
+			}
 		}
 		if r.MutualExclusion == Ok {
 			r.MutualExclusion = Unknown
@@ -132,8 +140,21 @@ func (c *Case) Linearizability(valid bool) LinResult {
 		r := c.lin.result()
 		c.linRes = &r
 	}
-	return c.linRes.Judged(valid)
+	r := c.linRes.Judged(valid)
+	if c.unreadable() && r.Verdict != NotApplicable {
+		// MODEL §12: nothing read from a record that breaks its own rules
+		// is evidence, not even a violation.
+		r.Verdict = Unknown
+		if r.Fenced != "" {
+			r.Fenced = Unknown
+		}
+	}
+	return r
 }
+
+// unreadable reports whether the record breaks its own rules (MODEL §2,
+// §3, §10).
+func (c *Case) unreadable() bool { return c.malformedN > 0 || c.orderErrs > 0 || c.early > 0 }
 
 // safety returns the broken safety expectations and the expected outcomes
 // that did not appear (MODEL §13).

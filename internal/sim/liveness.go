@@ -191,6 +191,9 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 		case f.healErr:
 			ft.Detail = "could not be healed: not judged"
 			continue
+		case x.in(f.unobservedIdx):
+			ft.Detail = "its effect was not observed: not judged"
+			continue
 		}
 		if exp.available == nil {
 			ft.Detail = "no availability expectation"

@@ -32,6 +32,7 @@ type ofault struct {
 	start, end       int64 // -1: none
 	startI, endI     int
 	healErr, errored bool
+	unobserved       bool
 	insts            []string
 	pause            bool
 }
@@ -84,6 +85,8 @@ func liveOracle(ev []oev) map[string]string {
 			faults[e.Fault].healErr = e.Err != ""
 		case e.F == "fault-error" && faults[e.Fault] != nil:
 			faults[e.Fault].errored = true
+		case e.F == "fault-unobserved" && faults[e.Fault] != nil:
+			faults[e.Fault].unobserved = true
 		case e.F == "crash":
 			if _, ok := death[e.Proc]; !ok {
 				death[e.Proc] = e.T
@@ -324,7 +327,7 @@ func liveOracle(ev []oev) map[string]string {
 	}
 	avail := meta.Expect.Available == nil || *meta.Expect.Available
 	for _, f := range order {
-		if f.errored || f.start < 0 || f.end < 0 || f.healErr {
+		if f.errored || f.start < 0 || f.end < 0 || f.healErr || f.unobserved {
 			out[f.name] = ""
 			continue
 		}

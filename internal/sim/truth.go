@@ -409,10 +409,19 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 	}
 
+	// §12: a record that breaks its own rules (malformed, out of order,
+	// early events) proves nothing, not even a violation.
+	unreadable := outOfOrder || malformedFaults
+	for _, i := range append(append(append([]int{}, cr.strayMarks...), cr.strayComps...), cr.earlyIdx...) {
+		if x.in(i) {
+			unreadable = true
+		}
+	}
+
 	// §13 status
-	safety := (!exp.violations && t.Violations > 0) ||
+	safety := !unreadable && ((!exp.violations && t.Violations > 0) ||
 		(exp.stale != nil && !*exp.stale && t.Resource.StaleAccepted > 0) ||
-		(exp.lost != nil && !*exp.lost && t.Resource.LostUpdates > 0)
+		(exp.lost != nil && !*exp.lost && t.Resource.LostUpdates > 0))
 	var unmet []string
 	if exp.violations && t.Violations == 0 {
 		unmet = append(unmet, "expected violations, found none")
@@ -461,6 +470,18 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			if t.Faults[i].Verdict == "met" {
 				t.Faults[i].Verdict = "unknown"
 				t.Faults[i].Detail += " (met, but the case is not valid)"
+			}
+		}
+	}
+	if unreadable {
+		for _, p := range []*string{&t.MutualExclusion, &t.Lin, &t.LinFenced, &t.Liveness} {
+			if *p != Any {
+				*p = "unknown"
+			}
+		}
+		for i := range t.Faults {
+			if t.Faults[i].Verdict != Any && t.Faults[i].Verdict != "" {
+				t.Faults[i].Verdict = "unknown"
 			}
 		}
 	}

@@ -174,8 +174,12 @@ type Verdict struct {
 
 // Judge compares an observed value (in the metric's base unit) with t.
 // The value is rounded to 1/1000 first, as it is printed.
+//
+// The observed value is judged as it is, never rounded: a threshold and the
+// summary it reads agree on every figure (checker/MODEL.md §15); only
+// String rounds it, for people.
 func (t Threshold) Judge(observed float64) Verdict {
-	got := math.Round(observed*1000) / 1000
+	got := observed
 	var pass bool
 	switch t.Op {
 	case "<":
@@ -207,5 +211,5 @@ func (v Verdict) String() string {
 	case Rate:
 		unit = "/s"
 	}
-	return fmt.Sprintf("%s '%s' %s=%s%s", mark, v.Source, v.Metric, strconv.FormatFloat(v.Observed, 'f', -1, 64), unit)
+	return fmt.Sprintf("%s '%s' %s=%s%s", mark, v.Source, v.Metric, strconv.FormatFloat(math.Round(v.Observed*1000)/1000, 'f', -1, 64), unit)
 }
