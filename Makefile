@@ -13,7 +13,7 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaket
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build bench quick known perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short
+.PHONY: help setup apt-packages servers build bench quick known perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
 
 ## help: list the targets
 help:
@@ -64,11 +64,12 @@ PARALLEL   ?= 4
 ## test: install, then gofmt, go vet, every unit test with -race, the integration tests against real servers side by side, and a short fuzz of each parser
 test: setup fmt-check vet
 	$(GO) test -race -short -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) ./backends ./cmd/bench
+	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) ./backends ./cmd/bench ./internal/sim
 	$(GO) test -race -count=1 -timeout 20m -run '$(RACE_TESTS)' ./cmd/bench
 	@$(MAKE) --no-print-directory fuzz-short
 
-FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./internal/history:FuzzReader ./internal/history:FuzzDecoders
+FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./internal/history:FuzzReader ./internal/history:FuzzDecoders ./internal/sim:FuzzSimulate
+SIM_SEEDS    ?= 10000
 FUZZTIME ?= 10m
 
 # fuzz-short: each fuzz target for 10s (part of make test)
@@ -78,8 +79,12 @@ fuzz-short:
 	  echo "fuzz $$t: 10s, no finding"; \
 	done
 
-## fuzz: fuzz the scenario parser, the threshold parser and the history reader (FUZZTIME each, default 10m)
-fuzz:
+## sim: the checker against the simulator's ground truth on SIM_SEEDS seeds (default 10000, ~15 min)
+sim:
+	SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 120m -run '^TestAgainstChecker$$' ./internal/sim
+
+## fuzz: the simulator's SIM_SEEDS seeds, then fuzz the parsers, the decoders and the simulator's seed (FUZZTIME each, default 10m)
+fuzz: sim
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "== fuzz $$t for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \

@@ -102,6 +102,10 @@ type liveness struct {
 	open         []*healRec
 	byFault      map[string]*healRec
 	active       map[string]bool
+	// failedAt is when a heal first failed (-1: none): the fault's effect
+	// may have outlasted its window, so nothing from then on can be blamed
+	// on the lock (MODEL §11).
+	failedAt int64
 }
 
 func (l *liveness) init(start int64, available *bool, within int64) {
@@ -111,6 +115,7 @@ func (l *liveness) init(start int64, available *bool, within int64) {
 	l.keys = map[string]*keyLive{}
 	l.byFault = map[string]*healRec{}
 	l.active = map[string]bool{}
+	l.failedAt = -1
 }
 
 func (l *liveness) key(k string) *keyLive {
@@ -141,7 +146,7 @@ func (hk *healKey) serve(at int64) {
 
 // update opens or closes key k's unavailable interval at t.
 func (l *liveness) update(k string, kl *keyLive, t int64) {
-	unav := !l.stopped && kl.waiters > 0 && kl.holders == 0
+	unav := !l.stopped && l.failedAt < 0 && kl.waiters > 0 && kl.holders == 0
 	switch {
 	case unav && kl.since < 0:
 		kl.since = t
@@ -290,6 +295,10 @@ func (l *liveness) closeOpen(t int64, next string, stop bool) {
 func (l *liveness) faultEnd(f *faultRec, t int64) {
 	l.advance(t)
 	delete(l.active, f.name)
+	if f.healErr != "" && l.failedAt < 0 {
+		l.failedAt = t
+		l.closeGaps(t)
+	}
 	r := &healRec{f: f, h: t, e: -1, keys: map[string]*healKey{}, deadline: -1}
 	if l.within > 0 {
 		r.deadline = t + l.within
@@ -333,23 +342,30 @@ func (l *liveness) caseStop(t int64) {
 	}
 	l.advance(t)
 	l.closeOpen(t, "", true)
-	for k, kl := range l.keys {
+	l.closeGaps(t)
+	l.stopped = true
+	l.stop = t
+}
+
+// closeGaps ends every unavailable interval at t.
+func (l *liveness) closeGaps(t int64) {
+	for _, kl := range l.keys {
 		if kl.since >= 0 {
 			if g := t - kl.since; g > l.longest {
 				l.longest = g
 			}
 			kl.since = -1
 		}
-		_ = k
 	}
-	l.stopped = true
-	l.stop = t
 }
 
 // judge returns a heal's own verdict (undecided_ when a later heal decides)
 // and its recovery time (ms, -1 if none).
 func (l *liveness) judge(r *healRec) (string, float64) {
 	rec := -1.0
+	if l.failedAt >= 0 && r.h >= l.failedAt {
+		return Undecided, rec // after a heal that failed: not the lock's
+	}
 	for _, hk := range r.keys {
 		if hk.r >= 0 {
 			if d := ms(hk.r - r.h); d > rec {

@@ -158,6 +158,11 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 	}
 	tl := x.timeline()
 	s, e := tl.s, tl.e
+	// A heal that failed ends the judgement of availability: the gap is
+	// measured up to it (MODEL §11).
+	if f := x.failedHeal(); f >= 0 && f < e {
+		e = f
+	}
 	for _, k := range tl.keys {
 		run := -1
 		for p := s; p < e; p++ {
@@ -243,6 +248,9 @@ func (x *evalCtx) recovery(tl *timeline, f *faultRec, exp effExpect) (string, st
 	}
 	detail := ""
 	for {
+		if f := x.failedHeal(); f >= 0 && healIdx >= f {
+			return "unknown", detail + "judged at or after a heal that failed"
+		}
 		h := x.T(healIdx)
 		// the clear window [h, e)
 		var g *faultRec
@@ -350,4 +358,16 @@ func (x *evalCtx) judge(tl *timeline, healIdx int, h, e, B int64, within bool) s
 		return "met"
 	}
 	return "undecided"
+}
+
+// failedHeal is the index of the first fault-end that carries a heal error
+// in the visible history, or -1.
+func (x *evalCtx) failedHeal() int {
+	first := -1
+	for _, f := range x.cr.faults {
+		if f.healErr && x.in(f.endIdx) && (first < 0 || f.endIdx < first) {
+			first = f.endIdx
+		}
+	}
+	return first
 }

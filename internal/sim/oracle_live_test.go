@@ -354,8 +354,18 @@ func liveOracle(ev []oev) map[string]string {
 			}
 			continue
 		}
+		failed := int64(-1) // the first heal that failed
+		for _, o := range order {
+			if o.healErr && o.end >= 0 && (failed < 0 || o.end < failed) {
+				failed = o.end
+			}
+		}
 		cur := f
 		for {
+			if failed >= 0 && cur.end >= failed {
+				out[f.name] = "unknown" // at or after a heal that failed
+				break
+			}
 			h := cur.end
 			e := stop
 			var g *ofault

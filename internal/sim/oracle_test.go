@@ -73,6 +73,7 @@ func oracleCase(ev []oev) ocase {
 	top := map[string]uint64{}
 	unavailSince := map[string]int64{}
 	stopIdx := -1
+	failedIdx := -1
 	for i, e := range ev {
 		if e.Type == "mark" && e.F == "case-stop" {
 			stopIdx = i
@@ -201,7 +202,15 @@ func oracleCase(ev []oev) ocase {
 				}
 			}
 		}
-		if stopIdx >= 0 && i < stopIdx {
+		if e.F == "fault-end" && e.Err != "" && failedIdx < 0 && i < stopIdx {
+			// A heal that failed ends the gap's measure (MODEL §11).
+			failedIdx = i
+			for _, since := range unavailSince {
+				oc.gap = max(oc.gap, e.T-since)
+			}
+			unavailSince = map[string]int64{}
+		}
+		if stopIdx >= 0 && i < stopIdx && failedIdx < 0 {
 			for k := 0; k < meta.Keys; k++ {
 				key := fmt.Sprintf("k%d", k)
 				w, h := false, false
