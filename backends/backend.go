@@ -194,6 +194,20 @@ type Leaser interface {
 	LeaseTime(ttl time.Duration) time.Duration
 }
 
+// Renewer is implemented by backends whose client library renews the lease
+// in the background (etcd, Consul and ZooKeeper sessions), with no event in
+// the history: there the lease bounds a grant's expiry only until its first
+// renewal, so the checker cannot date the server's expiry from it.
+type Renewer interface {
+	RenewsInBackground() bool
+}
+
+// RenewsLease reports whether b's library renews its leases unseen.
+func RenewsLease(b Backend) bool {
+	r, ok := b.(Renewer)
+	return ok && r.RenewsInBackground()
+}
+
 // LeaseTime returns b's lease for the workload's ttl, or 0 for none.
 func LeaseTime(b Backend, ttl time.Duration) time.Duration {
 	if l, ok := b.(Leaser); ok {

@@ -268,3 +268,6 @@ func (c *consulLocker) Close() error { return nil }
 // LeaseTime: the session TTL, the earliest Consul may invalidate a session
 // that stopped renewing (it may wait up to twice that).
 func (b *consulBackend) LeaseTime(time.Duration) time.Duration { return b.opt.SessionTTL.D() }
+
+// RenewsInBackground: the session is kept alive by the library, unseen.
+func (b *consulBackend) RenewsInBackground() bool { return true }

@@ -245,3 +245,6 @@ func (e *etcdLocker) Close() error {
 func (b *etcdBackend) LeaseTime(ttl time.Duration) time.Duration {
 	return time.Duration(b.ttlSeconds(ttl)) * time.Second
 }
+
+// RenewsInBackground: the session is kept alive by the library, unseen.
+func (b *etcdBackend) RenewsInBackground() bool { return true }

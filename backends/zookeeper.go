@@ -509,3 +509,6 @@ func (b *zkBackend) LeaseTime(ttl time.Duration) time.Duration {
 	}
 	return ttl
 }
+
+// RenewsInBackground: the session is kept alive by the library, unseen.
+func (b *zkBackend) RenewsInBackground() bool { return true }

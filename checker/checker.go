@@ -98,9 +98,20 @@ type Result struct {
 	Violations      int       `json:"violations"`
 	Examples        []Overlap `json:"examples,omitempty"`
 	// OverlapMaxMs and OverlapP50Ms are how long two holders coexisted:
-	// the longest and the median overlap (MODEL §6), 0 without one.
-	OverlapMaxMs float64 `json:"overlap_max_ms,omitempty"`
-	OverlapP50Ms float64 `json:"overlap_p50_ms,omitempty"`
+	// the longest and the median overlap (MODEL §6), 0 without one;
+	// FirstViolationMs is when the first overlap began, since the case
+	// start (-1: none).
+	OverlapMaxMs     float64 `json:"overlap_max_ms"`
+	OverlapP50Ms     float64 `json:"overlap_p50_ms"`
+	FirstViolationMs float64 `json:"first_violation_ms"`
+	// Zombies counts holders that went on believing after the service had
+	// certainly taken their grant back (MODEL §6: another client's grant,
+	// or a lease nothing renews unseen that ran out), and ZombieMaxMs,
+	// ZombieP50Ms how long they did: the window in which a late write does
+	// damage unless a token or the work itself stops it.
+	Zombies     int     `json:"zombies"`
+	ZombieMaxMs float64 `json:"zombie_max_ms"`
+	ZombieP50Ms float64 `json:"zombie_p50_ms"`
 
 	Resource Resource `json:"resource"`
 	// Store judges a critical section run in the backend's own database
@@ -181,7 +192,9 @@ type Case struct {
 
 	faults    map[string]*faultRec
 	faultList []*faultRec
-	crashes   []string // unexplained deaths (MODEL §12)
+	// awaitGrant are faults that began and whose next grant has not come.
+	awaitGrant []*faultRec
+	crashes    []string // unexplained deaths (MODEL §12)
 
 	freeHolds     []*hold
 	malformedN    int
@@ -215,6 +228,7 @@ func WithLinearizability(timeout time.Duration) Option {
 // case-start mark was at start.
 func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	c := &Case{
+		mutex:   mutex{first: -1},
 		meta:    meta,
 		start:   start,
 		lastT:   start,

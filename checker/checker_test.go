@@ -244,3 +244,53 @@ func TestEdgeCaseDetails(t *testing.T) {
 		t.Errorf("harness-degraded: %+v reuse=%d", h, r.Resource.TokenReuse)
 	}
 }
+
+// TestOverlapAndZombieFigures plants a history with known durations: a
+// holder paused past its 100 ms lease; the service grants the key to
+// another client 150 ms after the first grant's completion; the paused
+// holder learns it lost the lease 230 ms in. Its zombie time runs from
+// its lease's sure expiry (10+100 = 110 ms) to its lost signal (240 ms):
+// 130 ms; the overlap from the second grant (160 ms) to the lost signal:
+// 80 ms. The second holder also outlives its own lease (granted at 160 ms,
+// sure gone at 260 ms, released at 300 ms): a zombie for 40 ms.
+func TestOverlapAndZombieFigures(t *testing.T) {
+	ms := int64(1e6)
+	c := checker.NewCase(history.CaseMeta{Name: "z", Duration: 400 * ms, LeaseNs: 100 * ms, Expect: history.Expectation{}}, 0)
+	for _, e := range []history.Event{
+		{T: 5 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i1c0", Key: "k0"},
+		{T: 10 * ms, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k0", Token: 1},
+		{T: 20 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i2c0", Key: "k0"},
+		{T: 160 * ms, Type: history.OK, F: history.OpAcquire, Proc: "i2c0", Key: "k0", Token: 2},
+		{T: 240 * ms, Type: history.OK, F: history.OpLost, Proc: "i1c0", Key: "k0"},
+		{T: 300 * ms, Type: history.Invoke, F: history.OpRelease, Proc: "i2c0", Key: "k0"},
+		{T: 301 * ms, Type: history.OK, F: history.OpRelease, Proc: "i2c0", Key: "k0"},
+		{T: 400 * ms, Type: history.Mark, F: history.MarkCaseStop},
+		{T: 400 * ms, Type: history.Mark, F: history.MarkCaseEnd},
+	} {
+		c.Add(&e)
+	}
+	r := c.Result()
+	if r.Violations != 1 || r.OverlapMaxMs != 80 || r.OverlapP50Ms != 80 || r.FirstViolationMs != 160 {
+		t.Errorf("violations %d overlap max %v p50 %v first %v; want 1, 80, 80, 160", r.Violations, r.OverlapMaxMs, r.OverlapP50Ms, r.FirstViolationMs)
+	}
+	if r.Zombies != 2 || r.ZombieMaxMs != 130 || r.ZombieP50Ms != 40 {
+		t.Errorf("zombies %d, longest %v ms, median %v; want 2, 130, 40", r.Zombies, r.ZombieMaxMs, r.ZombieP50Ms)
+	}
+	// The same with a lease its library renews unseen: the service's
+	// expiry is not known, only the second grant is: 160 to 240 ms.
+	c = checker.NewCase(history.CaseMeta{Name: "z", Duration: 400 * ms, LeaseNs: 100 * ms, LeaseRenewed: true}, 0)
+	for _, e := range []history.Event{
+		{T: 5 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i1c0", Key: "k0"},
+		{T: 10 * ms, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k0", Token: 1},
+		{T: 20 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i2c0", Key: "k0"},
+		{T: 160 * ms, Type: history.OK, F: history.OpAcquire, Proc: "i2c0", Key: "k0", Token: 2},
+		{T: 240 * ms, Type: history.OK, F: history.OpLost, Proc: "i1c0", Key: "k0"},
+		{T: 400 * ms, Type: history.Mark, F: history.MarkCaseStop},
+		{T: 400 * ms, Type: history.Mark, F: history.MarkCaseEnd},
+	} {
+		c.Add(&e)
+	}
+	if r := c.Result(); r.Zombies != 1 || r.ZombieMaxMs != 80 {
+		t.Errorf("renewed lease: zombies %d, longest %v ms; want 1, 80", r.Zombies, r.ZombieMaxMs)
+	}
+}

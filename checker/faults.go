@@ -19,6 +19,7 @@ type faultRec struct {
 	unobserved       string
 	idle             string
 	acqStart, acqEnd int
+	nextGrant        int64 // the first live client's grant after its start (-1: none)
 }
 
 // observed reports whether f was applied, healed and seen to act.
@@ -103,6 +104,8 @@ func (c *Case) faultMark(e *history.Event) {
 		}
 		f.started, f.start, f.target = true, e.T, e.Target
 		f.acqStart = c.live.acquisitions
+		f.nextGrant = -1
+		c.awaitGrant = append(c.awaitGrant, f)
 		c.res.FaultsFired++
 		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
 		c.harness.faultStart(e.T)

@@ -40,6 +40,10 @@ type FaultLiveness struct {
 	// ClearMs is how long the heal's clear window lasted: until the next
 	// fault began or the case stopped.
 	ClearMs float64 `json:"clear_ms"`
+	// NextGrantMs is the time from the fault's start to the next grant to
+	// a live client (of any key): how long the lock was out of service
+	// after, say, its holder failed (-1: none before the end).
+	NextGrantMs float64 `json:"next_grant_ms"`
 }
 
 // Recovery verdicts of a fault (FaultLiveness.Verdict).
@@ -441,7 +445,10 @@ func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64) (Li
 			continue
 		}
 		fl := FaultLiveness{Fault: f.name, Target: f.target, RecoveredAfterMs: -1,
-			AcquisitionsDuring: f.acqEnd - f.acqStart}
+			AcquisitionsDuring: f.acqEnd - f.acqStart, NextGrantMs: -1}
+		if f.nextGrant >= 0 {
+			fl.NextGrantMs = ms(f.nextGrant - f.start)
+		}
 		if !f.ended {
 			fl.AcquisitionsDuring = l.acquisitions - f.acqStart
 		} else {

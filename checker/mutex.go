@@ -12,6 +12,11 @@ type mutex struct {
 	// duration figures; capped.
 	overlaps []int64
 	longest  int64
+	// zombies are how long holders went on believing after the service
+	// had certainly taken their grant back (ns); first is the first
+	// overlap's beginning (-1: none).
+	zombies []int64
+	first   int64
 }
 
 type pending struct {
@@ -26,6 +31,12 @@ const maxOverlaps = 100000
 
 func (m *mutex) begin(c *Case, h *hold) {
 	for _, o := range h.kl.holds {
+		if o.cl != h.cl && h.begin < o.gone {
+			o.gone = h.begin // the service gave the key to another
+		}
+		if m.first < 0 {
+			m.first = h.begin
+		}
 		c.res.Violations++
 		c.res.Segments[len(c.res.Segments)-1].Violations++
 		idx := -1
@@ -42,6 +53,9 @@ func (m *mutex) begin(c *Case, h *hold) {
 
 // end closes the overlaps h was part of; h has left its key's holds.
 func (m *mutex) end(c *Case, h *hold, t int64) {
+	if h.gone < t && len(m.zombies) < maxOverlaps {
+		m.zombies = append(m.zombies, t-h.gone)
+	}
 	if len(m.open) == 0 {
 		return
 	}
@@ -76,6 +90,17 @@ func (m *mutex) figures() (longest, median float64) {
 	s := slices.Clone(m.overlaps)
 	slices.Sort(s)
 	return ms(m.longest), ms(s[(len(s)-1)/2])
+}
+
+// zombieFigures returns how many holders were zombies, and the longest
+// and median zombie time, in ms.
+func (m *mutex) zombieFigures() (n int, longest, median float64) {
+	if len(m.zombies) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(m.zombies)
+	slices.Sort(s)
+	return len(s), ms(s[len(s)-1]), ms(s[(len(s)-1)/2])
 }
 
 func ms(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }

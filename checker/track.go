@@ -50,6 +50,11 @@ type hold struct {
 	cands []candidate
 	// lin is its key's linearizability window while it is in it.
 	lin *linWindow
+	// gone is the earliest instant at which the service had certainly
+	// taken the grant back (MODEL §6, zombie time): another client's grant
+	// of the key, or, for a lease nothing renews unseen, the acquire's
+	// (or latest extension's) completion plus the lease. never: unknown.
+	gone int64
 }
 
 // good reports whether the hold ended by a release that returned ok.
@@ -299,6 +304,10 @@ func (c *Case) complete(cl *client, e *history.Event) {
 		if e.Type == history.OK {
 			c.res.WrongTokenReleases++
 		}
+	case history.OpExtend:
+		if h := o.h; e.Type == history.OK && h != nil && h.reason == inForce {
+			h.gone = c.sureExpiry(e.T)
+		}
 	}
 	c.lin.complete(cl, o, e)
 }
@@ -315,6 +324,12 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 		}
 	}
 	c.live.acquired(cl, e.Key, e.T)
+	if len(c.awaitGrant) > 0 && cl.live() {
+		for _, f := range c.awaitGrant {
+			f.nextGrant = e.T
+		}
+		c.awaitGrant = c.awaitGrant[:0]
+	}
 	if h := cl.holds.get(e.Key); h != nil {
 		c.res.DuplicateGrants++
 		h.token = e.Token
@@ -322,7 +337,7 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 		return
 	}
 	h := c.newHold()
-	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1}
+	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1, gone: c.sureExpiry(e.T)}
 	o.h = h
 	if !c.meta.Lockless {
 		c.mutex.begin(c, h)
@@ -538,4 +553,14 @@ func (c *Case) keyOf(cl *client, key string) *keyLive {
 	}
 	cl.last = c.live.key(key)
 	return cl.last
+}
+
+// sureExpiry is when a grant confirmed at t has certainly expired on the
+// service: t plus the lease, for a lease nothing renews unseen; never
+// otherwise.
+func (c *Case) sureExpiry(t int64) int64 {
+	if c.meta.LeaseNs <= 0 || c.meta.LeaseRenewed {
+		return never
+	}
+	return t + c.meta.LeaseNs
 }

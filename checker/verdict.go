@@ -13,6 +13,11 @@ func (c *Case) Result() Result {
 	}
 	r := c.res
 	r.OverlapMaxMs, r.OverlapP50Ms = c.mutex.figures()
+	r.Zombies, r.ZombieMaxMs, r.ZombieP50Ms = c.mutex.zombieFigures()
+	r.FirstViolationMs = -1
+	if c.mutex.first >= 0 {
+		r.FirstViolationMs = ms(c.mutex.first - c.start)
+	}
 	exp := r.Expect
 
 	r.Invalid = append(r.Invalid, c.faultReasons()...)

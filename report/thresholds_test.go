@@ -1,9 +1,11 @@
 package report
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/threshold"
 )
@@ -38,5 +40,22 @@ func TestEvaluateThresholds(t *testing.T) {
 	}
 	if c.Thresholds[3].Pass {
 		t.Errorf("a threshold that does not parse must fail")
+	}
+}
+
+// TestDurationThresholds: thresholds on overlap and zombie time judge the
+// checker's figures of a planted history (an 80 ms overlap, zombies of
+// 130 ms and 40 ms).
+func TestDurationThresholds(t *testing.T) {
+	sum, err := AnalyzeFile(filepath.Join("testdata", "overlap-threshold.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := sum.Cases[0].Thresholds
+	if len(th) != 3 || th[0].Pass || th[0].Observed != 80 || !th[1].Pass || th[1].Observed != 130 || !th[2].Pass {
+		t.Fatalf("thresholds: %+v", th)
+	}
+	if got := sum.ExitCode(); got != exitcode.Threshold {
+		t.Errorf("exit code %d, want %d (a threshold failed, safety as expected)", got, exitcode.Threshold)
 	}
 }

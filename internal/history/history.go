@@ -180,6 +180,10 @@ type CaseMeta struct {
 	// LeaseNs is how long a grant lasts on the server unless extended:
 	// the earliest a holder's lease can expire (0: the lock has no lease).
 	LeaseNs int64 `json:"lease_ns,omitempty"`
+	// LeaseRenewed: the client library renews leases in the background,
+	// unseen (etcd, Consul, ZooKeeper sessions): the lease bounds expiry
+	// only until the first renewal.
+	LeaseRenewed bool `json:"lease_renewed,omitempty"`
 	// OpTimeoutNs is the workload's op_timeout: trouble a fault causes can
 	// show up to that long after it heals.
 	OpTimeoutNs int64 `json:"op_timeout_ns,omitempty"`

@@ -99,6 +99,7 @@ func (c *Case) Meta() history.CaseMeta {
 		LeaseNs: int64(backends.LeaseTime(c.Backend, c.Workload.TTL.D())), OpTimeoutNs: int64(c.Workload.OpTimeout),
 		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
 	m.Lockless = backends.IsLockless(c.Backend)
+	m.LeaseRenewed = backends.RenewsLease(c.Backend)
 	if c.Network == NetworkHosts {
 		m.Network = NetworkHosts
 	}
