@@ -64,6 +64,15 @@ type RowSummary struct {
 	Verdict string `json:"verdict"`
 	// Why says, for an invalid row, what made it so.
 	Why string `json:"why,omitempty"`
+	// The evidence over the row's decided trials (valid ones, and invalid
+	// ones that proved unsafety): the faults that fired in them, and in how
+	// many two holders were seen, with a 95% interval.
+	Exposures    int     `json:"exposures"`
+	TwoHolders   Rate    `json:"two_holders"`
+	OverlapMaxMs float64 `json:"overlap_max_ms"`
+	ZombieMaxMs  float64 `json:"zombie_max_ms"`
+	decided      int
+	twoHolders   int
 }
 
 // rows groups the cases by row, in order of first appearance, and judges
@@ -102,6 +111,15 @@ func rows(cases []CaseSummary) []RowSummary {
 			r.Why = fmt.Sprintf("trial %d appears twice", trial)
 		}
 		seen[row][trial] = true
+		if c.Check.Valid || c.Check.Status == "violation" {
+			r.decided++
+			r.Exposures += c.Check.FaultsFired
+			if c.Check.Violations > 0 {
+				r.twoHolders++
+			}
+		}
+		r.OverlapMaxMs = max(r.OverlapMaxMs, c.Check.OverlapMaxMs)
+		r.ZombieMaxMs = max(r.ZombieMaxMs, c.Check.ZombieMaxMs)
 		switch c.Check.Status {
 		case "ok":
 			r.Met++
@@ -115,6 +133,7 @@ func rows(cases []CaseSummary) []RowSummary {
 	}
 	for i := range out {
 		r := &out[i]
+		r.TwoHolders = NewRate(r.twoHolders, r.decided)
 		for t := 1; t <= r.Trials; t++ {
 			if !seen[r.Row][t] {
 				r.Missing++

@@ -43,6 +43,22 @@ type DecisionCell struct {
 	LongestGapMs       float64 `json:"longest_gap_ms"`
 	RecoveredAfterMs   float64 `json:"recovered_after_ms"`
 	NotLive            int     `json:"not_live"`
+	// The evidence behind the outcome: Trials are the cases that could
+	// answer (valid ones, and invalid ones that proved unsafety anyway),
+	// Exposures the faults that fired in them; TwoHolders and Damage say
+	// in how many of those trials two clients believed they held the lock,
+	// and a late write landed, with a 95% interval (Wilson): one trial is
+	// a sample, not a property of the lock.
+	Trials     int  `json:"trials"`
+	Exposures  int  `json:"exposures"`
+	TwoHolders Rate `json:"two_holders"`
+	Damage     Rate `json:"damage"`
+	// OverlapMaxMs and ZombieMaxMs are the longest overlap of two holders
+	// and the longest zombie time over the cell's cases.
+	OverlapMaxMs float64 `json:"overlap_max_ms"`
+	ZombieMaxMs  float64 `json:"zombie_max_ms"`
+	twoHolders   int
+	damage       int
 }
 
 // DecisionRow is one backend across the fault classes, with what it costs
@@ -135,6 +151,8 @@ func NewDecision(sums ...*Summary) *Decision {
 			// Work that commits with its lock in the database is stopped
 			// by the database as a token would stop it.
 			cell.Outcome = cell.judge(row.Fenced || row.Store)
+			cell.TwoHolders = NewRate(cell.twoHolders, cell.Trials)
+			cell.Damage = NewRate(cell.damage, cell.Trials)
 		}
 	}
 	for _, c := range ClassOrder {
@@ -152,6 +170,18 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 	if !r.Valid {
 		cell.Invalid++
 	}
+	if r.Valid || r.Status == "violation" {
+		cell.Trials++
+		cell.Exposures += r.FaultsFired
+		if r.Violations > 0 {
+			cell.twoHolders++
+		}
+		if r.Resource.StaleAccepted > 0 || (!r.Meta.Fenced && !r.Meta.Store && (r.Violations > 0 || r.Resource.LostUpdates > 0)) || (r.Meta.Store && r.Resource.LostUpdates > 0) {
+			cell.damage++
+		}
+	}
+	cell.OverlapMaxMs = max(cell.OverlapMaxMs, r.OverlapMaxMs)
+	cell.ZombieMaxMs = max(cell.ZombieMaxMs, r.ZombieMaxMs)
 	cell.Violations += r.Violations
 	cell.StaleRejected += r.Resource.StaleRejected
 	cell.StaleAccepted += r.Resource.StaleAccepted
@@ -238,7 +268,39 @@ func (cell *DecisionCell) cellText(class string, store bool) string {
 	if cell.Invalid > 0 && cell.Outcome != OutcomeNone {
 		s += fmt.Sprintf(" [%d of %d cases invalid]", cell.Invalid, cell.Cases)
 	}
-	return s + " · " + cell.availabilityText(class)
+	return s + " · " + cell.evidenceText(class) + " · " + cell.availabilityText(class)
+}
+
+// evidenceText says how much the outcome rests on: in how many trials two
+// holders were seen, with the interval, and, for a safe cell with few
+// exposures, that it is a sample.
+func (cell *DecisionCell) evidenceText(class string) string {
+	if cell.Trials == 0 {
+		return "no decided trial"
+	}
+	s := "two holders in " + cell.TwoHolders.String()
+	if cell.twoHolders > 0 {
+		s += ", overlap up to " + msText(cell.OverlapMaxMs)
+	}
+	if class != ClassNone && class != ClassMisuse {
+		s += fmt.Sprintf(" (%d exposures)", cell.Exposures)
+	}
+	if cell.thin(class) {
+		s += " — too few to call it safe"
+	}
+	return s
+}
+
+// thin reports whether a cell that saw no two holders rests on too few
+// trials (or fault exposures) to call the lock safe.
+func (cell *DecisionCell) thin(class string) bool {
+	if cell.twoHolders > 0 || cell.Trials == 0 {
+		return false
+	}
+	if class != ClassNone && class != ClassMisuse {
+		return cell.Exposures < MinExposures
+	}
+	return cell.Trials < MinExposures
 }
 
 // label names a row's backend with what kind of entry it is.

@@ -68,8 +68,14 @@ func WriteDecisionPlot(base string, d *Decision) error {
 				add(x+0.45, y+0.4, "—", false)
 				continue
 			}
-			p.Add(rect{x0: x + 0.03, y0: y + 0.04, x1: x + 0.97, y1: y + 0.96, fill: outcomeFill[cell.Outcome]})
-			add(x+0.07, y+0.62, outcomeWord[cell.Outcome], true)
+			fill, word := outcomeFill[cell.Outcome], outcomeWord[cell.Outcome]
+			if f, ok := fill.(color.NRGBA); ok && cell.thin(c) {
+				// A sample, not a property: paler, and it says so.
+				f.A /= 3
+				fill, word = f, word+"?"
+			}
+			p.Add(rect{x0: x + 0.03, y0: y + 0.04, x1: x + 0.97, y1: y + 0.96, fill: fill})
+			add(x+0.07, y+0.62, word, true)
 			add(x+0.07, y+0.1, cell.plotDetail(c), false)
 		}
 		x := float64(cols)
@@ -104,9 +110,9 @@ func WriteDecisionPlot(base string, d *Decision) error {
 
 // plotDetail is the availability of a cell in three short lines.
 func (cell *DecisionCell) plotDetail(class string) string {
-	s := ""
+	s := fmt.Sprintf("2 holders %d/%d %s\n", cell.TwoHolders.Hits, cell.TwoHolders.Of, cell.TwoHolders.interval())
 	if class != ClassNone && class != ClassMisuse {
-		s = fmt.Sprintf("during %d\nafter %d\n", cell.AcquisitionsDuring, cell.AcquisitionsAfter)
+		s += fmt.Sprintf("during %d, after %d\n", cell.AcquisitionsDuring, cell.AcquisitionsAfter)
 	}
 	s += "gap " + msText(cell.LongestGapMs)
 	if cell.RecoveredAfterMs < 0 || cell.NotLive > 0 {

@@ -142,9 +142,10 @@ func writeReport(w io.Writer, s *Summary, scatter bool) error {
 	}
 	if hasTrials(s) {
 		b.WriteString("## Rows over trials\n\nA row repeats a case because timing makes a single run of a race flaky; it is reproduced when the expected outcome appears in at least *need* trials.\n\n")
-		b.WriteString("| row | backend | verdict | met | trials | need | invalid |\n|---|---|---|---:|---:|---:|---:|\n")
+		b.WriteString("| row | backend | verdict | met | trials | need | invalid | two holders in (95% interval) | longest overlap | longest zombie |\n|---|---|---|---:|---:|---:|---:|---|---:|---:|\n")
 		for _, r := range s.Rows {
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d |\n", r.Row, r.Backend, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid)
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s | %s | %s |\n", r.Row, r.Backend, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid,
+				r.TwoHolders, msText(r.OverlapMaxMs), msText(r.ZombieMaxMs))
 		}
 		b.WriteString("\n")
 	}

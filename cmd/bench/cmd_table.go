@@ -57,8 +57,8 @@ table over all of them:
 // (run.json records each case's server kinds); a results folder from
 // before that was recorded lists every server of its run.
 func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
-	t := report.Table{Header: []string{"row", "backend", "verdict", "expected outcome in", "violations", "stale rejected", "stale accepted", "token regressions", "versions"},
-		Right: []bool{false, false, false, false, true, true, true, true, false}}
+	t := report.Table{Header: []string{"row", "backend", "verdict", "expected outcome in", "two holders in (95%)", "violations", "stale rejected", "stale accepted", "token regressions", "versions"},
+		Right: []bool{false, false, false, false, false, true, true, true, true, false}}
 	var failed int
 	for i, sum := range sums {
 		info := readRunVersions(dirs[i])
@@ -78,7 +78,7 @@ func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 			if r.Verdict != "reproduced" {
 				failed++
 			}
-			t.Add(r.Row, r.Backend, r.Verdict, fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need),
+			t.Add(r.Row, r.Backend, r.Verdict, fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need), r.TwoHolders.String(),
 				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), info.of(names))
 		}
 	}
