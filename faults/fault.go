@@ -224,7 +224,12 @@ type Info struct {
 	// NeedsCgroup names the cgroup v1 controller a fault confines its
 	// target with ("cpu", "blkio"), or "".
 	NeedsCgroup string
-	New         func(decode Decoder) (Fault, error)
+	// Lasting marks faults that change a server for good (a restart, a
+	// promotion, a moved clock): after a case where one acted on a server,
+	// the next case starts a fresh cluster instead of reusing it. Faults on
+	// instances and links, and the others on servers, are undone at heal.
+	Lasting bool
+	New     func(decode Decoder) (Fault, error)
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

@@ -14,7 +14,7 @@ import (
 
 func init() {
 	Register(Info{Name: "pause", Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
-	Register(Info{Name: "kill", Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, New: newKill})
+	Register(Info{Name: "kill", Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
 }
 
 // stopWait bounds how long a signal may take to show its effect.

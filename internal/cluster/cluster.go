@@ -869,3 +869,69 @@ func cleanStaleContainers(n int) {
 	}
 	dockerCmd(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 }
+
+// Reusable reports whether the cluster can be handed to another case once
+// Refresh says it is back at its baseline: servers lockbench started on
+// loopback (not hosts of their own, not a targets file, not a compose
+// topology, none under libfaketime: a moved clock stays moved).
+func (c *Cluster) Reusable() bool {
+	return c.external == nil && c.compose == nil && c.Hosts == nil && len(c.faketime) == 0
+}
+
+// Refresh brings a cluster a case has finished with back to its baseline
+// for the next case, or says why it cannot: every server must be running,
+// not stopped, and answer its readiness probe within timeout (an ensemble
+// formed, a leader); every toxic is removed and every proxy made for the
+// case's instances and resource deleted (the server-side ones stay). The
+// next case's keys must be fresh: counters and rows of the last one stay.
+func (c *Cluster) Refresh(ctx context.Context, timeout time.Duration) error {
+	if !c.Reusable() {
+		return errors.New("this cluster is not lockbench's on loopback")
+	}
+	c.mu.Lock()
+	servers := make([]*Server, 0, len(c.servers))
+	for _, s := range c.servers {
+		servers = append(servers, s)
+	}
+	keep := map[string]bool{}
+	for name := range c.relays {
+		keep[c.Toxi.prefix+name] = true
+	}
+	c.mu.Unlock()
+	for _, s := range servers {
+		p := s.Process()
+		if p == nil || !p.Alive() {
+			return fmt.Errorf("%s is not running", s.Spec.Name)
+		}
+		if stopped, err := p.Stopped(); err != nil || stopped {
+			return fmt.Errorf("%s is stopped (%v)", s.Spec.Name, err)
+		}
+		s.mu.Lock()
+		if s.Proxy != nil {
+			keep[s.Proxy.Name] = true
+		}
+		s.mu.Unlock()
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.ready(rctx, s.Process()); err != nil {
+			return fmt.Errorf("%s does not answer: %w", s.Spec.Name, err)
+		}
+	}
+	if err := c.Toxi.Client.ResetState(); err != nil {
+		return fmt.Errorf("reset toxiproxy: %w", err)
+	}
+	proxies, err := c.Toxi.Client.Proxies()
+	if err != nil {
+		return fmt.Errorf("list toxiproxy proxies: %w", err)
+	}
+	for name, p := range proxies {
+		if !keep[name] {
+			if err := p.Delete(); err != nil {
+				return fmt.Errorf("delete proxy %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -211,6 +211,20 @@ type CaseMeta struct {
 	// Network is "hosts" when every server and instance ran in a network
 	// namespace of its own ("" or "loopback": processes on loopback).
 	Network string `json:"network,omitempty"`
+	// Sweep is, for a case expanded from swept values, which case and
+	// which point it stands for.
+	Sweep *SweepPoint `json:"sweep,omitempty"`
+}
+
+// SweepPoint is one point of a swept case: its case as written, the axes'
+// labels and values ("for", "1.1×ttl"), and each value as a number for
+// plots (seconds for a duration, the multiple for ttl_x, the position in
+// its list for a value that is not a number).
+type SweepPoint struct {
+	Case   string    `json:"case"`
+	Labels []string  `json:"labels"`
+	Values []string  `json:"values"`
+	X      []float64 `json:"x"`
 }
 
 // ScheduledAt names a fault the scenario scheduled for a case.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,11 +38,15 @@ type caseRun struct {
 	workers  map[string]*workerProc
 	start    int64 // case start, since run base
 
-	liveMu   sync.Mutex
-	lastHeal int64             // when the last fault healed (since run base)
-	waiting  map[string]bool   // clients with an acquire in flight, as events arrive
-	storing  map[string]string // clients inside a store critical section: client -> key
-	stats    history.HarnessStats
+	// reusedFrom names the case whose cluster this one runs on ("": its
+	// own); dirty says a fault left it off its baseline.
+	reusedFrom string
+	dirty      atomic.Bool
+	liveMu     sync.Mutex
+	lastHeal   int64             // when the last fault healed (since run base)
+	waiting    map[string]bool   // clients with an acquire in flight, as events arrive
+	storing    map[string]string // clients inside a store critical section: client -> key
+	stats      history.HarnessStats
 }
 
 func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error) {
@@ -58,25 +63,38 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 			co.Compose = &cluster.Compose{File: cp.File, Project: cp.Project, WorkerImage: cp.WorkerImage}
 		}
 	}
-	cl, err := cluster.NewWith(r.id, logDir, co)
-	if err != nil {
-		return err
+	key := clusterKey(c, co)
+	cl, from := r.takeKept(ctx, key)
+	if cl == nil {
+		if cl, err = cluster.NewWith(r.id, logDir, co); err != nil {
+			return err
+		}
 	}
-	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, plan: plan, workers: map[string]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}}
+	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, plan: plan, workers: map[string]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}, reusedFrom: from}
 	defer func() {
 		// Teardown runs on success, error, interrupt and panic alike.
 		cr.killWorkers()
-		if cerr := cl.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("tear down cluster: %w", cerr)
-		}
 		if cr.res != nil {
 			if rerr := cr.res.Close(); rerr != nil && err == nil {
 				err = fmt.Errorf("close resource: %w", rerr)
 			}
 		}
+		if err == nil && ctx.Err() == nil && cr.keepable() {
+			origin := from
+			if origin == "" {
+				origin = c.Name
+			}
+			r.kept = &keptCluster{key: key, cl: cl, origin: origin}
+			return
+		}
+		if cerr := cl.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("tear down cluster: %w", cerr)
+		}
 	}()
-	if err := cl.Start(ctx, c.Backend.Servers()); err != nil {
-		return err
+	if from == "" {
+		if err := cl.Start(ctx, c.Backend.Servers()); err != nil {
+			return err
+		}
 	}
 	startup := time.Since(began)
 	cr.res, err = resource.Listen(cl.HarnessIP(), func(e *history.Event) { r.m.emit(*e) })
@@ -96,14 +114,18 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		return err
 	}
 	info := CaseInfo{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds(),
-		Servers: serverKinds(c.Backend.Servers())}
+		Servers: serverKinds(c.Backend.Servers()), Reused: from}
 	for _, w := range cr.sortedWorkers() {
 		if ct := w.proc.Container(); ct != "" {
 			info.Containers = append(info.Containers, ct)
 		}
 	}
 	r.addCase(info)
-	fmt.Fprintf(r.log, "  cluster up in %s (slot %d); proxied links: %v\n", startup.Round(time.Millisecond), cl.Slot.N, plan.names(c))
+	if from != "" {
+		fmt.Fprintf(r.log, "  cluster of %s reused, back at its baseline in %s; proxied links: %v\n", from, startup.Round(time.Millisecond), plan.names(c))
+	} else {
+		fmt.Fprintf(r.log, "  cluster up in %s (slot %d); proxied links: %v\n", startup.Round(time.Millisecond), cl.Slot.N, plan.names(c))
+	}
 
 	meta, err := json.Marshal(c.Meta())
 	if err != nil {
@@ -191,6 +213,11 @@ func (cr *caseRun) watchRecovery(ctx context.Context) {
 // or cases share a lock, a counter or a row there.
 func (cr *caseRun) keyPrefix() string {
 	if cr.r.sc.Targets == nil {
+		if cr.reusedFrom != "" {
+			// A reused cluster still holds the last case's keys, counters
+			// and rows: this case's are its own.
+			return fmt.Sprintf("c%d-", cr.idx+1)
+		}
 		return ""
 	}
 	// No slash: a ZooKeeper node name cannot hold one (it would need
@@ -288,4 +315,62 @@ func serverKinds(specs []backends.ServerSpec) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// keptCluster is a cluster left running for the next case on the same
+// servers.
+type keptCluster struct {
+	key    string
+	cl     *cluster.Cluster
+	origin string // the case that started it
+}
+
+// clusterKey says which cases can share a cluster: the same backend and
+// options (so the same servers), the same proxied server-side links and
+// clocks, on the same network.
+func clusterKey(c *scenario.Case, co cluster.Options) string {
+	return fmt.Sprintf("%s|%s|%q|%q|%v|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Hosts, co.External != nil)
+}
+
+// refreshWait bounds how long a kept cluster may take to answer again.
+const refreshWait = 10 * time.Second
+
+// takeKept returns the kept cluster when it is the one this case needs
+// and is back at its baseline, with the case that started it; otherwise
+// it tears the kept cluster down and returns nil.
+func (r *run) takeKept(ctx context.Context, key string) (*cluster.Cluster, string) {
+	k := r.kept
+	r.kept = nil
+	if k == nil {
+		return nil, ""
+	}
+	if k.key == key {
+		err := k.cl.Refresh(ctx, refreshWait)
+		if err == nil {
+			return k.cl, k.origin
+		}
+		fmt.Fprintf(r.log, "  the cluster of %s is not back at its baseline (%v): starting a fresh one\n", k.origin, err)
+	}
+	if err := k.cl.Close(); err != nil {
+		fmt.Fprintf(r.log, "  tear down the cluster of %s: %v\n", k.origin, err)
+	}
+	return nil, ""
+}
+
+// dropKept tears down the kept cluster, at the end of the run.
+func (r *run) dropKept() {
+	if r.kept != nil {
+		if err := r.kept.cl.Close(); err != nil {
+			fmt.Fprintf(r.log, "tear down the cluster of %s: %v\n", r.kept.origin, err)
+		}
+		r.kept = nil
+	}
+}
+
+// keepable reports whether the case's cluster may serve the next case: it
+// is lockbench's own on loopback, and no fault left it off its baseline
+// (a lasting fault on a server, a heal that failed, a fault that could not
+// be applied).
+func (cr *caseRun) keepable() bool {
+	return cr.cl.Reusable() && !cr.dirty.Load()
 }

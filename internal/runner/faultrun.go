@@ -53,6 +53,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	rec := FaultRecord{Case: cr.c.Name, Name: f.Name, Type: f.Type, Target: f.Target, AtNs: int64(f.At), ForNs: int64(f.For)}
 	defer cr.r.recordFault(&rec)
 	fail := func(err error) {
+		cr.dirty.Store(true) // whatever half of it was applied may linger
 		rec.Error = err.Error()
 		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultError, Fault: f.Name, Target: f.Target, Err: rec.Error})
 	}
@@ -134,7 +135,11 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 		}
 	}
 	healed, err := eff.Heal(hctx)
+	if info, _ := faults.Lookup(f.Type); info.Lasting && faults.KindOf(target) == faults.Server {
+		cr.dirty.Store(true) // a restarted, promoted or re-clocked server
+	}
 	if err != nil {
+		cr.dirty.Store(true)
 		rec.HealError = err.Error()
 		fmt.Fprintf(cr.r.log, "  fault %s: heal: %v\n", f.Name, err)
 	} else if healed != "" {

@@ -104,6 +104,10 @@ type CaseInfo struct {
 	// Servers are the kinds of server the case started (redis, etcd, …):
 	// which of the run's versions a case's verdict stands on.
 	Servers []string `json:"servers,omitempty"`
+	// Reused names the case that started the servers this case ran on,
+	// when it did not start its own (trials and cases on the same
+	// servers, the cluster checked back at its baseline in between).
+	Reused string `json:"reused_cluster_of,omitempty"`
 }
 
 // HostInfo describes the machine.
@@ -135,6 +139,9 @@ type run struct {
 	fault    atomic.Value // string: faults in effect now
 	info     *RunInfo
 	infoMu   sync.Mutex
+	// kept is the cluster the last case left at its baseline, for the
+	// next case on the same servers.
+	kept *keptCluster
 }
 
 // Run executes the scenario. The returned error carries an exit code; a run
@@ -262,6 +269,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 			break
 		}
 	}
+	r.dropKept()
 	close(stopFlush)
 	<-flushDone
 	if err := r.m.flush(true); err != nil && runErr == nil {

@@ -100,8 +100,9 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n),
 		Resource: resAddr, Workload: cr.c.Workload}
 	if t := cr.r.sc.Targets; t != nil {
-		cfg.Auth, cfg.KeyPrefix = t.Auth, cr.keyPrefix()
+		cfg.Auth = t.Auth
 	}
+	cfg.KeyPrefix = cr.keyPrefix()
 	line, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("%s config: %w", name, err)

@@ -71,6 +71,10 @@ type Case struct {
 	Need          int // trials that must meet the expectation
 	// Thresholds are the scenario's and the case's, validated.
 	Thresholds []string
+	// Base and Point, for a case expanded from sweeps: the case's name as
+	// written, and the swept values this point stands for.
+	Base  string
+	Point *Point
 
 	nemesis *nemesis
 }
@@ -98,6 +102,9 @@ func (c *Case) Meta() history.CaseMeta {
 		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count,
 		LeaseNs: int64(backends.LeaseTime(c.Backend, c.Workload.TTL.D())), OpTimeoutNs: int64(c.Workload.OpTimeout),
 		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
+	if p := c.Point; p != nil {
+		m.Sweep = &history.SweepPoint{Case: c.Base, Labels: p.Labels, Values: p.Values, X: p.X}
+	}
 	m.Lockless = backends.IsLockless(c.Backend)
 	m.LeaseRenewed = backends.RenewsLease(c.Backend)
 	if c.Network == NetworkHosts {
@@ -353,18 +360,34 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		errs.add(lineOf(doc, "cases", 1), "cases", "the scenario has no cases")
 	}
 	seen := map[string]bool{}
+	ttlOf := func(n *yaml.Node) (time.Duration, bool) {
+		w := base
+		if wn := valueOf(n, "workload"); wn != nil {
+			if err := config.DecodeStrict(wn, &w); err != nil {
+				return 0, false
+			}
+		}
+		return w.TTL.D(), true
+	}
 	for i := range f.Cases {
 		n := &f.Cases[i]
-		c := parseCase(errs, i, n, base, baseOK, s.Network, o.Targets, o.Compose != nil)
-		if c == nil {
-			continue
+		nodes, points := expandSweeps(errs, fmt.Sprintf("cases[%d]", i), n, ttlOf)
+		for k, pn := range nodes {
+			c := parseCase(errs, i, pn, base, baseOK, s.Network, o.Targets, o.Compose != nil)
+			if c == nil {
+				break // one point's problems are every point's
+			}
+			if p := points[k]; p != nil {
+				c.Base, c.Point = c.Name, p
+				c.Name += p.name()
+			}
+			c.Thresholds = append(append([]string(nil), common...), c.Thresholds...)
+			if seen[c.Name] {
+				errs.add(lineOf(n, "name", n.Line), fmt.Sprintf("cases[%d].name", i), "%q is used twice", c.Name)
+			}
+			seen[c.Name] = true
+			s.Cases = append(s.Cases, expandTrials(errs, i, pn, c)...)
 		}
-		c.Thresholds = append(append([]string(nil), common...), c.Thresholds...)
-		if seen[c.Name] {
-			errs.add(lineOf(n, "name", n.Line), fmt.Sprintf("cases[%d].name", i), "%q is used twice", c.Name)
-		}
-		seen[c.Name] = true
-		s.Cases = append(s.Cases, expandTrials(errs, i, n, c)...)
 	}
 	if len(errs.List) > 0 {
 		return nil, errs

@@ -337,3 +337,45 @@ cases:
 		t.Errorf("role-scoped pattern matching nothing: %v", err)
 	}
 }
+
+// TestSweeps: {sweep: [...]} and {ttl_x: [...]} expand a case into points,
+// each named after its values and recorded in its meta; ttl_x durations
+// are multiples of the case's TTL; trials apply per point; bad sweeps are
+// errors with their line.
+func TestSweeps(t *testing.T) {
+	src := `name: t
+workload: {duration: 10s, ttl: 2s, instances: 2}
+cases:
+  - name: pause
+    backend: redis
+    trials: {count: 2, need: 1}
+    workload: {clients: {sweep: [1, 4], name: clients}}
+    faults: [{type: pause, target: holder, at: 1s, for: {ttl_x: [0.5, 2]}}]
+`
+	s, err := Parse("sweep.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) != 8 {
+		t.Fatalf("%d cases, want 2 × 2 points × 2 trials", len(s.Cases))
+	}
+	c := s.Cases[2] // clients=1, for=2×ttl, trial 1
+	if c.Name != "pause[clients=1,for=2×ttl].t1" || c.Row != "pause[clients=1,for=2×ttl]" || c.Workload.Clients != 1 || c.Faults[0].For != 4*time.Second {
+		t.Errorf("point: %s row %s clients %d for %s", c.Name, c.Row, c.Workload.Clients, c.Faults[0].For)
+	}
+	m := c.Meta()
+	if m.Sweep == nil || m.Sweep.Case != "pause" || m.Sweep.X[0] != 1 || m.Sweep.X[1] != 2 || m.Sweep.Values[1] != "2×ttl" {
+		t.Errorf("meta sweep: %+v", m.Sweep)
+	}
+	for _, bad := range []struct{ body, want string }{
+		{"    faults: [{type: pause, target: holder, at: 1s, for: {ttl_x: [0.5]}}]\n", "at least two values"},
+		{"    faults: [{type: pause, target: holder, at: 1s, for: {ttl_x: [0.5, -1]}}]\n", "not a positive multiple"},
+		{"    workload: {clients: {sweep: [1, 2]}, instances: {sweep: [1, 2]}, keys: {count: {sweep: [1, 2]}}}\n", "at most 2"},
+		{"    faults: [{type: pause, target: holder, at: 1s, for: {sweep: [1s, 2s], every: 3}}]\n", "not \"every\""},
+	} {
+		_, err := Parse("bad.yaml", []byte("name: t\nworkload: {duration: 10s}\ncases:\n  - name: c\n    backend: redis\n"+bad.body))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "bad.yaml:") {
+			t.Errorf("%q: %v, want %q", bad.body, err, bad.want)
+		}
+	}
+}
