@@ -109,9 +109,12 @@ type Result struct {
 	// or a lease nothing renews unseen that ran out), and ZombieMaxMs,
 	// ZombieP50Ms how long they did: the window in which a late write does
 	// damage unless a token or the work itself stops it.
-	Zombies     int     `json:"zombies"`
-	ZombieMaxMs float64 `json:"zombie_max_ms"`
-	ZombieP50Ms float64 `json:"zombie_p50_ms"`
+	// OverlapsMs is a sample of the overlaps' lengths (at most
+	// MaxOverlapSample, evenly spread), for their distribution.
+	OverlapsMs  []float64 `json:"-"`
+	Zombies     int       `json:"zombies"`
+	ZombieMaxMs float64   `json:"zombie_max_ms"`
+	ZombieP50Ms float64   `json:"zombie_p50_ms"`
 
 	Resource Resource `json:"resource"`
 	// Store judges a critical section run in the backend's own database

@@ -92,6 +92,24 @@ func (m *mutex) figures() (longest, median float64) {
 	return ms(m.longest), ms(s[(len(s)-1)/2])
 }
 
+// MaxOverlapSample bounds Result.OverlapsMs.
+const MaxOverlapSample = 2000
+
+// sample returns up to MaxOverlapSample overlap lengths in ms, evenly
+// spread over the ones kept.
+func (m *mutex) sample() []float64 {
+	n := len(m.overlaps)
+	if n == 0 {
+		return nil
+	}
+	step := max(1, n/MaxOverlapSample)
+	out := make([]float64, 0, min(n, MaxOverlapSample))
+	for i := 0; i < n && len(out) < MaxOverlapSample; i += step {
+		out = append(out, ms(m.overlaps[i]))
+	}
+	return out
+}
+
 // zombieFigures returns how many holders were zombies, and the longest
 // and median zombie time, in ms.
 func (m *mutex) zombieFigures() (n int, longest, median float64) {

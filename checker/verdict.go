@@ -13,6 +13,7 @@ func (c *Case) Result() Result {
 	}
 	r := c.res
 	r.OverlapMaxMs, r.OverlapP50Ms = c.mutex.figures()
+	r.OverlapsMs = c.mutex.sample()
 	r.Zombies, r.ZombieMaxMs, r.ZombieP50Ms = c.mutex.zombieFigures()
 	r.FirstViolationMs = -1
 	if c.mutex.first >= 0 {

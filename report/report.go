@@ -33,8 +33,14 @@ func WriteAll(dir string, s *Summary) error {
 	if err := WriteDecisionPlot(filepath.Join(dir, DecisionPlot), s.Decision); err != nil {
 		return err
 	}
-	scatter, err := WriteScatter(filepath.Join(dir, ScatterPlot), s)
-	if err != nil {
+	var pl drawn
+	if pl.scatter, err = WriteScatter(filepath.Join(dir, ScatterPlot), s); err != nil {
+		return err
+	}
+	if pl.envelope, err = WriteEnvelopePlot(filepath.Join(dir, EnvelopePlot), s); err != nil {
+		return err
+	}
+	if pl.overlaps, err = WriteOverlapPlot(filepath.Join(dir, OverlapPlot), s); err != nil {
 		return err
 	}
 	for i := range s.Cases {
@@ -65,7 +71,7 @@ func WriteAll(dir string, s *Summary) error {
 		return err
 	}
 	var md bytes.Buffer
-	if err := writeReport(&md, s, scatter); err != nil {
+	if err := writeReport(&md, s, pl); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, layout.ReportFile), md.Bytes(), 0o644); err != nil {
@@ -96,15 +102,18 @@ var statusWords = map[string]string{
 // WriteReport writes the human-readable report, with the scatter plot
 // when WriteScatter drew one.
 func WriteReport(w io.Writer, s *Summary) error {
-	return writeReport(w, s, len(ScatterPoints(s)) >= 2)
+	return writeReport(w, s, drawn{scatter: len(ScatterPoints(s)) >= 2, envelope: len(Envelope(s)) > 0})
 }
+
+// drawn says which of the optional plots were drawn.
+type drawn struct{ scatter, envelope, overlaps bool }
 
 // caption writes a figure and the sentence that says how to read it.
 func caption(b *strings.Builder, alt, file, text string) {
 	fmt.Fprintf(b, "![%s](%s)\n\n*%s*\n\n", alt, file, text)
 }
 
-func writeReport(w io.Writer, s *Summary, scatter bool) error {
+func writeReport(w io.Writer, s *Summary, pl drawn) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lockbench report: %s\n\n", s.Scenario)
 	writeConditions(&b, s)
@@ -121,7 +130,18 @@ func writeReport(w io.Writer, s *Summary, scatter bool) error {
 		return err
 	}
 	b.WriteString("\n")
-	caption(&b, "decision view", DecisionPlot+".png", "The decision view as an image (2× resolution, to paste into a design document): the colour and the words in each cell say the same thing; \"during/after\" count acquisitions while the fault was in force and after it healed, \"gap\" is the longest time with no acquisition at all.")
+	caption(&b, "decision view", DecisionPlot+".png", "The decision view as an image (2× resolution, to paste into a design document): the colour and the words in each cell say the same thing; \"2 holders k/n\" is in how many of the cell's decided trials two clients believed they held the lock, with its 95% interval; a pale cell marked ? rests on fewer than 10 fault exposures; \"during/after\" count acquisitions while the fault was in force and after it healed, \"gap\" is the longest time a client waited with nobody holding the lock.")
+	if pl.envelope {
+		b.WriteString("## Safety envelope\n\n")
+		if err := writeEnvelopeTable(&b, s); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		caption(&b, "safety envelope", EnvelopePlot+".png", "Each line is one backend's case swept over one value (for a pause of the holder: its length as a multiple of the lease): the share of its decided trials in which two clients believed they held the lock at once, and the band its 95% interval (Wilson). Where a line leaves zero is where the backend's lease stops protecting a paused holder; how steeply it rises says how much margin its expiry checks, drift factor or session timeout leave. A wide band means few trials: read the counts in the table.")
+	}
+	if pl.overlaps {
+		caption(&b, "overlap durations", OverlapPlot+".png", "How long two holders coexisted, every overlap of each backend's cases (box: quartiles; whiskers: the range without outliers; log scale): the window in which a late write does damage unless a fencing token or the work itself stops it.")
+	}
 
 	b.WriteString("## Safety, case by case\n\n")
 	b.WriteString("*Violations* count moments when two clients both believed they held the same lock. *Lost updates* are writes to the unfenced resource that overwrote another holder's work. ")
@@ -137,7 +157,7 @@ func writeReport(w io.Writer, s *Summary, scatter bool) error {
 	}
 	b.WriteString("\n")
 	caption(&b, "acquire latency by percentile", LatencyPlot+".png", "Acquire latency by percentile, one panel per backend and one line per case, on shared axes: read across a panel for how the tail grows (the x axis counts nines: 90%, 99%, 99.9%), and between panels at the same height to compare backends. A line stops at the highest percentile its samples can support.")
-	if scatter {
+	if pl.scatter {
 		caption(&b, "latency against safety", ScatterPlot+".png", "Each backend's p99 acquire latency without faults (x, log scale) against its violations per 1,000 acquisitions in the cases with faults (y): down and to the left is fast and safe. Backends without both a fault-free case and a faulted one are left out.")
 	}
 	if hasTrials(s) {

@@ -1,0 +1,241 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot names (base names: .png and .svg).
+const (
+	EnvelopePlot = "envelope"
+	OverlapPlot  = "overlaps"
+)
+
+// EnvelopePoint is one point of a swept case: the swept magnitude and the
+// rate at which two holders were seen there.
+type EnvelopePoint struct {
+	X     float64 `json:"x"`
+	Value string  `json:"value"`
+	Rate  Rate    `json:"two_holders"`
+}
+
+// EnvelopeLine is one swept case (one backend) across its points.
+type EnvelopeLine struct {
+	Case    string          `json:"case"`
+	Backend string          `json:"backend"`
+	Axis    string          `json:"axis"`
+	Points  []EnvelopePoint `json:"points"`
+}
+
+// Envelope collects, for every case swept over one axis, the rate of two
+// holders at each point: the safety envelope. Points are the rows of the
+// case's points, each over its decided trials.
+func Envelope(s *Summary) []EnvelopeLine {
+	type key struct{ base, backend string }
+	lines := map[key]*EnvelopeLine{}
+	var order []key
+	seenRow := map[string]bool{}
+	for _, c := range s.Cases {
+		sp := c.Check.Meta.Sweep
+		if sp == nil || len(sp.X) != 1 {
+			continue
+		}
+		row := c.Check.Meta.Row
+		if row == "" {
+			row = c.Check.Meta.Name
+		}
+		if seenRow[row] {
+			continue
+		}
+		seenRow[row] = true
+		k := key{sp.Case, c.Check.Backend}
+		l := lines[k]
+		if l == nil {
+			l = &EnvelopeLine{Case: sp.Case, Backend: c.Check.Backend, Axis: sp.Labels[0]}
+			lines[k] = l
+			order = append(order, k)
+		}
+		for _, r := range s.Rows {
+			if r.Row == row {
+				l.Points = append(l.Points, EnvelopePoint{X: sp.X[0], Value: sp.Values[0], Rate: r.TwoHolders})
+			}
+		}
+	}
+	var out []EnvelopeLine
+	for _, k := range order {
+		l := lines[k]
+		sort.Slice(l.Points, func(i, j int) bool { return l.Points[i].X < l.Points[j].X })
+		out = append(out, *l)
+	}
+	return out
+}
+
+// band is a filled polygon between two lines: a rate's interval.
+type band struct {
+	lo, hi plotter.XYs
+	fill   color.Color
+}
+
+func (b band) Plot(c draw.Canvas, p *plot.Plot) {
+	tx, ty := p.Transforms(&c)
+	var pts []vg.Point
+	for _, q := range b.lo {
+		pts = append(pts, vg.Point{X: tx(q.X), Y: ty(q.Y)})
+	}
+	for i := len(b.hi) - 1; i >= 0; i-- {
+		pts = append(pts, vg.Point{X: tx(b.hi[i].X), Y: ty(b.hi[i].Y)})
+	}
+	if len(pts) > 2 {
+		c.FillPolygon(b.fill, c.ClipPolygonXY(pts))
+	}
+}
+
+// WriteEnvelopePlot writes the safety envelope: the share of trials in
+// which two clients believed they held the lock at once, against the swept
+// magnitude (for a pause, its length as a multiple of the lease), one line
+// per backend with its 95% interval as a band. It returns false when the
+// run swept nothing.
+func WriteEnvelopePlot(base string, s *Summary) (bool, error) {
+	lines := Envelope(s)
+	if len(lines) == 0 {
+		return false, nil
+	}
+	p := plot.New()
+	p.Title.Text = "Safety envelope: where two holders appear"
+	p.X.Label.Text = lines[0].Axis
+	if strings.HasSuffix(lines[0].Points[0].Value, "×ttl") {
+		p.X.Label.Text = lines[0].Axis + " (multiple of the lease)"
+	}
+	p.Y.Label.Text = "trials with two holders"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = percentTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	for i, l := range lines {
+		col := palette[i%len(palette)]
+		var mid, lo, hi plotter.XYs
+		for _, pt := range l.Points {
+			if pt.Rate.Of == 0 {
+				continue
+			}
+			mid = append(mid, plotter.XY{X: pt.X, Y: float64(pt.Rate.Hits) / float64(pt.Rate.Of)})
+			lo = append(lo, plotter.XY{X: pt.X, Y: pt.Rate.Low})
+			hi = append(hi, plotter.XY{X: pt.X, Y: pt.Rate.High})
+		}
+		if len(mid) == 0 {
+			continue
+		}
+		r, g, b, _ := col.RGBA()
+		p.Add(band{lo: lo, hi: hi, fill: color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 45}})
+		ln, pts, err := plotter.NewLinePoints(mid)
+		if err != nil {
+			return false, fmt.Errorf("envelope line: %w", err)
+		}
+		ln.Color, pts.Color = col, col
+		ln.Width = vg.Points(1.5)
+		p.Add(ln, pts)
+		p.Legend.Add(l.Backend, ln, pts)
+	}
+	return true, savePlot(p, 7*vg.Inch, 4.5*vg.Inch, base)
+}
+
+type percentTicks struct{}
+
+func (percentTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := 0.0; v <= 1.0001; v += 0.25 {
+		if v >= min && v <= max {
+			ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f%%", 100*v)})
+		}
+	}
+	return ts
+}
+
+// WriteOverlapPlot writes the distribution of overlap durations per
+// backend (every overlap of its cases: how long two holders coexisted,
+// the window a late write has), as box plots on a log scale. It returns
+// false when no case overlapped.
+func WriteOverlapPlot(base string, s *Summary) (bool, error) {
+	names, idx := byBackend(s)
+	type group struct {
+		name string
+		v    plotter.Values
+	}
+	var groups []group
+	for _, b := range names {
+		var v plotter.Values
+		for _, i := range idx[b] {
+			for _, d := range s.Cases[i].Check.OverlapsMs {
+				v = append(v, math.Max(d, 0.001))
+			}
+		}
+		if len(v) > 0 {
+			groups = append(groups, group{b, v})
+		}
+	}
+	if len(groups) == 0 {
+		return false, nil
+	}
+	p := plot.New()
+	p.Title.Text = "How long two holders coexisted"
+	p.Y.Label.Text = "overlap (ms, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	lo, hi := math.Inf(1), 0.0
+	for _, g := range groups {
+		for _, v := range g.v {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	p.Y.Min, p.Y.Max = lo/2, hi*2 // a log axis needs its range set above zero
+	var labels []string
+	for i, g := range groups {
+		bp, err := plotter.NewBoxPlot(vg.Points(18), float64(i), g.v)
+		if err != nil {
+			return false, fmt.Errorf("overlap box of %s: %w", g.name, err)
+		}
+		bp.FillColor = palette[i%len(palette)]
+		p.Add(bp)
+		labels = append(labels, fmt.Sprintf("%s (%d)", g.name, len(g.v)))
+	}
+	p.NominalX(labels...)
+	return true, savePlot(p, vg.Length(1.5+1.1*float64(len(groups)))*vg.Inch, 4*vg.Inch, base)
+}
+
+// writeEnvelopeTable writes one line per swept case and the rate at each
+// of its points.
+func writeEnvelopeTable(b *strings.Builder, s *Summary) error {
+	lines := Envelope(s)
+	var vals []string
+	seen := map[string]bool{}
+	for _, l := range lines {
+		for _, p := range l.Points {
+			if !seen[p.Value] {
+				seen[p.Value] = true
+				vals = append(vals, p.Value)
+			}
+		}
+	}
+	t := Table{Header: append([]string{"case", "backend"}, vals...)}
+	for _, l := range lines {
+		row := []string{l.Case, l.Backend}
+		for _, v := range vals {
+			cell := "—"
+			for _, p := range l.Points {
+				if p.Value == v {
+					cell = p.Rate.String()
+				}
+			}
+			row = append(row, cell)
+		}
+		t.Add(row...)
+	}
+	return t.Write(b)
+}
