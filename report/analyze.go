@@ -1,9 +1,11 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/checker"
@@ -206,19 +208,17 @@ var ErrEmpty = errors.New("history holds no case (no case-start mark)")
 // one streaming pass. Events outside any case are ignored.
 func Analyze(r *history.Reader) (*Summary, error) {
 	s := &Summary{SchemaVersion: SchemaVersion}
-	var (
-		chk *checker.Case
-		agg *Aggregator
-	)
+	var lanes []*laneCheck // one per case, or one per lane of a batch
+	var split *laneSplit
 	finish := func() {
-		if chk != nil {
-			res := chk.Result()
+		for _, l := range lanes {
+			res := l.chk.Result()
 			// A lockless backend has no lock history to linearize: n/a.
-			cs := CaseSummary{Check: res, Metrics: agg.CloseWith(res), Linearizability: chk.Linearizability(res.Valid)}
+			cs := CaseSummary{Check: res, Metrics: l.agg.CloseWith(res), Linearizability: l.chk.Linearizability(res.Valid)}
 			cs.evaluate()
 			s.Cases = append(s.Cases, cs)
 		}
-		chk, agg = nil, nil
+		lanes, split = nil, nil
 	}
 	for r.Next() {
 		e := r.Event()
@@ -228,15 +228,28 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", r.Line(), err)
 			}
-			chk = checker.NewCase(meta, e.T, checker.WithLinearizability(LinTimeout))
-			agg = NewAggregator(e.T)
+			metas := []history.CaseMeta{meta}
+			if meta.Lanes > 1 {
+				split = newLaneSplit(meta)
+				metas = split.metas()
+			}
+			for _, m := range metas {
+				lanes = append(lanes, &laneCheck{chk: checker.NewCase(m, e.T, checker.WithLinearizability(LinTimeout)), agg: NewAggregator(e.T)})
+			}
 			continue
 		}
-		if chk == nil {
+		if lanes == nil {
 			continue
 		}
-		chk.Add(e)
-		agg.Add(e)
+		if split == nil {
+			lanes[0].add(e)
+		} else if l := split.route(e); l < 0 {
+			for i, lc := range lanes {
+				lc.add(split.view(e, i))
+			}
+		} else if l < len(lanes) {
+			lanes[l].add(e)
+		}
 		if e.Type == history.Mark && e.F == history.MarkCaseEnd {
 			finish()
 		}
@@ -279,3 +292,112 @@ func (s *Summary) Err() error {
 
 // ExitCode is the exit code of Err.
 func (s *Summary) ExitCode() exitcode.Code { return exitcode.Of(s.Err()) }
+
+// laneCheck is the checker and metrics of one case, or of one lane of a
+// batch of side-by-side trials.
+type laneCheck struct {
+	chk *checker.Case
+	agg *Aggregator
+}
+
+func (l *laneCheck) add(e *history.Event) {
+	l.chk.Add(e)
+	l.agg.Add(e)
+}
+
+// laneSplit sends the events of a batch of side-by-side trials to their
+// lanes (history.CaseMeta.Lanes): a client's or an instance's to the lane
+// of its instance, a fault's to the lane its name ends with (@l<n>), and
+// the case's own marks to every lane, each lane judged as a trial of its
+// own (checker/MODEL.md §14).
+type laneSplit struct {
+	meta history.CaseMeta
+}
+
+func newLaneSplit(m history.CaseMeta) *laneSplit { return &laneSplit{meta: m} }
+
+// metas returns each lane's case meta: trial Trial+l, its own faults.
+func (s *laneSplit) metas() []history.CaseMeta {
+	var out []history.CaseMeta
+	for l := 0; l < s.meta.Lanes; l++ {
+		m := s.meta
+		m.Lanes, m.LaneInstances = 0, 0
+		m.Trial = s.meta.Trial + l
+		m.Name = fmt.Sprintf("%s.t%d", m.Row, m.Trial)
+		if m.Row == "" {
+			m.Name = fmt.Sprintf("%s.l%d", s.meta.Name, l+1)
+		}
+		m.Clients = s.meta.Clients / s.meta.Lanes
+		m.Faults = nil
+		for _, f := range s.meta.Faults {
+			if laneOfFault(f.Name) == l+1 {
+				m.Faults = append(m.Faults, f)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// laneOfFault is the lane a fault's name ends with (@l<n>), 0 for none.
+func laneOfFault(name string) int {
+	i := strings.LastIndex(name, "@l")
+	if i < 0 {
+		return 0
+	}
+	var n int
+	if _, err := fmt.Sscanf(name[i:], "@l%d", &n); err != nil || name[i:] != fmt.Sprintf("@l%d", n) {
+		return 0
+	}
+	return n
+}
+
+// route returns the lane (0-based) an event belongs to, or -1 for every
+// lane.
+func (s *laneSplit) route(e *history.Event) int {
+	if e.Type == history.Mark {
+		switch e.F {
+		case history.MarkFaultStart, history.MarkFaultEnd, history.MarkFaultError, history.MarkFaultUnobserved, history.MarkFaultIdle:
+			if n := laneOfFault(e.Fault); n > 0 {
+				return n - 1
+			}
+			return -1
+		case history.MarkCrash, history.MarkResRead, history.MarkResWrite:
+			return s.laneOfProc(e.Proc)
+		}
+		return -1
+	}
+	return s.laneOfProc(e.Proc)
+}
+
+// laneOfProc maps "i7c0" or "i7" to its instance's lane.
+func (s *laneSplit) laneOfProc(proc string) int {
+	var n int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(proc, "i"), "%d", &n); err != nil || n < 1 || s.meta.LaneInstances < 1 {
+		return -1
+	}
+	return (n - 1) / s.meta.LaneInstances
+}
+
+// view is what a lane sees of an event every lane gets: a store-totals
+// mark holds only the lane's own keys.
+func (s *laneSplit) view(e *history.Event, lane int) *history.Event {
+	if e.Type != history.Mark || e.F != history.MarkStoreTotals || len(e.Meta) == 0 {
+		return e
+	}
+	var totals map[string]int64
+	if json.Unmarshal(e.Meta, &totals) != nil {
+		return e
+	}
+	own := map[string]int64{}
+	k := s.meta.Keys
+	for key, v := range totals {
+		var n int
+		if _, err := fmt.Sscanf(key, "k%d", &n); err == nil && k > 0 && n/k == lane {
+			own[key] = v
+		}
+	}
+	cp := *e
+	cp.Meta, _ = json.Marshal(own)
+	return &cp
+}

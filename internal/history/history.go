@@ -194,6 +194,13 @@ type CaseMeta struct {
 	Trial  int    `json:"trial,omitempty"`  // 1-based
 	Trials int    `json:"trials,omitempty"` // how many trials the row has
 	Need   int    `json:"need,omitempty"`   // how many must meet the expectation
+	// Lanes is, for a batch of trials run side by side, how many it holds
+	// (trials Trial .. Trial+Lanes-1); lane l (1-based) has instances
+	// (l-1)*LaneInstances+1 .. l*LaneInstances, keys k((l-1)*Keys) ..
+	// k(l*Keys-1), and the faults named <fault>@l<l>. Checking splits the
+	// batch into one case per lane (checker/MODEL.md §14).
+	Lanes         int `json:"lanes,omitempty"`
+	LaneInstances int `json:"lane_instances,omitempty"`
 	// Thresholds are pass/fail criteria on the case's metrics, as written
 	// ("acquire_p99 < 50ms"); see package threshold.
 	Thresholds []string `json:"thresholds,omitempty"`

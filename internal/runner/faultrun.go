@@ -65,7 +65,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	target := f.Target
 	if faults.IsRole(target) {
 		var err error
-		if target, err = cr.resolveRole(ctx, target, choice); err != nil {
+		if target, err = cr.resolveRole(ctx, target, f.Lane, choice); err != nil {
 			fail(err)
 			return
 		}
@@ -77,7 +77,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	// Links scoped to an instance role (link:etcd-*@holder): the role is
 	// resolved once, for every link of the set.
 	if _, role, scoped := strings.Cut(members[0], "@"); scoped && faults.IsRole(role) {
-		inst, err := cr.resolveRole(ctx, role, choice)
+		inst, err := cr.resolveRole(ctx, role, f.Lane, choice)
 		if err != nil {
 			fail(err)
 			return
@@ -226,7 +226,10 @@ func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []str
 // acquire in flight), leader, follower (a live member of the leader's kind
 // that is not the leader) or master. choice picks among candidates, so a
 // seed replays the same pick when the same candidates exist.
-func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) (string, error) {
+//
+// lane, for a fault of a side-by-side trial, keeps the pick among that
+// lane's instances.
+func (cr *caseRun) resolveRole(ctx context.Context, role string, lane int, choice uint64) (string, error) {
 	for {
 		var cands []string
 		switch {
@@ -266,6 +269,9 @@ func (cr *caseRun) resolveRole(ctx context.Context, role string, choice uint64) 
 		alive := cands[:0]
 		for _, c := range cands {
 			if w := cr.workers[c]; w != nil && !w.proc.Alive() {
+				continue
+			}
+			if lane > 0 && cr.laneOf(c) != lane {
 				continue
 			}
 			alive = append(alive, c)
@@ -561,4 +567,17 @@ func (e *faultEnv) CutProto(from, to, proto string) (faults.Cut, error) {
 // JumpClock moves a server's wall clock forward (faults.ClockJumper).
 func (e *faultEnv) JumpClock(server string, d time.Duration) error {
 	return e.cr.cl.JumpClock(server, d)
+}
+
+// laneOf is the lane (1-based) an instance "instance-N" belongs to in a
+// batch of side-by-side trials, 0 outside one.
+func (cr *caseRun) laneOf(instance string) int {
+	var n int
+	if cr.c.Lanes < 2 || cr.c.LaneInstances < 1 {
+		return 0
+	}
+	if _, err := fmt.Sscanf(instance, "instance-%d", &n); err != nil || n < 1 {
+		return 0
+	}
+	return (n-1)/cr.c.LaneInstances + 1
 }

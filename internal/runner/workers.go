@@ -103,6 +103,9 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 		cfg.Auth = t.Auth
 	}
 	cfg.KeyPrefix = cr.keyPrefix()
+	if l := cr.laneOf(name); l > 0 {
+		cfg.KeyOffset = (l - 1) * cr.c.Workload.Keys.Count
+	}
 	line, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("%s config: %w", name, err)

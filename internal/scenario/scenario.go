@@ -75,6 +75,11 @@ type Case struct {
 	// written, and the swept values this point stands for.
 	Base  string
 	Point *Point
+	// Lanes is, for a batch of side-by-side trials, how many trials it
+	// runs at once (trials Trial .. Trial+Lanes-1); each lane has
+	// LaneInstances instances and Workload.Keys.Count keys of its own.
+	// Workload.Instances counts every lane's.
+	Lanes, LaneInstances int
 
 	nemesis *nemesis
 }
@@ -90,6 +95,9 @@ type Fault struct {
 	// Group names faults that act together (MODEL §10): an idle member
 	// is excused by an observed one.
 	Group string
+	// Lane is, for a fault of a side-by-side trial, its lane (1-based; 0:
+	// none): a role resolves among that lane's instances only.
+	Lane int
 	At    time.Duration
 	For   time.Duration
 	Fault faults.Fault
@@ -101,7 +109,7 @@ func (c *Case) Meta() history.CaseMeta {
 		Duration: int64(c.Workload.Duration), Expect: c.Expect,
 		Clients: c.Workload.Instances * c.Workload.Clients, Keys: c.Workload.Keys.Count,
 		LeaseNs: int64(backends.LeaseTime(c.Backend, c.Workload.TTL.D())), OpTimeoutNs: int64(c.Workload.OpTimeout),
-		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds}
+		Row: c.Row, Trial: c.Trial, Trials: c.Trials, Need: c.Need, Thresholds: c.Thresholds, Lanes: c.Lanes, LaneInstances: c.LaneInstances}
 	if p := c.Point; p != nil {
 		m.Sweep = &history.SweepPoint{Case: c.Base, Labels: p.Labels, Values: p.Values, X: p.X}
 	}
@@ -154,6 +162,11 @@ type caseDoc struct {
 type trialsDoc struct {
 	Count int `yaml:"count"`
 	Need  int `yaml:"need"`
+	// SideBySide runs up to this many trials at once on one cluster, each
+	// with its own instances, keys and faults (a lane): trials then cost
+	// their duration once per batch. Only for faults on a trial's own
+	// instances and links.
+	SideBySide int `yaml:"side_by_side"`
 }
 
 type expectDoc struct {
@@ -571,6 +584,9 @@ func expandTrials(errs *Errors, i int, n *yaml.Node, c *Case) []*Case {
 		errs.add(tn.Line, fmt.Sprintf("cases[%d] (%s).trials", i, c.Name), "need 1 <= need <= count <= 100, got count %d need %d", t.Count, t.Need)
 		return nil
 	}
+	if t.SideBySide > 1 {
+		return sideBySide(errs, i, tn, c, t)
+	}
 	out := make([]*Case, t.Count)
 	for k := range out {
 		cp := *c
@@ -581,6 +597,95 @@ func expandTrials(errs *Errors, i int, n *yaml.Node, c *Case) []*Case {
 		out[k] = &cp
 	}
 	return out
+}
+
+// MaxLanes bounds the trials run side by side.
+const MaxLanes = 20
+
+// sideBySide turns a case with trials into batches of at most
+// t.SideBySide trials run at once: lane l of a batch has instances
+// l*I+1..(l+1)*I, keys k(l*K)..k(l*K+K-1), and a copy of every fault,
+// named <fault>@l<l+1>, aimed at its own instances, links and keys.
+func sideBySide(errs *Errors, i int, tn *yaml.Node, c *Case, t trialsDoc) []*Case {
+	field := fmt.Sprintf("cases[%d] (%s).trials.side_by_side", i, c.Name)
+	switch {
+	case t.SideBySide > MaxLanes:
+		errs.add(tn.Line, field, "at most %d trials side by side, got %d", MaxLanes, t.SideBySide)
+		return nil
+	case c.nemesis != nil:
+		errs.add(tn.Line, field, "a nemesis draws its own schedule; run its trials one after another")
+		return nil
+	}
+	for _, f := range c.Faults {
+		for _, tg := range f.Targets {
+			if !laneTarget(tg) {
+				errs.add(tn.Line, field, "fault %s acts on %s, which every side-by-side trial would share: only faults on a trial's own instances, links and keys can run side by side", f.Name, tg)
+				return nil
+			}
+		}
+	}
+	I, K := c.Workload.Instances, c.Workload.Keys.Count
+	var out []*Case
+	for first := 1; first <= t.Count; first += t.SideBySide {
+		lanes := min(t.SideBySide, t.Count-first+1)
+		cp := *c
+		cp.Name = fmt.Sprintf("%s.t%d-%d", c.Name, first, first+lanes-1)
+		cp.Trial, cp.Trials, cp.Need, cp.Lanes, cp.LaneInstances = first, t.Count, t.Need, lanes, I
+		cp.Workload.Instances = I * lanes
+		cp.Faults = nil
+		for l := 0; l < lanes; l++ {
+			for _, f := range c.Faults {
+				lf := *f
+				lf.Name = fmt.Sprintf("%s@l%d", f.Name, l+1)
+				lf.Lane = l + 1
+				lf.Targets = nil
+				for _, tg := range f.Targets {
+					lf.Targets = append(lf.Targets, laneOf(tg, l, I, K))
+				}
+				lf.Target = strings.Join(lf.Targets, ",")
+				cp.Faults = append(cp.Faults, &lf)
+			}
+		}
+		out = append(out, &cp)
+	}
+	return out
+}
+
+// laneTarget reports whether a target belongs to one trial: an instance,
+// an instance role, or a link scoped to one.
+func laneTarget(t string) bool {
+	if faults.IsRole(t) {
+		return faults.KindOf(t) == faults.Instance
+	}
+	if strings.HasPrefix(t, "instance-") {
+		return true
+	}
+	_, scope, ok := strings.Cut(t, "@")
+	return ok && strings.HasPrefix(t, "link:") && (strings.HasPrefix(scope, "instance-") || faults.IsRole(scope))
+}
+
+// laneOf moves a target into lane l: its instances and keys shifted.
+func laneOf(t string, l, instances, keys int) string {
+	shiftInst := func(s string) string {
+		var n int
+		if _, err := fmt.Sscanf(s, "instance-%d", &n); err == nil && s == fmt.Sprintf("instance-%d", n) {
+			return fmt.Sprintf("instance-%d", l*instances+n)
+		}
+		return s
+	}
+	shiftKey := func(s string) string {
+		if k, ok := strings.CutPrefix(s, faults.RoleHolderOf+"k"); ok {
+			var n int
+			if _, err := fmt.Sscanf(k, "%d", &n); err == nil {
+				return fmt.Sprintf("%sk%d", faults.RoleHolderOf, l*keys+n)
+			}
+		}
+		return s
+	}
+	if link, scope, ok := strings.Cut(t, "@"); ok && strings.HasPrefix(t, "link:") {
+		return link + "@" + shiftKey(shiftInst(scope))
+	}
+	return shiftKey(shiftInst(t))
 }
 
 // targets lists the concrete target names of a case's cluster, and the

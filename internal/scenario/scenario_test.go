@@ -379,3 +379,45 @@ cases:
 		}
 	}
 }
+
+// TestSideBySide: trials run side by side become batches; each lane has
+// its own instances, keys and copies of the faults; a fault every lane
+// would share is refused.
+func TestSideBySide(t *testing.T) {
+	src := `name: t
+workload: {duration: 5s, instances: 2, keys: {count: 1}}
+cases:
+  - name: p
+    backend: redis
+    trials: {count: 5, need: 1, side_by_side: 3}
+    faults:
+      - {type: pause, target: holder, at: 1s, for: 2s}
+      - {type: drop, target: link:redis-1@instance-2, at: 1s, for: 2s}
+`
+	s, err := Parse("sbs.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) != 2 || s.Cases[0].Name != "p.t1-3" || s.Cases[1].Name != "p.t4-5" || s.Cases[1].Lanes != 2 || s.Cases[1].Trial != 4 {
+		t.Fatalf("batches: %s (%d lanes), %s (%d lanes, first trial %d)", s.Cases[0].Name, s.Cases[0].Lanes, s.Cases[1].Name, s.Cases[1].Lanes, s.Cases[1].Trial)
+	}
+	b := s.Cases[0]
+	if b.Workload.Instances != 6 || len(b.Faults) != 6 {
+		t.Fatalf("instances %d, faults %d", b.Workload.Instances, len(b.Faults))
+	}
+	if f := b.Faults[4]; f.Name != "pause-1@l3" || f.Lane != 3 || f.Target != "holder" {
+		t.Errorf("lane 3's pause: %+v", f)
+	}
+	if f := b.Faults[5]; f.Name != "drop-2@l3" || f.Target != "link:redis-1@instance-6" {
+		t.Errorf("lane 3's drop: %+v", f)
+	}
+	m := b.Meta()
+	if m.Lanes != 3 || m.LaneInstances != 2 || m.Trials != 5 {
+		t.Errorf("meta: %+v", m)
+	}
+	shared := strings.Replace(src, "link:redis-1@instance-2", "redis-1", 1)
+	shared = strings.Replace(shared, "type: drop", "type: pause", 1)
+	if _, err := Parse("bad.yaml", []byte(shared)); err == nil || !strings.Contains(err.Error(), "every side-by-side trial would share") {
+		t.Errorf("a server fault side by side: %v", err)
+	}
+}

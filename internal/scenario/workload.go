@@ -301,6 +301,9 @@ type KeyPicker struct {
 	r    *rand.Rand
 	zipf *rand.Zipf
 	next int
+	// Offset is added to every key's number: the keys of a side-by-side
+	// trial (a lane) are its own.
+	Offset int
 }
 
 // NewKeyPicker returns a picker drawing from r; start (the client's index
@@ -330,7 +333,7 @@ func (p *KeyPicker) Next() string {
 	default:
 		i = p.r.IntN(p.keys.Count)
 	}
-	return fmt.Sprintf("k%d", i)
+	return fmt.Sprintf("k%d", i+p.Offset)
 }
 
 // Upper returns the longest duration d can draw (an uncapped exponential

@@ -74,6 +74,9 @@ type Config struct {
 	// Auth says how to authenticate to servers lockbench did not start:
 	// environment variable names and file paths, never values.
 	Auth map[string]*backends.Credentials `json:"auth,omitempty"`
+	// KeyOffset is added to the number of every key the clients pick: a
+	// side-by-side trial's keys are its own.
+	KeyOffset int `json:"key_offset,omitempty"`
 	// KeyPrefix is put before every key the backend sees (runs against a
 	// shared, existing cluster keep to their own keys).
 	KeyPrefix string `json:"key_prefix,omitempty"`
@@ -167,6 +170,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 			lg:     lg,
 		}
 		cl.keys = scenario.NewKeyPicker(w.Keys, cl.r, (cfg.Instance-1)*w.Clients+c)
+		cl.keys.Offset = cfg.KeyOffset
 		if ext, ok := lockers[c].(backends.Extender); ok {
 			cl.ext = ext
 		}
