@@ -97,7 +97,7 @@ type Fault struct {
 	Group string
 	// Lane is, for a fault of a side-by-side trial, its lane (1-based; 0:
 	// none): a role resolves among that lane's instances only.
-	Lane int
+	Lane  int
 	At    time.Duration
 	For   time.Duration
 	Fault faults.Fault
