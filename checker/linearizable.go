@@ -415,9 +415,41 @@ func (l *linCheck) check(key string, w *linWindow) {
 	}
 	l.res.Verdict = worse(l.res.Verdict, v)
 	if l.isFenced {
-		fv, _ := run(l.fenced, true)
+		fv := Violation
+		if !tokensRegress(w.ops, w.startMax) {
+			fv, _ = run(l.fenced, true)
+		}
 		l.res.Fenced = worse(l.res.Fenced, fv)
 	}
+}
+
+// tokensRegress is a proof, cheaper than any search, that the fenced model
+// fails: an ok acquire whose token is not above the token of an ok acquire
+// that completed before it was invoked (or of an earlier window). Every
+// order of instants puts the earlier grant first, so the token rule of
+// MODEL §8 is broken whatever else happened.
+func tokensRegress(ops []*linOp, before uint64) bool {
+	var acq []*linOp
+	for _, o := range ops {
+		if o.kind == history.OpAcquire && o.result == "ok" {
+			acq = append(acq, o)
+		}
+	}
+	byRet := append([]*linOp(nil), acq...)
+	sort.Slice(byRet, func(i, j int) bool { return byRet[i].retSeq < byRet[j].retSeq })
+	byCall := append([]*linOp(nil), acq...)
+	sort.Slice(byCall, func(i, j int) bool { return byCall[i].callSeq < byCall[j].callSeq })
+	highest, j := before, 0
+	for _, b := range byCall {
+		for j < len(byRet) && byRet[j].retSeq < b.callSeq {
+			highest = max(highest, byRet[j].token)
+			j++
+		}
+		if b.token <= highest {
+			return true
+		}
+	}
+	return false
 }
 
 func worse(a, b Verdict) Verdict {
