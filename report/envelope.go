@@ -111,7 +111,7 @@ func WriteEnvelopePlot(base string, s *Summary) (bool, error) {
 	p := plot.New()
 	p.Title.Text = "Safety envelope: where two holders appear"
 	p.X.Label.Text = lines[0].Axis
-	if strings.HasSuffix(lines[0].Points[0].Value, "×ttl") {
+	if strings.HasSuffix(lines[0].Points[0].Value, "×lease") {
 		p.X.Label.Text = lines[0].Axis + " (multiple of the lease)"
 	}
 	p.Y.Label.Text = "trials with two holders"

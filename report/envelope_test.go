@@ -21,14 +21,14 @@ func TestEnvelope(t *testing.T) {
 				Sweep: &history.SweepPoint{Case: backend + "-pause", Labels: []string{"for"}, Values: []string{value}, X: []float64{x}}}}})
 	}
 	for trial := 1; trial <= 4; trial++ {
-		add("redis", 2, "2×ttl", trial, 1)
-		add("redis", 0.5, "0.5×ttl", trial, 0)
-		add("etcd", 0.5, "0.5×ttl", trial, 0)
+		add("redis", 2, "2×lease", trial, 1)
+		add("redis", 0.5, "0.5×lease", trial, 0)
+		add("etcd", 0.5, "0.5×lease", trial, 0)
 		v := 0
 		if trial <= 2 {
 			v = 3
 		}
-		add("etcd", 2, "2×ttl", trial, v)
+		add("etcd", 2, "2×lease", trial, v)
 	}
 	s := &Summary{Cases: cases}
 	s.Rows = rows(cases)
@@ -37,7 +37,7 @@ func TestEnvelope(t *testing.T) {
 		t.Fatalf("lines: %+v", lines)
 	}
 	if r := lines[1].Points[1].Rate; r.Hits != 2 || r.Of != 4 || r.Low <= 0 || r.High >= 1 {
-		t.Errorf("etcd at 2×ttl: %+v", r)
+		t.Errorf("etcd at 2×lease: %+v", r)
 	}
 	dir := t.TempDir()
 	ok, err := WriteEnvelopePlot(filepath.Join(dir, EnvelopePlot), s)

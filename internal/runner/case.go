@@ -63,6 +63,9 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 			co.Compose = &cluster.Compose{File: cp.File, Project: cp.Project, WorkerImage: cp.WorkerImage}
 		}
 	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("create log dir: %w", err)
+	}
 	key := clusterKey(c, co)
 	cl, from := r.takeKept(ctx, key)
 	if cl == nil {
@@ -197,7 +200,7 @@ func (cr *caseRun) watchRecovery(ctx context.Context) {
 	cr.liveMu.Lock()
 	last := cr.lastHeal
 	cr.liveMu.Unlock()
-	if last == 0 || (cr.c.Expect.Available != nil && !*cr.c.Expect.Available) {
+	if last == 0 || cr.c.Expect.Measure || (cr.c.Expect.Available != nil && !*cr.c.Expect.Available) {
 		return
 	}
 	need := max(checker.MinEvidence, time.Duration(cr.c.Expect.RecoversWithinNs))

@@ -177,6 +177,7 @@ type expectDoc struct {
 	MaxGap         config.Duration `yaml:"max_gap"`
 	RecoversWithin config.Duration `yaml:"recovers_within"`
 	Note           string          `yaml:"note"`
+	Measure        bool            `yaml:"measure"`
 }
 
 // Errors is every problem found in a scenario file.
@@ -373,7 +374,16 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		errs.add(lineOf(doc, "cases", 1), "cases", "the scenario has no cases")
 	}
 	seen := map[string]bool{}
+	// ttlOf is what ttl_x multiplies: the case's lease (a Consul session's
+	// TTL, an etcd lease rounded to seconds), or its workload's ttl for a
+	// backend without one.
 	ttlOf := func(n *yaml.Node) (time.Duration, bool) {
+		if c := parseCase(&Errors{}, 0, n, base, baseOK, s.Network, o.Targets, o.Compose != nil); c != nil {
+			if lease := backends.LeaseTime(c.Backend, c.Workload.TTL.D()); lease > 0 {
+				return lease, true
+			}
+			return c.Workload.TTL.D(), true
+		}
 		w := base
 		if wn := valueOf(n, "workload"); wn != nil {
 			if err := config.DecodeStrict(wn, &w); err != nil {
@@ -513,7 +523,11 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	}
 	c.Expect = history.Expectation{Violations: cd.Expect.Violations, StaleAccepted: cd.Expect.StaleAccepted,
 		LostUpdates: cd.Expect.LostUpdates, Available: cd.Expect.Available, MaxGapNs: int64(cd.Expect.MaxGap),
-		RecoversWithinNs: int64(cd.Expect.RecoversWithin), Note: cd.Expect.Note}
+		RecoversWithinNs: int64(cd.Expect.RecoversWithin), Note: cd.Expect.Note, Measure: cd.Expect.Measure}
+	if e := cd.Expect; e.Measure && (e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.RecoversWithin != 0) {
+		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out violations, stale_writes_accepted, lost_updates, available, max_gap and recovers_within")
+		ok = false
+	}
 	if !ok {
 		return nil
 	}

@@ -359,12 +359,12 @@ cases:
 	if len(s.Cases) != 8 {
 		t.Fatalf("%d cases, want 2 × 2 points × 2 trials", len(s.Cases))
 	}
-	c := s.Cases[2] // clients=1, for=2×ttl, trial 1
-	if c.Name != "pause[clients=1,for=2×ttl].t1" || c.Row != "pause[clients=1,for=2×ttl]" || c.Workload.Clients != 1 || c.Faults[0].For != 4*time.Second {
+	c := s.Cases[2] // clients=1, for=2×lease, trial 1
+	if c.Name != "pause[clients=1,for=2×lease].t1" || c.Row != "pause[clients=1,for=2×lease]" || c.Workload.Clients != 1 || c.Faults[0].For != 4*time.Second {
 		t.Errorf("point: %s row %s clients %d for %s", c.Name, c.Row, c.Workload.Clients, c.Faults[0].For)
 	}
 	m := c.Meta()
-	if m.Sweep == nil || m.Sweep.Case != "pause" || m.Sweep.X[0] != 1 || m.Sweep.X[1] != 2 || m.Sweep.Values[1] != "2×ttl" {
+	if m.Sweep == nil || m.Sweep.Case != "pause" || m.Sweep.X[0] != 1 || m.Sweep.X[1] != 2 || m.Sweep.Values[1] != "2×lease" {
 		t.Errorf("meta sweep: %+v", m.Sweep)
 	}
 	for _, bad := range []struct{ body, want string }{
@@ -419,5 +419,28 @@ cases:
 	shared = strings.Replace(shared, "type: drop", "type: pause", 1)
 	if _, err := Parse("bad.yaml", []byte(shared)); err == nil || !strings.Contains(err.Error(), "every side-by-side trial would share") {
 		t.Errorf("a server fault side by side: %v", err)
+	}
+}
+
+// TestSweepsInStep: two sweeps of one name are one axis, in step.
+func TestSweepsInStep(t *testing.T) {
+	src := `name: t
+workload: {duration: {sweep: [4s, 9s], name: pause}, ttl: 1s, instances: 2}
+cases:
+  - name: p
+    backend: redis
+    faults: [{type: pause, target: holder, at: 500ms, for: {ttl_x: [1, 5], name: pause}}]
+`
+	s, err := Parse("step.yaml", []byte(src))
+	if err == nil {
+		t.Fatalf("a sweep in the scenario's workload (not a case's) must be refused or expanded, got %d cases", len(s.Cases))
+	}
+	src = strings.Replace(src, "workload: {duration: {sweep: [4s, 9s], name: pause}, ttl: 1s, instances: 2}", "workload: {ttl: 1s, instances: 2}", 1)
+	src = strings.Replace(src, "    backend: redis\n", "    backend: redis\n    workload: {duration: {sweep: [4s, 9s], name: pause}}\n", 1)
+	if s, err = Parse("step.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) != 2 || s.Cases[1].Workload.Duration.D() != 9*time.Second || s.Cases[1].Faults[0].For != 5*time.Second || s.Cases[1].Name != "p[pause=5×lease]" {
+		t.Fatalf("in step: %d cases; %s: duration %s, for %s", len(s.Cases), s.Cases[1].Name, s.Cases[1].Workload.Duration, s.Cases[1].Faults[0].For)
 	}
 }

@@ -15,10 +15,14 @@ import (
 // value written as {sweep: [a, b, c]} (a duration, a latency, a share, a
 // client count, a backend option), and a duration written as
 // {ttl_x: [0.5, 0.9, 1.1, 2, 4]}, multiples of the case's TTL (a pause
-// "a bit shorter than the lease" on every backend alike). Optionally
+// "a bit shorter than the lease" on every backend alike: the case's lease,
+// such as a Consul session's TTL, or its ttl for a backend without one).
+// Optionally
 // {sweep: [...], name: pause} labels the axis; the default label is the
 // field's own name ("for", "latency"). The case is expanded into one point
 // per combination, named <case>[<label>=<value>,…], each a row of its own
+// (two sweeps with the same name are one axis, their values taken in step:
+// a pause's length and the case's duration, say),
 // (its trials are judged together); every point's meta records its
 // values, so that reports group points by their case and plot them
 // against their magnitude.
@@ -44,7 +48,7 @@ type sweepAxis struct {
 // Point is one combination of a case's swept values.
 type Point struct {
 	// Labels and Values are the axes and their values as written
-	// ("for", "1.1×ttl"); X is each value as a number (seconds for a
+	// ("for", "1.1×lease"); X is each value as a number (seconds for a
 	// duration, the multiple for ttl_x) for plots.
 	Labels []string
 	Values []string
@@ -134,9 +138,29 @@ func sweepOf(errs *Errors, field, key string, val *yaml.Node) (*sweepAxis, bool)
 // without sweeps is its one point. ttl gives the case's TTL for a point
 // (ttl_x values are multiples of it).
 func expandSweeps(errs *Errors, where string, n *yaml.Node, ttl func(*yaml.Node) (time.Duration, bool)) ([]*yaml.Node, []*Point) {
-	axes := findSweeps(errs, where, n)
-	if len(axes) == 0 {
+	found := findSweeps(errs, where, n)
+	if len(found) == 0 {
 		return []*yaml.Node{n}, []*Point{nil}
+	}
+	// Sweeps of the same name go in step: one axis.
+	var axes []*sweepAxis
+	var steps [][]*sweepAxis
+	for _, ax := range found {
+		joined := false
+		for i, a := range axes {
+			if a.label == ax.label {
+				if len(ax.values) != len(a.values) {
+					errs.add(ax.line, where+"."+ax.path, "sweeps named %q go in step, so they need as many values (%d here, %d at %s)", ax.label, len(ax.values), len(a.values), a.path)
+					return nil, nil
+				}
+				steps[i] = append(steps[i], ax)
+				joined = true
+			}
+		}
+		if !joined {
+			axes = append(axes, ax)
+			steps = append(steps, []*sweepAxis{ax})
+		}
 	}
 	if len(axes) > MaxSweeps {
 		errs.add(axes[MaxSweeps].line, where+"."+axes[MaxSweeps].path, "a case sweeps at most %d values (it sweeps %d)", MaxSweeps, len(axes))
@@ -156,12 +180,15 @@ func expandSweeps(errs *Errors, where string, n *yaml.Node, ttl func(*yaml.Node)
 	for {
 		p := &Point{}
 		for a, ax := range axes {
-			v := ax.values[idx[a]]
-			scalar := &yaml.Node{Kind: v.Kind, Tag: v.Tag, Value: v.Value, Line: v.Line, Content: v.Content}
-			if ax.ttlX != nil {
-				scalar = &yaml.Node{Kind: yaml.ScalarNode, Value: "1s", Line: v.Line} // replaced below
+			for _, st := range steps[a] {
+				v := st.values[idx[a]]
+				scalar := &yaml.Node{Kind: v.Kind, Tag: v.Tag, Value: v.Value, Line: v.Line, Content: v.Content}
+				if st.ttlX != nil {
+					scalar = &yaml.Node{Kind: yaml.ScalarNode, Value: "1s", Line: v.Line} // replaced below
+				}
+				st.parent.Content[st.index] = scalar
 			}
-			ax.parent.Content[ax.index] = scalar
+			v := ax.values[idx[a]]
 			p.Labels = append(p.Labels, ax.label)
 			p.Values = append(p.Values, v.Value)
 			x, ok := numeric(v)
@@ -173,15 +200,21 @@ func expandSweeps(errs *Errors, where string, n *yaml.Node, ttl func(*yaml.Node)
 		cp := deepCopy(n)
 		if d, ok := ttl(cp); ok {
 			// ttl_x: now that the point's TTL is known, set the durations.
-			for a, ax := range axes {
-				if ax.ttlX == nil {
-					continue
+			for a := range axes {
+				named := false // an axis is named by its first ttl_x sweep
+				for _, st := range steps[a] {
+					if st.ttlX == nil {
+						continue
+					}
+					x := st.ttlX[idx[a]]
+					dur := time.Duration(math.Round(x * float64(d)))
+					replaceAt(cp, n, st, &yaml.Node{Kind: yaml.ScalarNode, Value: dur.String(), Line: st.values[idx[a]].Line})
+					if !named {
+						p.Values[a] = strconv.FormatFloat(x, 'f', -1, 64) + "×lease"
+						p.X[a] = x
+						named = true
+					}
 				}
-				x := ax.ttlX[idx[a]]
-				dur := time.Duration(math.Round(x * float64(d)))
-				replaceAt(cp, n, ax, &yaml.Node{Kind: yaml.ScalarNode, Value: dur.String(), Line: ax.values[idx[a]].Line})
-				p.Values[a] = strconv.FormatFloat(x, 'f', -1, 64) + "×ttl"
-				p.X[a] = x
 			}
 		}
 		nodes = append(nodes, cp)
@@ -202,7 +235,7 @@ func expandSweeps(errs *Errors, where string, n *yaml.Node, ttl func(*yaml.Node)
 	return nodes, points
 }
 
-// name is how a point extends its case's name: [for=1.1×ttl,clients=8].
+// name is how a point extends its case's name: [for=1.1×lease,clients=8].
 func (p *Point) name() string {
 	var parts []string
 	for i := range p.Labels {
