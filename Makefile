@@ -13,7 +13,7 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaket
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build bench quick known perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
+.PHONY: help setup apt-packages servers build bench quick known envelope perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
 
 ## help: list the targets
 help:
@@ -114,6 +114,10 @@ known: setup build
 	  echo "== $$f"; ./$(BIN) run -q -dir $$d/$$(basename $$f .yaml) $$f; \
 	done; \
 	./$(BIN) table $$d/*/
+
+## envelope: the safety envelope (scenarios/envelope.yaml: every lease-based backend's holder paused 0.5-4 times its lease, 10 side-by-side trials a point)
+envelope: setup build
+	./$(BIN) run -o $(RESULTS) scenarios/envelope.yaml
 
 ## perf: the harness against a bare lock loop, side by side, for redis and etcd (~3 min); prints the ratios
 perf: setup build
