@@ -48,6 +48,7 @@ import (
 	"github.com/lockbench/lockbench/internal/suggest"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/links"
 )
 
@@ -224,12 +225,31 @@ type Info struct {
 	// NeedsCgroup names the cgroup v1 controller a fault confines its
 	// target with ("cpu", "blkio"), or "".
 	NeedsCgroup string
+	// Classes says which fault class (history.ClassOrder) the fault
+	// belongs to on each kind of target it accepts; LeaderClass, when set,
+	// replaces the Server class when the target is the leader or master
+	// role. The decision view files a case under its faults' classes.
+	Classes     map[Kind]string
+	LeaderClass string
 	// Lasting marks faults that change a server for good (a restart, a
 	// promotion, a moved clock): after a case where one acted on a server,
 	// the next case starts a fresh cluster instead of reusing it. Faults on
 	// instances and links, and the others on servers, are undone at heal.
 	Lasting bool
 	New     func(decode Decoder) (Fault, error)
+}
+
+// ClassOf returns the fault's class on target (a role, a name, or a set
+// of one kind).
+func (i Info) ClassOf(target string) string {
+	first, _, _ := strings.Cut(target, ",")
+	if (first == RoleLeader || first == RoleMaster) && i.LeaderClass != "" {
+		return i.LeaderClass
+	}
+	if c, ok := i.Classes[KindOf(first)]; ok {
+		return c
+	}
+	return history.ClassMixed
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -458,5 +459,26 @@ func TestClockJumpShortensLeases(t *testing.T) {
 	}
 	if ttl := c.PTTL(ctx, "other").Val(); ttl < 9*time.Second {
 		t.Errorf("a non-lock key was touched: PTTL %s", ttl)
+	}
+}
+
+// TestEveryFaultHasAClass: the decision view files a case under its
+// faults' classes, which each fault type declares for every kind of
+// target it accepts (faults.Info is the one place that knows).
+func TestEveryFaultHasAClass(t *testing.T) {
+	known := map[string]bool{}
+	for _, c := range history.ClassOrder {
+		known[c] = true
+	}
+	for _, info := range faults.All() {
+		for _, k := range info.Targets {
+			c, ok := info.Classes[k]
+			if !ok || !known[c] || c == history.ClassMixed || c == history.ClassNone {
+				t.Errorf("%s on a %s has class %q", info.Name, k, c)
+			}
+		}
+		if info.LeaderClass != "" && !known[info.LeaderClass] {
+			t.Errorf("%s: leader class %q", info.Name, info.LeaderClass)
+		}
 	}
 }

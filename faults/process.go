@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"github.com/lockbench/lockbench/internal/history"
 	"sync"
 	"syscall"
 	"time"
@@ -13,8 +14,8 @@ import (
 // stop-the-world GC pause) or a server.
 
 func init() {
-	Register(Info{Name: "pause", Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
-	Register(Info{Name: "kill", Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
+	Register(Info{Name: "pause", Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
+	Register(Info{Name: "kill", Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
 }
 
 // stopWait bounds how long a signal may take to show its effect.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockbench/lockbench/internal/history"
 	"net"
 	"strings"
 	"sync"
@@ -25,12 +26,12 @@ import (
 // nothing: the case is invalid, saying so.
 
 func init() {
-	Register(Info{Name: "latency", Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
-	Register(Info{Name: "partition", Summary: "cut a link: the proxy is disabled, new connections are refused and open ones reset", Targets: []Kind{Link}, New: newPartition})
-	Register(Info{Name: "drop", Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
-	Register(Info{Name: "bandwidth", Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
-	Register(Info{Name: "slicer", Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
-	Register(Info{Name: "reset-peer", Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
+	Register(Info{Name: "latency", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
+	Register(Info{Name: "partition", Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "cut a link: the proxy is disabled, new connections are refused and open ones reset", Targets: []Kind{Link}, New: newPartition})
+	Register(Info{Name: "drop", Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
+	Register(Info{Name: "bandwidth", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
+	Register(Info{Name: "slicer", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
+	Register(Info{Name: "reset-peer", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
 }
 
 func streams(direction string) ([]string, error) {

@@ -1,63 +1,29 @@
 package report
 
 import (
-	"strings"
-
 	"github.com/lockbench/lockbench/internal/history"
 )
 
-// Fault classes group faults the way an architect asks about them ("what
-// happens when the holder stalls? when the leader dies?"), whatever server
-// name or fault parameters a scenario used. ClassOrder is their order in
-// every view.
+// The fault classes (history.ClassOrder: the class of each fault is its
+// type's own, faults.Info.Classes, recorded in the schedule).
 const (
-	ClassNone      = "no fault"
-	ClassPause     = "pause holder"
-	ClassCrash     = "crash client"
-	ClassMisuse    = "client misuse"
-	ClassSlow      = "slow network"
-	ClassPartition = "partition"
-	ClassPauseSrv  = "pause server"
-	ClassKill      = "kill a member"
-	ClassKillLead  = "kill leader/master"
-	ClassClock     = "clock jump"
-	ClassMixed     = "several faults"
+	ClassNone     = history.ClassNone
+	ClassPause    = history.ClassPause
+	ClassMisuse   = history.ClassMisuse
+	ClassKillLead = history.ClassKillLead
+	ClassMixed    = history.ClassMixed
 )
 
 // ClassOrder lists the fault classes in the order views show them.
-var ClassOrder = []string{ClassNone, ClassPause, ClassCrash, ClassMisuse, ClassSlow, ClassPartition,
-	ClassPauseSrv, ClassKill, ClassKillLead, ClassClock, ClassMixed}
+var ClassOrder = history.ClassOrder
 
-// clientTarget reports whether a fault target names a worker instance
-// (an application replica) rather than a server or a link.
-func clientTarget(t string) bool {
-	return strings.HasPrefix(t, "instance-") || t == "holder" || t == "a-waiter" || strings.HasPrefix(t, "holder-of:")
-}
-
-// faultClass classifies one scheduled fault.
+// faultClass is one scheduled fault's class, as the schedule recorded it
+// (a history from before classes were recorded: several faults).
 func faultClass(f history.ScheduledAt) string {
-	switch f.Type {
-	case "pause":
-		if clientTarget(f.Target) {
-			return ClassPause
-		}
-		return ClassPauseSrv
-	case "kill":
-		switch {
-		case clientTarget(f.Target):
-			return ClassCrash
-		case f.Target == "leader" || f.Target == "master":
-			return ClassKillLead
-		}
-		return ClassKill
-	case "latency", "bandwidth", "slicer", "reset-peer":
-		return ClassSlow
-	case "partition", "drop", "isolate", "split", "one-way":
-		return ClassPartition
-	case "clock-jump":
-		return ClassClock
+	if f.Class == "" {
+		return ClassMixed
 	}
-	return ClassMixed
+	return f.Class
 }
 
 // FaultClass classifies a case by what it did to the lock: no fault, one

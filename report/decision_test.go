@@ -6,11 +6,20 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/history"
 )
 
+// TestFaultClass: a case is filed under its faults' classes, as each fault
+// type declares them (faults.Info.ClassOf) and the schedule records them.
 func TestFaultClass(t *testing.T) {
-	f := func(typ, target string) history.ScheduledAt { return history.ScheduledAt{Type: typ, Target: target} }
+	f := func(typ, target string) history.ScheduledAt {
+		info, err := faults.Lookup(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return history.ScheduledAt{Type: typ, Target: target, Class: info.ClassOf(target)}
+	}
 	for _, tc := range []struct {
 		name   string
 		meta   history.CaseMeta
@@ -19,15 +28,20 @@ func TestFaultClass(t *testing.T) {
 		{"nothing", history.CaseMeta{}, ClassNone},
 		{"pause holder", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder")}}, ClassPause},
 		{"pause an instance", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "instance-2")}}, ClassPause},
-		{"pause a server", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "etcd-2")}}, ClassPauseSrv},
-		{"kill a named member", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "redis-1")}}, ClassKill},
+		{"pause a server", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "etcd-2")}}, history.ClassPauseSrv},
+		{"kill a named member", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "redis-1")}}, history.ClassKill},
 		{"kill the leader", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "leader")}}, ClassKillLead},
 		{"kill the master", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "master")}}, ClassKillLead},
-		{"crash a client", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "holder-of:k0")}}, ClassCrash},
-		{"latency", history.CaseMeta{Faults: []history.ScheduledAt{f("latency", "link:redis-1")}}, ClassSlow},
-		{"two partitions of kinds", history.CaseMeta{Faults: []history.ScheduledAt{f("drop", "link:redis-1"), f("isolate", "etcd-1")}}, ClassPartition},
-		{"clock", history.CaseMeta{Faults: []history.ScheduledAt{f("clock-jump", "redis-1")}}, ClassClock},
+		{"crash a client", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "holder-of:k0")}}, history.ClassCrash},
+		{"latency", history.CaseMeta{Faults: []history.ScheduledAt{f("latency", "link:redis-1")}}, history.ClassSlow},
+		{"two partitions of kinds", history.CaseMeta{Faults: []history.ScheduledAt{f("drop", "link:redis-1"), f("isolate", "etcd-1")}}, history.ClassPartition},
+		{"clock", history.CaseMeta{Faults: []history.ScheduledAt{f("clock-jump", "redis-1")}}, history.ClassClock},
 		{"misuse", history.CaseMeta{Misuse: []string{"wrong-token release"}}, ClassMisuse},
+		{"loss", history.CaseMeta{Faults: []history.ScheduledAt{f("loss", "etcd-1")}}, history.ClassLossy},
+		{"cpu starve the holder", history.CaseMeta{Faults: []history.ScheduledAt{f("cpu-starve", "holder")}}, history.ClassStarve},
+		{"disk stall", history.CaseMeta{Faults: []history.ScheduledAt{f("disk-stall", "etcd-1")}}, history.ClassDisk},
+		{"promote", history.CaseMeta{Faults: []history.ScheduledAt{f("promote", "postgres-2")}}, history.ClassFailover},
+		{"a history without classes", history.CaseMeta{Faults: []history.ScheduledAt{{Type: "pause", Target: "holder"}}}, ClassMixed},
 		{"mixed", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder"), f("kill", "leader")}}, ClassMixed},
 	} {
 		if got := FaultClass(tc.meta); got != tc.expect {
@@ -49,7 +63,7 @@ func cs(backend string, fenced bool, faults []history.ScheduledAt, valid bool, v
 }
 
 func TestDecisionOutcomes(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder"}}
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
 	for _, tc := range []struct {
 		name string
 		c    CaseSummary
@@ -76,8 +90,8 @@ func TestDecisionOutcomes(t *testing.T) {
 // class; one unsafe trial makes the cell unsafe; the no-fault columns
 // come from the fault-free cases only.
 func TestDecisionAggregates(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder"}}
-	kill := []history.ScheduledAt{{Type: "kill", Target: "leader"}}
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	kill := []history.ScheduledAt{{Type: "kill", Target: "leader", Class: history.ClassKillLead}}
 	clean := cs("etcd", true, nil, true, 0, 0, 0, 0, 0)
 	clean.Metrics.AcquireLatency = Percentiles{Count: 100, P50: 2, P99: 9}
 	clean.Metrics.Handoff = Percentiles{Count: 50, P50: 1.5}

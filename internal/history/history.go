@@ -244,6 +244,8 @@ type ScheduledAt struct {
 	// Group names the faults that act together (cutting every way out of
 	// an instance): an idle member is excused by an observed one.
 	Group string `json:"group,omitempty"`
+	// Class is the fault's class for its target (ClassOrder).
+	Class string `json:"class,omitempty"`
 }
 
 // Expectation is what the scenario file says a case should show.
@@ -326,3 +328,32 @@ func (m CaseMeta) Validate() error {
 	}
 	return nil
 }
+
+// Fault classes group faults the way an architect asks about them ("what
+// happens when the holder stalls? when the leader dies?"), whatever server
+// name or fault parameters a scenario used. Each fault type says which
+// class it belongs to for each kind of target (faults.Info.Classes); the
+// schedule records it (ScheduledAt.Class), and views order classes by
+// ClassOrder.
+const (
+	ClassNone      = "no fault"
+	ClassPause     = "pause holder"
+	ClassCrash     = "crash client"
+	ClassStarve    = "starve holder"
+	ClassMisuse    = "client misuse"
+	ClassSlow      = "slow network"
+	ClassLossy     = "lossy network"
+	ClassPartition = "partition"
+	ClassPauseSrv  = "pause server"
+	ClassStarveSrv = "starve server"
+	ClassDisk      = "slow disk"
+	ClassKill      = "kill a member"
+	ClassKillLead  = "kill leader/master"
+	ClassFailover  = "failover"
+	ClassClock     = "clock jump"
+	ClassMixed     = "several faults"
+)
+
+// ClassOrder lists the fault classes in the order views show them.
+var ClassOrder = []string{ClassNone, ClassPause, ClassCrash, ClassStarve, ClassMisuse, ClassSlow, ClassLossy, ClassPartition,
+	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassKill, ClassKillLead, ClassFailover, ClassClock, ClassMixed}

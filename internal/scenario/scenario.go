@@ -129,7 +129,11 @@ func (c *Case) Meta() history.CaseMeta {
 		m.Misuse = append(m.Misuse, "work longer than the lease")
 	}
 	for _, f := range c.Faults {
-		m.Faults = append(m.Faults, history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For), Group: f.Group})
+		sa := history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For), Group: f.Group}
+		if info, err := faults.Lookup(f.Type); err == nil {
+			sa.Class = info.ClassOf(f.Target)
+		}
+		m.Faults = append(m.Faults, sa)
 	}
 	return m
 }
