@@ -66,9 +66,10 @@ test: setup fmt-check vet
 	$(GO) test -race -short -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) ./backends ./cmd/bench ./internal/sim
 	$(GO) test -race -count=1 -timeout 20m -run '$(RACE_TESTS)' ./cmd/bench
+	cd examples/library && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-short
 
-FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./internal/history:FuzzReader ./internal/history:FuzzDecoders ./internal/sim:FuzzSimulate
+FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./history:FuzzReader ./history:FuzzDecoders ./internal/sim:FuzzSimulate
 SIM_SEEDS    ?= 10000
 FUZZTIME ?= 10m
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // synthetic generates a safe history of n acquisitions over clients

@@ -24,7 +24,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // Verdict is the tri-state outcome of a check.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // Linearizability checks the lock service's own history with porcupine

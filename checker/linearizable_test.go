@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 type step struct {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // Store is the verdict on a critical section run in the backend's own

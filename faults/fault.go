@@ -48,7 +48,7 @@ import (
 	"github.com/lockbench/lockbench/internal/suggest"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/links"
 )
 

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/redis/go-redis/v9"

@@ -3,7 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"sync"
 	"syscall"
 	"time"

@@ -1,7 +1,7 @@
 package report
 
 import (
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // The fault classes (history.ClassOrder: the class of each fault is its

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // TestFaultClass: a case is filed under its faults' classes, as each fault

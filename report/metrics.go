@@ -19,7 +19,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 // Histogram bounds: 1 µs to 10 min, 3 significant digits. Values are µs.

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/layout"
 )
 

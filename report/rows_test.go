@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 )
 
 func trial(row string, n, trials, need int, status string) CaseSummary {

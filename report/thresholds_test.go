@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/threshold"
 )
 

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/runner"
 	"github.com/lockbench/lockbench/report"

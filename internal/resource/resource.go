@@ -44,7 +44,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/monoclock"
 )
 

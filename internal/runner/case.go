@@ -18,8 +18,8 @@ import (
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/faults"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/resource"

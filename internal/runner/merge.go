@@ -8,7 +8,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/monoclock"
 )
 

@@ -25,9 +25,9 @@ import (
 
 	"github.com/lockbench/lockbench/internal/version"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/scenario"

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/worker"

@@ -22,8 +22,8 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
-	"github.com/lockbench/lockbench/internal/history"
 	"github.com/lockbench/lockbench/internal/threshold"
 	"go.yaml.in/yaml/v3"
 )

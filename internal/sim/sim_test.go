@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/sim"
 	"github.com/lockbench/lockbench/report"
 )

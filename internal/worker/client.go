@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/resource"
 	"github.com/lockbench/lockbench/internal/scenario"
 )

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/history"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
 )
