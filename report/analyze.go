@@ -207,58 +207,16 @@ var ErrEmpty = errors.New("history holds no case (no case-start mark)")
 // Analyze runs the checker and the metrics over a history, case by case, in
 // one streaming pass. Events outside any case are ignored.
 func Analyze(r *history.Reader) (*Summary, error) {
-	s := &Summary{SchemaVersion: SchemaVersion}
-	var lanes []*laneCheck // one per case, or one per lane of a batch
-	var split *laneSplit
-	finish := func() {
-		for _, l := range lanes {
-			res := l.chk.Result()
-			// A lockless backend has no lock history to linearize: n/a.
-			cs := CaseSummary{Check: res, Metrics: l.agg.CloseWith(res), Linearizability: l.chk.Linearizability(res.Valid)}
-			cs.evaluate()
-			s.Cases = append(s.Cases, cs)
-		}
-		lanes, split = nil, nil
-	}
+	st := NewStream()
 	for r.Next() {
-		e := r.Event()
-		if e.Type == history.Mark && e.F == history.MarkCaseStart {
-			finish()
-			meta, err := checker.MetaOf(e)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", r.Line(), err)
-			}
-			metas := []history.CaseMeta{meta}
-			if meta.Lanes > 1 {
-				split = newLaneSplit(meta)
-				metas = split.metas()
-			}
-			for _, m := range metas {
-				lanes = append(lanes, &laneCheck{chk: checker.NewCase(m, e.T, checker.WithLinearizability(LinTimeout)), agg: NewAggregator(e.T)})
-			}
-			continue
-		}
-		if lanes == nil {
-			continue
-		}
-		if split == nil {
-			lanes[0].add(e)
-		} else if l := split.route(e); l < 0 {
-			for i, lc := range lanes {
-				lc.add(split.view(e, i))
-			}
-		} else if l < len(lanes) {
-			lanes[l].add(e)
-		}
-		if e.Type == history.Mark && e.F == history.MarkCaseEnd {
-			finish()
+		if _, err := st.Add(r.Event()); err != nil {
+			return nil, fmt.Errorf("line %d: %w", r.Line(), err)
 		}
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	finish()
-	s.Rows = rows(s.Cases)
+	s := st.Summary()
 	if t := r.Truncated(); t != "" {
 		s.Warnings = append(s.Warnings, t)
 	}
@@ -266,6 +224,80 @@ func Analyze(r *history.Reader) (*Summary, error) {
 		return s, ErrEmpty
 	}
 	return s, nil
+}
+
+// Stream judges a history as its events come: each case (each lane of a
+// batch of side-by-side trials) as soon as its case-end mark arrives, so
+// that a run can say a verdict the moment a case is over. Analyze is a
+// Stream over a file.
+type Stream struct {
+	s     *Summary
+	lanes []*laneCheck // one per case, or one per lane of a batch
+	split *laneSplit
+}
+
+// NewStream returns an empty Stream.
+func NewStream() *Stream { return &Stream{s: &Summary{SchemaVersion: SchemaVersion}} }
+
+// Add feeds one event; at a case's end it returns the cases it finished.
+// An event outside any case is ignored; a case-start whose meta does not
+// decode is an error.
+func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
+	if e.Type == history.Mark && e.F == history.MarkCaseStart {
+		done := st.finish()
+		meta, err := checker.MetaOf(e)
+		if err != nil {
+			return done, err
+		}
+		metas := []history.CaseMeta{meta}
+		if meta.Lanes > 1 {
+			st.split = newLaneSplit(meta)
+			metas = st.split.metas()
+		}
+		for _, m := range metas {
+			st.lanes = append(st.lanes, &laneCheck{chk: checker.NewCase(m, e.T, checker.WithLinearizability(LinTimeout)), agg: NewAggregator(e.T)})
+		}
+		return done, nil
+	}
+	if st.lanes == nil {
+		return nil, nil
+	}
+	if st.split == nil {
+		st.lanes[0].add(e)
+	} else if l := st.split.route(e); l < 0 {
+		for i, lc := range st.lanes {
+			lc.add(st.split.view(e, i))
+		}
+	} else if l < len(st.lanes) {
+		st.lanes[l].add(e)
+	}
+	if e.Type == history.Mark && e.F == history.MarkCaseEnd {
+		return st.finish(), nil
+	}
+	return nil, nil
+}
+
+// finish judges the cases in progress.
+func (st *Stream) finish() []CaseSummary {
+	var done []CaseSummary
+	for _, l := range st.lanes {
+		res := l.chk.Result()
+		// A lockless backend has no lock history to linearize: n/a.
+		cs := CaseSummary{Check: res, Metrics: l.agg.CloseWith(res), Linearizability: l.chk.Linearizability(res.Valid)}
+		cs.evaluate()
+		done = append(done, cs)
+	}
+	st.s.Cases = append(st.s.Cases, done...)
+	st.lanes, st.split = nil, nil
+	return done
+}
+
+// Summary finishes what is still open (a history cut short) and returns
+// every case with its rows.
+func (st *Stream) Summary() *Summary {
+	st.finish()
+	st.s.Rows = rows(st.s.Cases)
+	return st.s
 }
 
 // Err turns the rows' verdicts into the run's outcome (MODEL §14): nil when

@@ -374,25 +374,31 @@ func availability(l checker.Liveness) string {
 func (s *Summary) Lines() []string {
 	var out []string
 	for _, c := range s.Cases {
-		r, m := c.Check, c.Metrics
-		line := fmt.Sprintf("%-24s %-14s %-34s violations=%d stale_accepted=%d lost=%d stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%.2fms",
-			r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.StaleAccepted, r.Resource.LostUpdates, r.Resource.StaleRejected,
-			r.TokenRegressions, r.AcquiresOK, availability(r.Liveness), m.AcquiresPerSec, m.AcquireLatency.P99)
-		out = append(out, line)
-		for _, u := range r.Unmet {
-			out = append(out, "    unmet: "+u)
-		}
-		for _, i := range r.Invalid {
-			out = append(out, "    invalid: "+i)
-		}
-		for _, v := range c.Thresholds {
-			out = append(out, "    "+v.String())
-		}
+		out = append(out, CaseLines(c)...)
 	}
 	for _, r := range s.Rows {
 		if r.Trials > 1 {
 			out = append(out, fmt.Sprintf("row %-20s %s: expected outcome in %d/%d trials (need %d), %d invalid", r.Row, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid))
 		}
+	}
+	return out
+}
+
+// CaseLines is one case's verdict line, with its unmet expectations,
+// invalid reasons and thresholds under it.
+func CaseLines(c CaseSummary) []string {
+	r, m := c.Check, c.Metrics
+	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%d stale_accepted=%d lost=%d stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%.2fms",
+		r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.StaleAccepted, r.Resource.LostUpdates, r.Resource.StaleRejected,
+		r.TokenRegressions, r.AcquiresOK, availability(r.Liveness), m.AcquiresPerSec, m.AcquireLatency.P99)}
+	for _, u := range r.Unmet {
+		out = append(out, "    unmet: "+u)
+	}
+	for _, i := range r.Invalid {
+		out = append(out, "    invalid: "+i)
+	}
+	for _, v := range c.Thresholds {
+		out = append(out, "    "+v.String())
 	}
 	return out
 }

@@ -158,17 +158,7 @@ func mainUsage(w io.Writer, cmds []*command) {
 	fmt.Fprint(w, exitCodes)
 }
 
-const exitCodes = `Exit codes:
-  0   every case valid and as expected
-  1   harness error (a server would not start, a missing binary, I/O)
-  99  a threshold failed (after every safety expectation held)
-  100 safety violation where the scenario expected none
-  101 invalid run (no work done, a fault never fired, history cut short)
-  102 an expected outcome did not appear (known answer not reproduced)
-  103 the lock was not live as the scenario expects (never recovered, gaps)
-  104 bad usage or invalid scenario
-  105 interrupted (SIGINT/SIGTERM); everything was torn down
-`
+var exitCodes = exitcode.Help()
 
 // run dispatches a subcommand. It is the whole CLI, testable in process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

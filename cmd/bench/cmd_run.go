@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/internal/targets"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/runner"
 	"github.com/lockbench/lockbench/internal/scenario"
@@ -55,6 +57,24 @@ The last lines printed are a tally and the results folder ("open
 		} else if isTerminal(cio.stderr) {
 			opts.Progress = cio.stderr // a live status line; CI logs (not a terminal) stay quiet
 			opts.Log = clearLine{cio.stderr}
+		}
+		if !*quiet {
+			// Each case's verdict as soon as it is judged: the same line
+			// as the final table's, so a long run shows where it stands.
+			opts.OnCase = func(b []byte) {
+				st := report.NewStream()
+				r := history.NewReader(bytes.NewReader(b), "history")
+				for r.Next() {
+					if _, err := st.Add(r.Event()); err != nil {
+						return
+					}
+				}
+				for _, cs := range st.Summary().Cases {
+					for _, l := range report.CaseLines(cs) {
+						fmt.Fprintln(opts.Log, "  "+l)
+					}
+				}
+			}
 		}
 		c.fs.Visit(func(f *flag.Flag) {
 			if f.Name == "seed" {

@@ -6,7 +6,10 @@
 // found a problem and a run that could not decide.
 package exitcode
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Code is a process exit code.
 type Code int
@@ -72,4 +75,43 @@ func Of(err error) Code {
 		return wc.code
 	}
 	return Harness
+}
+
+// Entry is one exit code and what it means, in a line (Short, for the
+// CLI's help) and in a sentence (Long, for the README).
+type Entry struct {
+	Code        Code
+	Short, Long string
+}
+
+// Table lists every exit code: the one source of the CLI's help and the
+// README's table (a test compares them).
+var Table = []Entry{
+	{OK, "every case valid and as expected", "every case valid and as expected"},
+	{Harness, "harness error (a server would not start, a missing binary, I/O)", "harness error: a server would not start, a binary is missing, I/O"},
+	{Threshold, "a threshold failed (after every safety expectation held)", "a threshold failed (every safety expectation held); `bench compare`: a significant performance regression"},
+	{Violation, "safety violation where the scenario expected none", "a safety violation where the scenario expected none (also when the case was otherwise invalid); `bench compare`: a safety count rose from zero"},
+	{Invalid, "invalid run (no work done, a fault never fired or healed, history cut short)", "an invalid run: no work done, a fault never fired, never healed or had no observed effect, a worker died unexplained or did not exit cleanly when its case ended, the harness was degraded, a liveness question left open, a trial missing, a history cut short"},
+	{NotReproduced, "an expected outcome did not appear (known answer not reproduced)", "an expected outcome did not appear (a known answer not reproduced: the run proves nothing about what it was meant to show)"},
+	{Unavailable, "the lock was not live as the scenario expects (never recovered, gaps)", "the lock was not live as the scenario expects (not serving again after a fault healed, a gap longer than `max_gap`, a recovery slower than `recovers_within`)"},
+	{Config, "bad usage or invalid scenario", "bad usage or an invalid scenario file (every problem as `file:line: field: message`), or a history line outside the record's language"},
+	{Interrupted, "interrupted (SIGINT/SIGTERM); everything was torn down", "interrupted by SIGINT/SIGTERM; everything was torn down (a second signal exits at once)"},
+}
+
+// Help is the table for a command's help text.
+func Help() string {
+	s := "Exit codes:\n"
+	for _, e := range Table {
+		s += fmt.Sprintf("  %-3d %s\n", e.Code, e.Short)
+	}
+	return s
+}
+
+// Markdown is the table as the README writes it.
+func Markdown() string {
+	s := "| code | meaning |\n|---:|---|\n"
+	for _, e := range Table {
+		s += fmt.Sprintf("| %d | %s |\n", e.Code, e.Long)
+	}
+	return s
 }

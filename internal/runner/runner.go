@@ -55,6 +55,10 @@ type Options struct {
 	// acquisitions so far, current fault), rewritten in place: for a
 	// terminal, not for CI logs.
 	Progress io.Writer
+	// OnCase, when set, receives each case's history lines as soon as
+	// the case has ended and they are written, so that its verdict can be
+	// said then rather than at the end of the run.
+	OnCase func(history []byte)
 }
 
 // Outcome is what a run produced: its results folder and run.json.
@@ -142,6 +146,8 @@ type run struct {
 	// kept is the cluster the last case left at its baseline, for the
 	// next case on the same servers.
 	kept *keptCluster
+	// written is how much of the history OnCase has been handed.
+	written int64
 }
 
 // Run executes the scenario. The returned error carries an exit code; a run
@@ -267,6 +273,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		if err := r.runCase(ctx, c, i); err != nil {
 			runErr = fmt.Errorf("case %s: %w", c.Name, err)
 			break
+		}
+		if opts.OnCase != nil {
+			r.caseWritten(hf, opts.OnCase)
 		}
 	}
 	r.dropKept()
@@ -417,3 +426,21 @@ func versions(cases []*scenario.Case, external bool) map[string]string {
 
 // errStopped is the cause used when a case ends normally.
 var errStopped = errors.New("case finished")
+
+// caseWritten writes out what the merger holds of the case that just ended
+// and hands the history written since the last case to fn.
+func (r *run) caseWritten(hf *os.File, fn func([]byte)) {
+	if err := r.m.flush(false); err != nil {
+		return
+	}
+	st, err := hf.Stat()
+	if err != nil || st.Size() <= r.written {
+		return
+	}
+	b := make([]byte, st.Size()-r.written)
+	if _, err := hf.ReadAt(b, r.written); err != nil {
+		return
+	}
+	r.written = st.Size()
+	fn(b)
+}
