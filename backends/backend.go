@@ -21,13 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/suggest"
+	"github.com/lockbench/lockbench/internal/config"
 )
 
 // ErrNotAcquired means the lock is held by someone else: the attempt
@@ -256,90 +253,25 @@ type Info struct {
 }
 
 // Option describes one option of a backend.
-type Option struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	Doc  string `json:"doc"`
-}
+type Option = config.Option
 
 // OptionList lists a backend's options from the yaml and doc tags of its
 // options struct (inline structs flattened), in declaration order.
-func (i Info) OptionList() []Option {
-	if i.Options == nil {
-		return nil
-	}
-	return optionsOf(reflect.TypeOf(i.Options))
-}
+func (i Info) OptionList() []Option { return config.OptionsOf(i.Options) }
 
-func optionsOf(t reflect.Type) []Option {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var out []Option
-	for n := 0; n < t.NumField(); n++ {
-		f := t.Field(n)
-		tag := f.Tag.Get("yaml")
-		name, flags, _ := strings.Cut(tag, ",")
-		if flags == "inline" {
-			out = append(out, optionsOf(f.Type)...)
-			continue
-		}
-		if name == "" || name == "-" {
-			continue
-		}
-		out = append(out, Option{Name: name, Type: typeName(f.Type), Doc: f.Tag.Get("doc")})
-	}
-	return out
-}
-
-// typeName names an option's type the way a scenario file writes it.
-func typeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Name() == "Duration" {
-		return "duration"
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int64:
-		return "int"
-	case reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "bool"
-	}
-	return t.Kind().String()
-}
-
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Info{}
-)
+var registry = config.NewRegistry[Info]("backend")
 
 // Register adds a backend. It panics on an empty name, a nil constructor or
 // a duplicate, which are programming errors caught at start-up.
 func Register(info Info) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if info.Name == "" || info.New == nil {
-		panic("backends: Register with empty name or nil constructor")
+	if info.New == nil {
+		panic("backends: Register with a nil constructor")
 	}
-	if _, dup := registry[info.Name]; dup {
-		panic("backends: duplicate backend " + info.Name)
-	}
-	registry[info.Name] = info
+	registry.Register(info.Name, info)
 }
 
 // Lookup returns the backend registered under name.
-func Lookup(name string) (Info, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	info, ok := registry[name]
-	if !ok {
-		return Info{}, fmt.Errorf("unknown backend %q%s (known: %s)", name, suggest.Hint(name, namesLocked()), strings.Join(namesLocked(), ", "))
-	}
-	return info, nil
-}
+func Lookup(name string) (Info, error) { return registry.Lookup(name) }
 
 // New builds the backend registered under name from its options.
 func New(name string, decode Decoder) (Backend, error) {
@@ -355,21 +287,4 @@ func New(name string, decode Decoder) (Backend, error) {
 }
 
 // All returns every registered backend, sorted by name.
-func All() []Info {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]Info, 0, len(registry))
-	for _, n := range namesLocked() {
-		out = append(out, registry[n])
-	}
-	return out
-}
-
-func namesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func All() []Info { return registry.All() }

@@ -32,7 +32,7 @@ import (
 // etcd and Consul (Go) read the wall clock through the vDSO, out of
 // libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "jump a server's wall clock forward: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL shortened)",
+	Register(Info{Name: "clock-jump", Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "jump a server's wall clock forward: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL shortened)",
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
 		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
 }
@@ -44,7 +44,7 @@ type ClockJumper interface {
 
 // ClockJumpOptions configure the clock-jump fault.
 type ClockJumpOptions struct {
-	Jump config.Duration `yaml:"jump"` // how far forward
+	Jump config.Duration `yaml:"jump" doc:"how far the clock moves (forward)"` // how far forward
 }
 
 type clockJump struct{ jump time.Duration }

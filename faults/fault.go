@@ -38,17 +38,13 @@ package faults
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/suggest"
-
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/links"
 )
 
@@ -225,6 +221,9 @@ type Info struct {
 	// NeedsCgroup names the cgroup v1 controller a fault confines its
 	// target with ("cpu", "blkio"), or "".
 	NeedsCgroup string
+	// Options is the zero value of the fault's options struct (nil:
+	// none): its yaml and doc tags are what `bench list` shows.
+	Options any
 	// Classes says which fault class (history.ClassOrder) the fault
 	// belongs to on each kind of target it accepts; LeaderClass, when set,
 	// replaces the Server class when the target is the leader or master
@@ -262,53 +261,69 @@ func (i Info) Accepts(k Kind) bool {
 	return false
 }
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Info{}
-)
+var registry = config.NewRegistry[Info]("fault type")
 
 // Register adds a fault type; it panics on a duplicate or incomplete entry.
 func Register(info Info) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if info.Name == "" || info.New == nil || len(info.Targets) == 0 {
-		panic("faults: Register with empty name, nil constructor or no targets")
+	if info.New == nil || len(info.Targets) == 0 {
+		panic("faults: Register with a nil constructor or no targets")
 	}
-	if _, dup := registry[info.Name]; dup {
-		panic("faults: duplicate fault " + info.Name)
-	}
-	registry[info.Name] = info
+	registry.Register(info.Name, info)
 }
 
 // Lookup returns the fault type registered under name.
-func Lookup(name string) (Info, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	info, ok := registry[name]
-	if !ok {
-		return Info{}, fmt.Errorf("unknown fault type %q%s (known: %s)", name, suggest.Hint(name, namesLocked()), strings.Join(namesLocked(), ", "))
-	}
-	return info, nil
-}
+func Lookup(name string) (Info, error) { return registry.Lookup(name) }
 
 // All lists the registered fault types sorted by name.
-func All() []Info {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	var out []Info
-	for _, n := range namesLocked() {
-		out = append(out, registry[n])
+func All() []Info { return registry.All() }
+
+// OptionList lists the fault's options from the yaml and doc tags of its
+// options struct, as `bench list` shows them.
+func (i Info) OptionList() []config.Option { return config.OptionsOf(i.Options) }
+
+// Requirement is something a fault needs of the machine it runs on.
+type Requirement string
+
+// The requirements (cluster.Available probes each).
+const (
+	NeedFirewall Requirement = "firewall" // iptables rules in a chain of the harness's own (root)
+	NeedHosts    Requirement = "hosts"    // a network namespace per server and instance (root)
+	NeedNetem    Requirement = "netem"    // tc netem in the kernel (root)
+	NeedCgroup   Requirement = "cgroup"   // a cgroup v1 controller (root); which one: Info.NeedsCgroup
+	NeedFaketime Requirement = "faketime" // libfaketime, for the servers whose clock it moves
+)
+
+// Requires lists what the fault needs of the machine, from its flags: the
+// one place bench list, validation and the runner read them from.
+func (i Info) Requires() []Requirement {
+	var out []Requirement
+	if i.NeedsFirewall {
+		out = append(out, NeedFirewall)
+	}
+	if i.NeedsHosts {
+		out = append(out, NeedHosts)
+	}
+	if i.NeedsNetem {
+		out = append(out, NeedNetem)
+	}
+	if i.NeedsCgroup != "" {
+		out = append(out, NeedCgroup)
+	}
+	if len(i.NeedsFaketime) > 0 {
+		out = append(out, NeedFaketime)
 	}
 	return out
 }
 
-func namesLocked() []string {
-	var names []string
-	for n := range registry {
-		names = append(names, n)
+// NeedsRoot reports whether the fault needs root: iptables, namespaces,
+// netem and cgroups do; libfaketime does not.
+func (i Info) NeedsRoot() bool {
+	for _, r := range i.Requires() {
+		if r != NeedFaketime {
+			return true
+		}
 	}
-	sort.Strings(names)
-	return names
+	return false
 }
 
 // Named is implemented by faults whose options name more servers (the

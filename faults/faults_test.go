@@ -482,3 +482,19 @@ func TestEveryFaultHasAClass(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFaultOptionIsDocumented: bench list shows each fault's options
+// from its options struct, as it shows backends'; an option without a doc
+// tag would be listed without saying what it does.
+func TestEveryFaultOptionIsDocumented(t *testing.T) {
+	for _, info := range faults.All() {
+		for _, o := range info.OptionList() {
+			if o.Doc == "" {
+				t.Errorf("%s option %s has no doc tag", info.Name, o.Name)
+			}
+		}
+		if info.Name == "pause" && len(info.OptionList()) == 0 {
+			t.Error("pause lists no options: Info.Options not set")
+		}
+	}
+}

@@ -15,16 +15,16 @@ import (
 // quorum, etcd's Raft, Consul's gossip), and the server on the other side
 // sees the real thing. `to` limits it to some peers.
 func init() {
-	Register(Info{Name: "netem", Classes: map[Kind]string{Server: history.ClassSlow, Instance: history.ClassSlow}, Summary: "delay, jitter and loss on what a server or instance sends, to `to` or everyone (tc netem; network: hosts)",
+	Register(Info{Name: "netem", Options: NetemOptions{}, Classes: map[Kind]string{Server: history.ClassSlow, Instance: history.ClassSlow}, Summary: "delay, jitter and loss on what a server or instance sends, to `to` or everyone (tc netem; network: hosts)",
 		Targets: []Kind{Server, Instance}, NeedsHosts: true, NeedsNetem: true, New: newNetem})
 }
 
 // NetemOptions configure the netem fault.
 type NetemOptions struct {
-	Delay  config.Duration `yaml:"delay"`
-	Jitter config.Duration `yaml:"jitter"`
-	Loss   float64         `yaml:"loss"` // percent
-	To     []string        `yaml:"to"`
+	Delay  config.Duration `yaml:"delay" doc:"delay added to every packet"`
+	Jitter config.Duration `yaml:"jitter" doc:"jitter around the delay"`
+	Loss   float64         `yaml:"loss" doc:"percent of the packets dropped"` // percent
+	To     []string        `yaml:"to" doc:"servers or instances the shaping applies to (default: everyone)"`
 }
 
 type netem struct{ o NetemOptions }

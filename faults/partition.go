@@ -17,10 +17,10 @@ import (
 // its rules dropped packets.
 
 func init() {
-	Register(Info{Name: "isolate", Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
-	Register(Info{Name: "split", Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
-	Register(Info{Name: "loss", Classes: map[Kind]string{Server: history.ClassLossy, Instance: history.ClassLossy}, Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
-	Register(Info{Name: "one-way", Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
+	Register(Info{Name: "isolate", Options: IsolateOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
+	Register(Info{Name: "split", Options: SplitOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
+	Register(Info{Name: "loss", Options: LossOptions{}, Classes: map[Kind]string{Server: history.ClassLossy, Instance: history.ClassLossy}, Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
+	Register(Info{Name: "one-way", Options: OneWayOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
 }
 
 // cutFault cuts, for a resolved target, the directed pairs that plan
@@ -98,13 +98,13 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 
 // LossOptions configure the loss fault.
 type LossOptions struct {
-	Percent float64 `yaml:"percent"` // share of the packets dropped, 0 < percent < 100
+	Percent float64 `yaml:"percent" doc:"share of the packets dropped, 0 < percent < 100"` // share of the packets dropped, 0 < percent < 100
 	// From are the servers (of any kind) whose packets with the target are
 	// dropped (default: its peers; for an instance, the servers it talks to).
-	From []string `yaml:"from"`
+	From []string `yaml:"from" doc:"servers cut from the target (default: its peers; for an instance, the servers it talks to)"`
 	// Direction: both (default), out (what the target sends), in (what it
 	// receives).
-	Direction string `yaml:"direction"`
+	Direction string `yaml:"direction" doc:"both (default), out (what the target sends) or in"`
 }
 
 func newLoss(decode Decoder) (Fault, error) {
@@ -156,10 +156,10 @@ type IsolateOptions struct {
 	// From are the servers to cut the target from, of any kind (default:
 	// its peers): a Redis master from its Sentinels only, say, while the
 	// clients and the replicas still reach it.
-	From []string `yaml:"from"`
+	From []string `yaml:"from" doc:"servers cut from the target (default: its peers; for an instance, the servers it talks to)"`
 	// Protocol cuts only "udp" (Consul's gossip) or "tcp" (its RPC);
 	// default both.
-	Protocol string `yaml:"protocol"`
+	Protocol string `yaml:"protocol" doc:"cut only tcp or udp (default both)"`
 }
 
 func newIsolate(decode Decoder) (Fault, error) {
@@ -188,7 +188,7 @@ func newIsolate(decode Decoder) (Fault, error) {
 // SplitOptions configure the split fault.
 type SplitOptions struct {
 	// Group are the peers on the target's side.
-	Group []string `yaml:"group"`
+	Group []string `yaml:"group" doc:"the peers on the target's side of the split"`
 }
 
 func newSplit(decode Decoder) (Fault, error) {
@@ -224,7 +224,7 @@ func newSplit(decode Decoder) (Fault, error) {
 
 // OneWayOptions configure the one-way fault.
 type OneWayOptions struct {
-	To []string `yaml:"to"` // default: every peer
+	To []string `yaml:"to" doc:"servers what the target sends to is dropped (default: every peer)"` // default: every peer
 }
 
 func newOneWay(decode Decoder) (Fault, error) {

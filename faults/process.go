@@ -14,8 +14,8 @@ import (
 // stop-the-world GC pause) or a server.
 
 func init() {
-	Register(Info{Name: "pause", Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
-	Register(Info{Name: "kill", Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
+	Register(Info{Name: "pause", Options: PauseOptions{}, Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
+	Register(Info{Name: "kill", Options: KillOptions{}, Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
 }
 
 // stopWait bounds how long a signal may take to show its effect.
@@ -27,7 +27,7 @@ type pause struct{ leaderWatch }
 type PauseOptions struct {
 	// Failover: the fault must make another server take over as leader or
 	// master before it heals (observed), or the case is invalid.
-	Failover bool `yaml:"failover"`
+	Failover bool `yaml:"failover" doc:"another server must take over as leader or master before the heal (observed)"`
 }
 
 func newPause(decode Decoder) (Fault, error) {
@@ -73,11 +73,11 @@ func (p pause) Start(ctx context.Context, env Env, target string) (*Effect, erro
 type KillOptions struct {
 	// Restart a killed server when the window ends (default true). An
 	// instance is never restarted.
-	Restart *bool `yaml:"restart"`
+	Restart *bool `yaml:"restart" doc:"restart a killed server when the window ends (default true; instances never restart)"`
 	// Failover: killing the target must make another server take over as
 	// leader or master before the window ends (observed), or the case is
 	// invalid. Without it, a change of leader is recorded when seen.
-	Failover bool `yaml:"failover"`
+	Failover bool `yaml:"failover" doc:"another server must take over as leader or master before the heal (observed)"`
 }
 
 type kill struct {

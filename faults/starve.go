@@ -18,9 +18,9 @@ import (
 //     throttle), as on a failing or saturated disk. Raft and ZooKeeper
 //     fsync before acknowledging, so a stalled member cannot commit.
 func init() {
-	Register(Info{Name: "cpu-starve", Classes: map[Kind]string{Instance: history.ClassStarve, Server: history.ClassStarveSrv}, Summary: "give a server or instance only `percent` of one CPU for the window (cgroup CPU quota): it runs, slowly",
+	Register(Info{Name: "cpu-starve", Options: CPUStarveOptions{}, Classes: map[Kind]string{Instance: history.ClassStarve, Server: history.ClassStarveSrv}, Summary: "give a server or instance only `percent` of one CPU for the window (cgroup CPU quota): it runs, slowly",
 		Targets: []Kind{Server, Instance}, NeedsCgroup: "cpu", New: newCPUStarve})
-	Register(Info{Name: "disk-stall", Classes: map[Kind]string{Server: history.ClassDisk}, Summary: "throttle a server's writes and fsyncs to `write_iops` on its data disk for the window (cgroup blkio)",
+	Register(Info{Name: "disk-stall", Options: DiskStallOptions{}, Classes: map[Kind]string{Server: history.ClassDisk}, Summary: "throttle a server's writes and fsyncs to `write_iops` on its data disk for the window (cgroup blkio)",
 		Targets: []Kind{Server}, NeedsCgroup: "blkio", New: newDiskStall})
 }
 
@@ -41,7 +41,7 @@ type Confiner interface {
 
 // CPUStarveOptions configure cpu-starve.
 type CPUStarveOptions struct {
-	Percent float64 `yaml:"percent"` // of one CPU, default 2
+	Percent float64 `yaml:"percent" doc:"share of one CPU left to the target (default 2)"` // of one CPU, default 2
 }
 
 type cpuStarve struct{ o CPUStarveOptions }
@@ -85,7 +85,7 @@ func (f cpuStarve) Start(ctx context.Context, env Env, target string) (*Effect, 
 
 // DiskStallOptions configure disk-stall.
 type DiskStallOptions struct {
-	WriteIOPS int `yaml:"write_iops"` // default 1
+	WriteIOPS int `yaml:"write_iops" doc:"writes and fsyncs per second left to the server (default 1)"` // default 1
 }
 
 type diskStall struct{ o DiskStallOptions }

@@ -26,12 +26,12 @@ import (
 // nothing: the case is invalid, saying so.
 
 func init() {
-	Register(Info{Name: "latency", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
+	Register(Info{Name: "latency", Options: LatencyOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
 	Register(Info{Name: "partition", Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "cut a link: the proxy is disabled, new connections are refused and open ones reset", Targets: []Kind{Link}, New: newPartition})
-	Register(Info{Name: "drop", Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
-	Register(Info{Name: "bandwidth", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
-	Register(Info{Name: "slicer", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
-	Register(Info{Name: "reset-peer", Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
+	Register(Info{Name: "drop", Options: DropOptions{}, Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
+	Register(Info{Name: "bandwidth", Options: BandwidthOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
+	Register(Info{Name: "slicer", Options: SlicerOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
+	Register(Info{Name: "reset-peer", Options: ResetPeerOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
 }
 
 func streams(direction string) ([]string, error) {
@@ -170,9 +170,9 @@ func (f toxicFault) Start(ctx context.Context, env Env, target string) (*Effect,
 
 // LatencyOptions configure the latency fault.
 type LatencyOptions struct {
-	Latency   config.Duration `yaml:"latency"`
-	Jitter    config.Duration `yaml:"jitter"`
-	Direction string          `yaml:"direction"`
+	Latency   config.Duration `yaml:"latency" doc:"latency added to the link"`
+	Jitter    config.Duration `yaml:"jitter" doc:"jitter around the latency"`
+	Direction string          `yaml:"direction" doc:"both (default), upstream (client to server) or downstream"`
 }
 
 func newLatency(decode Decoder) (Fault, error) {
@@ -208,7 +208,7 @@ func newLatency(decode Decoder) (Fault, error) {
 
 // DropOptions configure the drop fault.
 type DropOptions struct {
-	Direction string `yaml:"direction"`
+	Direction string `yaml:"direction" doc:"both (default), upstream (client to server) or downstream"`
 }
 
 func newDrop(decode Decoder) (Fault, error) {
@@ -264,8 +264,8 @@ func (partition) Start(ctx context.Context, env Env, target string) (*Effect, er
 
 // BandwidthOptions configure the bandwidth fault.
 type BandwidthOptions struct {
-	Rate      int    `yaml:"rate"` // KB/s
-	Direction string `yaml:"direction"`
+	Rate      int    `yaml:"rate" doc:"KB/s the link carries"` // KB/s
+	Direction string `yaml:"direction" doc:"both (default), upstream (client to server) or downstream"`
 }
 
 func newBandwidth(decode Decoder) (Fault, error) {
@@ -285,10 +285,10 @@ func newBandwidth(decode Decoder) (Fault, error) {
 
 // SlicerOptions configure the slicer fault.
 type SlicerOptions struct {
-	AverageSize   int             `yaml:"average_size"`   // bytes
-	SizeVariation int             `yaml:"size_variation"` // bytes
-	Delay         config.Duration `yaml:"delay"`          // between slices
-	Direction     string          `yaml:"direction"`
+	AverageSize   int             `yaml:"average_size" doc:"average slice, bytes"`          // bytes
+	SizeVariation int             `yaml:"size_variation" doc:"variation of a slice, bytes"` // bytes
+	Delay         config.Duration `yaml:"delay" doc:"delay between slices"`                 // between slices
+	Direction     string          `yaml:"direction" doc:"both (default), upstream (client to server) or downstream"`
 }
 
 func newSlicer(decode Decoder) (Fault, error) {
@@ -309,8 +309,8 @@ func newSlicer(decode Decoder) (Fault, error) {
 
 // ResetPeerOptions configure the reset-peer fault.
 type ResetPeerOptions struct {
-	After     config.Duration `yaml:"after"` // reset this long after data starts flowing (0: at once)
-	Direction string          `yaml:"direction"`
+	After     config.Duration `yaml:"after" doc:"reset this long after data starts flowing (0: at once)"` // reset this long after data starts flowing (0: at once)
+	Direction string          `yaml:"direction" doc:"both (default), upstream (client to server) or downstream"`
 }
 
 func newResetPeer(decode Decoder) (Fault, error) {

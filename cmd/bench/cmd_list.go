@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/scenario"
 )
@@ -34,6 +35,9 @@ type faultEntry struct {
 	Summary string   `json:"summary"`
 	Targets []string `json:"targets"`
 	Root    bool     `json:"needs_root"`
+	// Requires lists what the fault needs of the machine (faults.Info).
+	Requires []string        `json:"requires,omitempty"`
+	Options  []config.Option `json:"options,omitempty"`
 }
 
 type scenarioEntry struct {
@@ -74,7 +78,11 @@ func buildListing(dir string) (*listing, error) {
 		for _, k := range f.Targets {
 			kinds = append(kinds, string(k))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, Root: f.NeedsFirewall})
+		var reqs []string
+		for _, r := range f.Requires() {
+			reqs = append(reqs, string(r))
+		}
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, Root: f.NeedsRoot(), Requires: reqs, Options: f.OptionList()})
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -131,10 +139,22 @@ func (l *listing) write(w io.Writer, options bool) error {
 	b.WriteString("\nFAULTS\n")
 	for _, f := range l.Faults {
 		root := ""
-		if f.Root {
-			root = "; needs root"
+		switch {
+		case f.Root:
+			root = "; needs root (" + strings.Join(f.Requires, ", ") + ")"
+		case len(f.Requires) > 0:
+			root = "; needs " + strings.Join(f.Requires, ", ")
 		}
 		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s)\n", width, f.Name, f.Summary, strings.Join(f.Targets, ", "), root)
+		if options {
+			ow := 0
+			for _, o := range f.Options {
+				ow = max(ow, len(o.Name)+len(o.Type)+3)
+			}
+			for _, o := range f.Options {
+				fmt.Fprintf(&b, "  %-*s    %-*s  %s\n", width, "", ow, o.Name+" ("+o.Type+")", o.Doc)
+			}
+		}
 	}
 	b.WriteString("\nSCENARIOS\n")
 	fw := 0

@@ -935,3 +935,13 @@ func (c *Cluster) Refresh(ctx context.Context, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// Probe is how the machine is asked what it can do for a fault (root,
+// iptables, network namespaces, tc netem, cgroups, libfaketime): the one
+// probe scenario validation consults for every requirement a fault
+// declares (faults.Info.Requires). Tests replace it to see what a machine
+// without them refuses.
+var Probe = struct {
+	Firewall, Hosts, Netem, Faketime func() error
+	Cgroups                          func(controller string) error
+}{FirewallAvailable, HostsAvailable, NetemAvailable, FaketimeAvailable, CgroupsAvailable}

@@ -339,7 +339,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		s.Network = NetworkLoopback
 	case NetworkLoopback:
 	case NetworkHosts:
-		if err := cluster.HostsAvailable(); err != nil {
+		if err := cluster.Probe.Hosts(); err != nil {
 			errs.add(lineOf(doc, "network", 1), "network", "hosts: %v", err)
 		}
 	default:

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
 )
 
 const good = `
@@ -442,5 +446,80 @@ cases:
 	}
 	if len(s.Cases) != 2 || s.Cases[1].Workload.Duration.D() != 9*time.Second || s.Cases[1].Faults[0].For != 5*time.Second || s.Cases[1].Name != "p[pause=5×lease]" {
 		t.Fatalf("in step: %d cases; %s: duration %s, for %s", len(s.Cases), s.Cases[1].Name, s.Cases[1].Workload.Duration, s.Cases[1].Faults[0].For)
+	}
+}
+
+// TestRequirementsComeFromTheFault: validation asks the machine (through
+// cluster.Probe) for exactly what each fault declares in Info.Requires,
+// no more: on a machine with nothing, every fault that requires something
+// is refused with the probe's reason, and every fault that requires
+// nothing is accepted; on a machine with everything, all are accepted.
+// The table must cover every registered fault.
+func TestRequirementsComeFromTheFault(t *testing.T) {
+	uses := map[string]struct{ backend, network, fault string }{
+		"bandwidth":  {"redis", "", "{type: bandwidth, rate: 10, target: link:redis-1}"},
+		"clock-jump": {"postgres", "", "{type: clock-jump, jump: 5s, target: postgres-1}"},
+		"cpu-starve": {"redis", "", "{type: cpu-starve, target: redis-1}"},
+		"disk-stall": {"etcd", "", "{type: disk-stall, target: etcd-1}"},
+		"drop":       {"redis", "", "{type: drop, target: link:redis-1}"},
+		"isolate":    {"etcd", "", "{type: isolate, target: instance-1}"},
+		"kill":       {"redis", "", "{type: kill, target: redis-1}"},
+		"latency":    {"redis", "", "{type: latency, latency: 10ms, target: link:redis-1}"},
+		"loss":       {"etcd", "", "{type: loss, percent: 30, target: instance-1}"},
+		"netem":      {"etcd", "hosts", "{type: netem, delay: 10ms, target: etcd-1}"},
+		"one-way":    {"etcd", "", "{type: one-way, to: [etcd-1], target: instance-1}"},
+		"partition":  {"redis", "", "{type: partition, target: link:redis-1}"},
+		"pause":      {"redis", "", "{type: pause, target: holder}"},
+		"promote":    {"postgres", "", "{type: promote, target: postgres-2}"},
+		"reset-peer": {"redis", "", "{type: reset-peer, target: link:redis-1}"},
+		"slicer":     {"redis", "", "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
+		"split":      {"etcd", "", "{type: split, group: [etcd-1], target: instance-1}"},
+	}
+	src := func(name string) []byte {
+		u := uses[name]
+		opts := ""
+		if name == "promote" {
+			opts = "\n    options: {standby: true}"
+		}
+		network := ""
+		if u.network != "" {
+			network = "network: " + u.network + "\n"
+		}
+		fault := strings.Replace(u.fault, "}", ", at: 1s, for: 1s}", 1)
+		return []byte(fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n", network, u.backend, opts, fault))
+	}
+	saved := cluster.Probe
+	defer func() { cluster.Probe = saved }()
+	none := errors.New("not on this machine")
+	for _, info := range faults.All() {
+		if _, ok := uses[info.Name]; !ok {
+			t.Errorf("fault %s is not in the table", info.Name)
+			continue
+		}
+		cluster.Probe.Firewall = func() error { return nil }
+		cluster.Probe.Hosts = cluster.Probe.Firewall
+		cluster.Probe.Netem = cluster.Probe.Firewall
+		cluster.Probe.Faketime = cluster.Probe.Firewall
+		cluster.Probe.Cgroups = func(string) error { return nil }
+		if _, err := Parse(info.Name+".yaml", src(info.Name)); err != nil {
+			t.Errorf("%s on a machine with everything: %v", info.Name, err)
+			continue
+		}
+		// A machine with nothing: the hosts network itself is refused,
+		// so netem is judged on its own requirement alone.
+		cluster.Probe.Netem = func() error { return none }
+		cluster.Probe.Faketime = cluster.Probe.Netem
+		cluster.Probe.Firewall = cluster.Probe.Netem
+		cluster.Probe.Cgroups = func(string) error { return none }
+		if info.Name != "netem" {
+			cluster.Probe.Hosts = cluster.Probe.Netem
+		}
+		_, err := Parse(info.Name+".yaml", src(info.Name))
+		switch needs := len(info.Requires()) > 0; {
+		case needs && (err == nil || !strings.Contains(err.Error(), none.Error())):
+			t.Errorf("%s requires %v but a machine without them gives: %v", info.Name, info.Requires(), err)
+		case !needs && err != nil:
+			t.Errorf("%s requires nothing but a machine with nothing refuses it: %v", info.Name, err)
+		}
 	}
 }

@@ -367,14 +367,14 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), t, k)
 			bad = true
 		} else if slices.Contains(info.NeedsFaketime, k) {
-			if err := cluster.FaketimeAvailable(); err != nil {
+			if err := cluster.Probe.Faketime(); err != nil {
 				errs.add(line("type"), fw+".type", "%v", err)
 				bad = true
 			}
 		}
 	}
 	if info.NeedsCgroup != "" && !bad {
-		switch err := cluster.CgroupsAvailable(info.NeedsCgroup); {
+		switch err := cluster.Probe.Cgroups(info.NeedsCgroup); {
 		case sc.compose:
 			errs.add(line("type"), fw+".type", "%s confines processes with a cgroup of the harness's; with -compose the targets are containers", f.Type)
 			bad = true
@@ -384,7 +384,7 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		}
 	}
 	if info.NeedsNetem && sc.hosts && !bad {
-		if err := cluster.NetemAvailable(); err != nil {
+		if err := cluster.Probe.Netem(); err != nil {
 			errs.add(n.Line, fw+".type", "%v (the loss fault drops packets with iptables instead; latency on TCP links is the latency fault)", err)
 			bad = true
 		}
@@ -504,12 +504,12 @@ func checkFirewall(target string, serverKinds map[string]string, targets map[str
 	if hosts {
 		// Every server sends from its own host (a namespace, or a
 		// container): any pair can be cut.
-		if err := cluster.HostsAvailable(); err != nil {
+		if err := cluster.Probe.Hosts(); err != nil {
 			return err.Error()
 		}
 		return ""
 	}
-	if err := cluster.FirewallAvailable(); err != nil {
+	if err := cluster.Probe.Firewall(); err != nil {
 		return err.Error()
 	}
 	if targets[target] == faults.Instance || (faults.IsRole(target) && faults.KindOf(target) == faults.Instance) {
