@@ -270,24 +270,39 @@ func (h *Hosts) Register(ip, container string) {
 	h.nsByIP[ip] = "docker:" + container
 }
 
-// Close removes every namespace, the switch's last (taking every veth
-// with it, the harness's link included).
+// Close removes the harness's link to the switch, then every namespace,
+// the switch's last (taking every veth with it). The link goes first:
+// deleting a namespace removes its veths asynchronously, so a link still
+// listed after the switch is gone may vanish before it can be deleted.
 func (h *Hosts) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var errs []error
+	if h.bridge != "" {
+		if err := delLink(h.bridge); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := len(h.made) - 1; i >= 0; i-- {
 		if err := ipcmd("netns", "del", h.made[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	h.made = nil
-	if h.bridge != "" && exec.Command("ip", "link", "show", h.bridge).Run() == nil {
-		if err := ipcmd("link", "del", h.bridge); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	return errors.Join(errs...)
+}
+
+// delLink deletes a network link; one that does not exist (or stopped
+// existing meanwhile) is not an error.
+func delLink(name string) error {
+	if exec.Command("ip", "link", "show", name).Run() != nil {
+		return nil
+	}
+	err := ipcmd("link", "del", name)
+	if err != nil && exec.Command("ip", "link", "show", name).Run() != nil {
+		return nil
+	}
+	return err
 }
 
 // CleanStaleHosts removes the namespaces and bridge of slot n that a
@@ -295,6 +310,9 @@ func (h *Hosts) Close() error {
 // it removes can belong to a live run.
 func CleanStaleHosts(n int) error {
 	var errs []error
+	if err := delLink(fmt.Sprintf("lbbr%d", n)); err != nil {
+		errs = append(errs, err)
+	}
 	out, err := exec.Command("ip", "netns", "list").Output()
 	if err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
@@ -304,12 +322,6 @@ func CleanStaleHosts(n int) error {
 					errs = append(errs, err)
 				}
 			}
-		}
-	}
-	br := fmt.Sprintf("lbbr%d", n)
-	if exec.Command("ip", "link", "show", br).Run() == nil {
-		if err := ipcmd("link", "del", br); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
