@@ -52,7 +52,7 @@ cases:
     workload: {duration: 6s, hold: {min: 30ms, max: 60ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 4s}]
     expect: {violations: true}
-  - {name: consul, backend: consul, options: {session_ttl: 10s, lock_delay: 1ms}}
+  - {name: consul, backend: consul, options: {session_ttl: 10s, lock_delay: 1ms}, workload: {duration: 5s}}   # a session per acquisition: slower
   - name: consul-pause
     backend: consul
     options: {session_ttl: 10s, lock_delay: 1ms}

@@ -28,6 +28,7 @@ cases:
     expect: {violations: true}
   - name: etcd-member-cut
     backend: etcd
+    workload: {duration: 8s}   # the members' recovery after the heal, with room on a loaded machine
     faults: [{type: isolate, target: etcd-1, at: 1s, for: 2s}]
 `
 
