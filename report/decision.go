@@ -360,7 +360,7 @@ func numText(v float64) string {
 	return fmt.Sprintf("%.2f", math.Round(v*100)/100)
 }
 
-// DecisionLegend explains the outcomes, for the report and the README.
+// DecisionLegend explains the outcomes, for the report and the docs.
 const DecisionLegend = "✓ *safe*: never two believed holders, no damage. " +
 	"⚠ *safe, tokens regressed*: no overlap, but the fencing token went backwards (a counter lost in a restart or failover), so the fenced resource refused legitimate writes. " +
 	"◐ *unsafe, fenced*: two clients believed they held the lock at once, and the fencing token stopped every late write. " +

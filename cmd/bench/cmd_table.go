@@ -22,7 +22,7 @@ func tableCmd() *command {
 table over all of them:
   -view known     one row per scenario row: verdict over trials, counts,
                   the versions of the servers the row's cases started
-                  (the README's known-answer table); exit 102 if a row
+                  (docs/known-answers.md's table); exit 102 if a row
                   was not reproduced
   -view decision  backends × fault classes (the report's decision view)
   -view safety    every case's safety counts

@@ -13,7 +13,7 @@
 //
 // Each subcommand lives in a file of its own (cmd_<name>.go); cli.go holds
 // the conventions they share. main is the only place an error becomes an
-// exit code (package exitcode; the README's table).
+// exit code (package exitcode; the table in docs/cli.md).
 package main
 
 import (

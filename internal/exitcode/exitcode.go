@@ -78,14 +78,14 @@ func Of(err error) Code {
 }
 
 // Entry is one exit code and what it means, in a line (Short, for the
-// CLI's help) and in a sentence (Long, for the README).
+// CLI's help) and in a sentence (Long, for docs/cli.md).
 type Entry struct {
 	Code        Code
 	Short, Long string
 }
 
 // Table lists every exit code: the one source of the CLI's help and the
-// README's table (a test compares them).
+// table in docs/cli.md (a test compares them).
 var Table = []Entry{
 	{OK, "every case valid and as expected", "every case valid and as expected"},
 	{Harness, "harness error (a server would not start, a missing binary, I/O)", "harness error: a server would not start, a binary is missing, I/O"},
@@ -107,7 +107,7 @@ func Help() string {
 	return s
 }
 
-// Markdown is the table as the README writes it.
+// Markdown is the table as docs/cli.md writes it.
 func Markdown() string {
 	s := "| code | meaning |\n|---:|---|\n"
 	for _, e := range Table {
