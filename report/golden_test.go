@@ -42,7 +42,7 @@ func TestGoldenResults(t *testing.T) {
 		}
 		want, err := os.ReadFile(golden)
 		if err != nil {
-			t.Fatalf("%v (run go test ./results -update to create it)", err)
+			t.Fatalf("%v (run go test ./report -update to create it)", err)
 		}
 		if !bytes.Equal(got, want) {
 			os.WriteFile(golden+".got", got, 0o644)

@@ -1,16 +1,3 @@
-// Package results turns a history into what people and CI read: per-case
-// metrics and verdicts (summary.json), a report (report.md) and plots, all
-// written into a results folder with a stable layout:
-//
-//	results/<time>-<scenario>/
-//	  run.json        scenario text, seed, versions of servers and libraries, host
-//	  history.jsonl   every event, in time order (package history)
-//	  faults.jsonl    each scheduled fault and the window it was really in effect
-//	  summary.json    per case: verdicts, resource damage, metrics, validity
-//	  report.md       the table a person reads, and the first violations in words
-//	  latency.png/svg acquire latency distribution per case
-//	  bench.txt       the cases in Go benchmark format, for benchstat
-//	  logs/<case>/    server and worker logs
 package report
 
 import (

@@ -1,12 +1,3 @@
-// Package cluster starts and stops the real servers of a lock backend on
-// loopback, puts a toxiproxy proxy in front of each, and makes sure that no
-// child process outlives the harness.
-//
-// Every child runs in its own process group (so a server's own children die
-// with it) and with the parent-death signal set to SIGKILL (so that even a
-// harness killed with SIGKILL takes its children along). Teardown kills each
-// group with SIGKILL: there is nothing a lock server must flush for a
-// benchmark, and a graceful stop could hang on a paused process.
 package cluster
 
 import (
