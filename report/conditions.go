@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,35 +22,16 @@ const SchemaVersion = 2
 // numbers with anything: the machine, how the servers were reached, how
 // long and how often each case ran. They come from run.json.
 type Conditions struct {
-	Host struct {
-		CPUs     int    `json:"cpus"`
-		MemoryMB int    `json:"memory_mb"`
-		CPUModel string `json:"cpu_model,omitempty"`
-		Kernel   string `json:"kernel,omitempty"`
-		OS       string `json:"os"`
-		Arch     string `json:"arch"`
-		Go       string `json:"go"`
-	} `json:"host"`
-	Started      time.Time `json:"started"`
-	Finished     time.Time `json:"finished"`
-	ScenarioFile string    `json:"scenario_file"`
-	Rerun        string    `json:"rerun"`
-	Interrupted  bool      `json:"interrupted,omitempty"`
-	StartupS     float64   `json:"cluster_startup_s"`
-	Cases        []struct {
-		Name     string   `json:"name"`
-		Proxied  []string `json:"proxied_links"`
-		StartupS float64  `json:"cluster_startup_s"`
-	} `json:"cases"`
-}
-
-// runFile is the part of run.json the report reads.
-type runFile struct {
-	Conditions
-	Scenario string            `json:"scenario"`
-	Seed     int64             `json:"seed"`
-	RunID    string            `json:"run_id"`
-	Versions map[string]string `json:"versions"`
+	Host         layout.Host `json:"host"`
+	Started      time.Time   `json:"started"`
+	Finished     time.Time   `json:"finished"`
+	ScenarioFile string      `json:"scenario_file"`
+	Rerun        string      `json:"rerun"`
+	Interrupted  bool        `json:"interrupted,omitempty"`
+	StartupS     float64     `json:"cluster_startup_s"`
+	Network      string      `json:"network,omitempty"`
+	// Cases are run.json's cases: slots, proxied links, start-up times.
+	Cases []layout.RunCase `json:"cases"`
 }
 
 // AnalyzeDir checks the history of a results folder and adds what its
@@ -62,7 +42,7 @@ func AnalyzeDir(dir string) (*Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, layout.RunFile))
+	rf, err := layout.ReadRun(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		sum.Warnings = append(sum.Warnings, "no run.json beside the history: run conditions unknown")
 		return sum, nil
@@ -70,13 +50,9 @@ func AnalyzeDir(dir string) (*Summary, error) {
 	if err != nil {
 		return sum, fmt.Errorf("read run.json: %w", err)
 	}
-	var rf runFile
-	if err := json.Unmarshal(b, &rf); err != nil {
-		return sum, fmt.Errorf("%s: %w", filepath.Join(dir, layout.RunFile), err)
-	}
 	sum.Scenario, sum.Seed, sum.RunID, sum.Versions = rf.Scenario, rf.Seed, rf.RunID, rf.Versions
-	c := rf.Conditions
-	sum.Conditions = &c
+	sum.Conditions = &Conditions{Host: rf.Host, Started: rf.Started, Finished: rf.Finished, ScenarioFile: rf.ScenarioFile,
+		Rerun: rf.Rerun, Interrupted: rf.Interrupted, StartupS: rf.StartupS, Network: rf.Network, Cases: rf.Cases}
 	return sum, nil
 }
 

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -61,7 +58,7 @@ func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 		Right: []bool{false, false, false, false, false, true, true, true, true, false}}
 	var failed int
 	for i, sum := range sums {
-		info := readRunVersions(dirs[i])
+		info, _ := layout.ReadRun(dirs[i]) // none: versions unknown
 		for _, r := range sum.Rows {
 			var viol, rej, acc, regr int
 			var names []string
@@ -79,7 +76,7 @@ func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 				failed++
 			}
 			t.Add(r.Row, r.Backend, r.Verdict, fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need), r.TwoHolders.String(),
-				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), info.of(names))
+				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), serverVersions(info, names))
 		}
 	}
 	if err := t.Write(w); err != nil {
@@ -91,34 +88,15 @@ func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
 	return nil
 }
 
-// runVersions is what a results folder's run.json says of server versions.
-type runVersions struct {
-	ok       bool
-	Versions map[string]string `json:"versions"`
-	Cases    []struct {
-		Name    string   `json:"name"`
-		Servers []string `json:"servers"`
-	} `json:"cases"`
-}
-
-func readRunVersions(dir string) runVersions {
-	var rv runVersions
-	b, err := os.ReadFile(filepath.Join(dir, layout.RunFile))
-	if err != nil || json.Unmarshal(b, &rv) != nil {
-		return runVersions{}
-	}
-	rv.ok = true
-	return rv
-}
-
-// of lists the versions of the servers the named cases started: every
-// server of the run when the cases' servers were not recorded.
-func (rv runVersions) of(cases []string) string {
-	if !rv.ok {
+// serverVersions lists the versions of the servers the named cases of a
+// run started: every server of the run when the cases' servers were not
+// recorded; "?" without a run.json.
+func serverVersions(run *layout.Run, cases []string) string {
+	if run == nil {
 		return "?"
 	}
 	kinds, recorded := map[string]bool{}, false
-	for _, c := range rv.Cases {
+	for _, c := range run.Cases {
 		if slices.Contains(cases, c.Name) && c.Servers != nil {
 			recorded = true
 			for _, k := range c.Servers {
@@ -128,7 +106,7 @@ func (rv runVersions) of(cases []string) string {
 	}
 	seen := map[string]bool{}
 	var out []string
-	for k, v := range rv.Versions {
+	for k, v := range run.Versions {
 		kind, isServer := strings.CutSuffix(k, "-server")
 		if !isServer || (recorded && !kinds[kind]) {
 			continue

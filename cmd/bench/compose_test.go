@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -74,13 +72,10 @@ func TestComposeTopology(t *testing.T) {
 			t.Errorf("%s: applied=%v unobserved=%q", key, rec.Applied, rec.Unobserved)
 		}
 	}
-	var info struct {
-		Cases []struct {
-			Containers []string `json:"worker_containers"`
-		} `json:"cases"`
+	info, err := layout.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, layout.RunFile))
-	json.Unmarshal(b, &info)
 	for i, c := range info.Cases {
 		if len(c.Containers) != 2 {
 			t.Errorf("case %d ran its worker instances as %v, want two containers", i, c.Containers)

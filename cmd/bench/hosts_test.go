@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,13 +92,10 @@ func TestHostsMode(t *testing.T) {
 	if !switched {
 		t.Errorf("no Sentinel switched master after the master was cut from them (%d logs)", len(logs))
 	}
-	var info struct {
-		Cases []struct {
-			Slot int `json:"address_slot"`
-		} `json:"cases"`
+	info, err := layout.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, layout.RunFile))
-	json.Unmarshal(b, &info)
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, c := range info.Cases {
 		if strings.Contains(string(out), fmt.Sprintf("lb%d-", c.Slot)) {

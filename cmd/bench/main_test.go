@@ -156,13 +156,8 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 			t.Errorf("results folder lacks %s: %v", f, err)
 		}
 	}
-	var info struct {
-		Seed     int64             `json:"seed"`
-		Versions map[string]string `json:"versions"`
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, layout.RunFile))
-	if err := json.Unmarshal(b, &info); err != nil || info.Seed != 3 || !strings.Contains(info.Versions["redis-server"], "Redis server v=") {
-		t.Errorf("run.json: seed=%d versions=%v err=%v", info.Seed, info.Versions, err)
+	if info, err := layout.ReadRun(dir); err != nil || info.Seed != 3 || !strings.Contains(info.Versions["redis-server"], "Redis server v=") {
+		t.Errorf("run.json: %+v err=%v", info, err)
 	}
 
 	// bench check reproduces the verdict lines of the run.

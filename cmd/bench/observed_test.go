@@ -169,15 +169,14 @@ func TestConcurrentRunsAreIsolated(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var infos []runner.RunInfo
+	var infos []*layout.Run
 	for i, d := range dirs {
 		if errs[i] != nil {
 			t.Fatalf("run %d: %v\n%s", i, errs[i], outs[i])
 		}
-		var info runner.RunInfo
-		b, _ := os.ReadFile(filepath.Join(d, layout.RunFile))
-		if err := json.Unmarshal(b, &info); err != nil || len(info.Cases) != 3 {
-			t.Fatalf("run.json of run %d: %v %+v", i, err, info.Cases)
+		info, err := layout.ReadRun(d)
+		if err != nil || len(info.Cases) != 3 {
+			t.Fatalf("run.json of run %d: %v %+v", i, err, info)
 		}
 		infos = append(infos, info)
 		if first := tokensByCase(t, filepath.Join(d, layout.HistoryFile))["etcd"]; len(first) == 0 || first[0] > 100 {

@@ -116,7 +116,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err := cr.awaitReady(ctx, logDir); err != nil {
 		return err
 	}
-	info := CaseInfo{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds(),
+	info := layout.RunCase{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds(),
 		Servers: serverKinds(c.Backend.Servers()), Reused: from}
 	for _, w := range cr.sortedWorkers() {
 		if ct := w.proc.Container(); ct != "" {

@@ -21,8 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/targets"
-
 	"github.com/lockbench/lockbench/internal/version"
 
 	"github.com/lockbench/lockbench/history"
@@ -64,66 +62,7 @@ type Options struct {
 // Outcome is what a run produced: its results folder and run.json.
 type Outcome struct {
 	Dir  string
-	Info RunInfo
-}
-
-// RunInfo is run.json.
-type RunInfo struct {
-	Scenario     string            `json:"scenario"`
-	ScenarioFile string            `json:"scenario_file"`
-	ScenarioText string            `json:"scenario_text"`
-	Seed         int64             `json:"seed"`
-	RunID        string            `json:"run_id"`
-	Started      time.Time         `json:"started"`
-	Finished     time.Time         `json:"finished"`
-	BaseMono     int64             `json:"base_monotonic_ns"`
-	Host         HostInfo          `json:"host"`
-	Versions     map[string]string `json:"versions"`
-	Cases        []CaseInfo        `json:"cases"`
-	Rerun        string            `json:"rerun"`
-	Interrupted  bool              `json:"interrupted,omitempty"`
-	// StartupS is the time spent starting clusters over the whole run.
-	StartupS float64 `json:"cluster_startup_s"`
-	// Network is loopback or hosts; Targets the existing servers the run
-	// was pointed at (addresses, and the names of the environment
-	// variables holding credentials: never their values).
-	Network string        `json:"network"`
-	Targets *targets.File `json:"targets,omitempty"`
-}
-
-// CaseInfo is what run.json says of one case.
-type CaseInfo struct {
-	Name    string `json:"name"`
-	Backend string `json:"backend"`
-	// Slot is the address range the case ran in (127.<64+slot>.0.0/16).
-	Slot int `json:"address_slot"`
-	// Proxied lists the links that went through toxiproxy, because a
-	// fault acted on them (or the workload asked for every link): the
-	// others were direct.
-	Proxied []string `json:"proxied_links"`
-	// StartupS is how long the cluster took to start and become healthy.
-	StartupS float64 `json:"cluster_startup_s"`
-	// Containers are the worker instances' containers (compose mode).
-	Containers []string `json:"worker_containers,omitempty"`
-	// Servers are the kinds of server the case started (redis, etcd, …):
-	// which of the run's versions a case's verdict stands on.
-	Servers []string `json:"servers,omitempty"`
-	// Reused names the case that started the servers this case ran on,
-	// when it did not start its own (trials and cases on the same
-	// servers, the cluster checked back at its baseline in between).
-	Reused string `json:"reused_cluster_of,omitempty"`
-}
-
-// HostInfo describes the machine.
-type HostInfo struct {
-	Hostname string `json:"hostname"`
-	OS       string `json:"os"`
-	Arch     string `json:"arch"`
-	CPUs     int    `json:"cpus"`
-	MemoryMB int    `json:"memory_mb"`
-	Go       string `json:"go"`
-	CPUModel string `json:"cpu_model,omitempty"`
-	Kernel   string `json:"kernel,omitempty"`
+	Info layout.Run
 }
 
 type run struct {
@@ -141,7 +80,7 @@ type run struct {
 	ncases   int
 	acquired atomic.Int64 // successful acquisitions of the current case, live
 	fault    atomic.Value // string: faults in effect now
-	info     *RunInfo
+	info     *layout.Run
 	infoMu   sync.Mutex
 	// kept is the cluster the last case left at its baseline, for the
 	// next case on the same servers.
@@ -225,9 +164,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		return nil, err
 	}
 
-	info := RunInfo{Scenario: sc.Name, ScenarioFile: sc.Path, ScenarioText: string(sc.Source), Seed: r.seed,
+	info := layout.Run{Scenario: sc.Name, ScenarioFile: sc.Path, ScenarioText: string(sc.Source), Seed: r.seed,
 		RunID: r.id, Started: started, BaseMono: r.base, Host: hostInfo(), Versions: versions(cases, sc.Targets != nil),
-		Network: sc.Network, Targets: sc.Targets}
+		Network: sc.Network}
+	if sc.Targets != nil {
+		info.Targets = sc.Targets
+	}
 	info.Rerun = fmt.Sprintf("bench run --seed %d %s", r.seed, sc.Path)
 	if sc.Network == scenario.NetworkHosts {
 		info.Rerun = fmt.Sprintf("bench run --seed %d -network hosts %s", r.seed, sc.Path)
@@ -239,7 +181,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		}
 	}
 	r.info = &info
-	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil {
+	if err := layout.WriteRun(r.dir, &info); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(r.log, "run %s: seed %d, %d case(s), results in %s\n", sc.Name, r.seed, len(cases), r.dir)
@@ -292,7 +234,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	defer r.infoMu.Unlock()
 	info.Finished = time.Now()
 	info.Interrupted = interrupted
-	if err := writeJSON(filepath.Join(r.dir, layout.RunFile), info); err != nil && runErr == nil {
+	if err := layout.WriteRun(r.dir, &info); err != nil && runErr == nil {
 		runErr = err
 	}
 	if err := hf.Close(); err != nil && runErr == nil {
@@ -337,28 +279,17 @@ func (r *run) rng(idx int) *rand.Rand {
 	return rand.New(rand.NewPCG(r.caseSeed(idx), 0xfa017))
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
 // addCase records a case's link plan and start-up time in run.json.
-func (r *run) addCase(ci CaseInfo) {
+func (r *run) addCase(ci layout.RunCase) {
 	r.infoMu.Lock()
 	defer r.infoMu.Unlock()
 	r.info.Cases = append(r.info.Cases, ci)
 	r.info.StartupS += ci.StartupS
 }
 
-func hostInfo() HostInfo {
+func hostInfo() layout.Host {
 	h, _ := os.Hostname() // an unknown hostname is not worth failing a run
-	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), MemoryMB: memoryMB(),
+	return layout.Host{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), MemoryMB: memoryMB(),
 		CPUModel: procField("/proc/cpuinfo", "model name"), Kernel: strings.TrimSpace(readFile("/proc/sys/kernel/osrelease"))}
 }
 
