@@ -254,28 +254,28 @@ type Expectation struct {
 	// Violations: true means mutual-exclusion violations are expected
 	// (a known-unsafe control, or a fault the algorithm cannot survive);
 	// false means none may appear.
-	Violations *bool `json:"violations,omitempty"`
+	Violations *bool `json:"violations,omitempty" yaml:"violations"`
 	// StaleAccepted: true means the fenced resource is expected to accept
 	// stale writes (no usable token); false means it must accept none.
-	StaleAccepted *bool `json:"stale_writes_accepted,omitempty"`
+	StaleAccepted *bool `json:"stale_writes_accepted,omitempty" yaml:"stale_writes_accepted"`
 	// LostUpdates: true means lost updates are expected on the unfenced
 	// register; false means none may appear.
-	LostUpdates *bool `json:"lost_updates,omitempty"`
+	LostUpdates *bool `json:"lost_updates,omitempty" yaml:"lost_updates"`
 	// Available: true means the lock must be acquired again after each
 	// fault heals (within RecoversWithinNs when set); false means it is
 	// expected to stay unavailable (a dead holder of a lock without TTL).
-	Available *bool `json:"available,omitempty"`
+	Available *bool `json:"available,omitempty" yaml:"available"`
 	// MaxGapNs bounds the longest time without any successful acquisition
 	// (0: not checked).
-	MaxGapNs int64 `json:"max_gap_ns,omitempty"`
+	MaxGapNs int64 `json:"max_gap_ns,omitempty" yaml:"-"`
 	// RecoversWithinNs bounds the time from a fault's heal to the next
 	// successful acquisition (0: any time before the case ends).
-	RecoversWithinNs int64  `json:"recovers_within_ns,omitempty"`
-	Note             string `json:"note,omitempty"`
+	RecoversWithinNs int64  `json:"recovers_within_ns,omitempty" yaml:"-"`
+	Note             string `json:"note,omitempty" yaml:"note"`
 	// Measure: the case measures how often something happens (a point of
 	// a safety envelope) and expects nothing: no default applies, and its
 	// status is ok unless the run could not answer.
-	Measure bool `json:"measure,omitempty"`
+	Measure bool `json:"measure,omitempty" yaml:"measure"`
 }
 
 // WithDefaults returns e with the documented defaults for what it leaves

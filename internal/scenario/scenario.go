@@ -173,15 +173,13 @@ type trialsDoc struct {
 	SideBySide int `yaml:"side_by_side"`
 }
 
+// expectDoc is a case's expect: in YAML: history.Expectation itself, but
+// for its two bounds, written as durations in the file and kept as
+// nanoseconds in the record.
 type expectDoc struct {
-	Violations     *bool           `yaml:"violations"`
-	StaleAccepted  *bool           `yaml:"stale_writes_accepted"`
-	LostUpdates    *bool           `yaml:"lost_updates"`
-	Available      *bool           `yaml:"available"`
-	MaxGap         config.Duration `yaml:"max_gap"`
-	RecoversWithin config.Duration `yaml:"recovers_within"`
-	Note           string          `yaml:"note"`
-	Measure        bool            `yaml:"measure"`
+	history.Expectation `yaml:",inline"`
+	MaxGap              config.Duration `yaml:"max_gap"`
+	RecoversWithin      config.Duration `yaml:"recovers_within"`
 }
 
 // Errors is every problem found in a scenario file.
@@ -525,9 +523,8 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		errs.add(line("expect"), where+".expect", "max_gap and recovers_within must not be negative")
 		ok = false
 	}
-	c.Expect = history.Expectation{Violations: cd.Expect.Violations, StaleAccepted: cd.Expect.StaleAccepted,
-		LostUpdates: cd.Expect.LostUpdates, Available: cd.Expect.Available, MaxGapNs: int64(cd.Expect.MaxGap),
-		RecoversWithinNs: int64(cd.Expect.RecoversWithin), Note: cd.Expect.Note, Measure: cd.Expect.Measure}
+	c.Expect = cd.Expect.Expectation
+	c.Expect.MaxGapNs, c.Expect.RecoversWithinNs = int64(cd.Expect.MaxGap), int64(cd.Expect.RecoversWithin)
 	if e := cd.Expect; e.Measure && (e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.RecoversWithin != 0) {
 		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out violations, stale_writes_accepted, lost_updates, available, max_gap and recovers_within")
 		ok = false
