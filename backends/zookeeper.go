@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/wait"
 )
 
 // zookeeper is the standard ZooKeeper lock recipe on
@@ -354,7 +355,7 @@ func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
 					z.s.orphan(base+"/"+prefix, true)
 					return "", fmt.Errorf("zookeeper children of %s: %w", base, err)
 				}
-				sleepCtx(ctx, 20*time.Millisecond)
+				wait.Sleep(ctx, 20*time.Millisecond)
 				continue
 			}
 			for _, c := range children {
@@ -374,15 +375,7 @@ func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
 			return "", fmt.Errorf("zookeeper create under %s: %w", base, err)
 		}
 		last = err
-		sleepCtx(ctx, 20*time.Millisecond)
-	}
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
+		wait.Sleep(ctx, 20*time.Millisecond)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/wait"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,7 +91,7 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, 
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	defer c.Close()
 	var n int64
-	seen, err := pollUntil(ctx, jumpWait, func() (bool, error) {
+	seen, err := wait.Until(ctx, 5*time.Millisecond, jumpWait, func() (bool, error) {
 		n, err = jumpScript.Run(ctx, c, nil, "lockbench:lock:*", j.jump.Milliseconds()).Int64()
 		return n > 0, err
 	})
@@ -134,7 +135,7 @@ func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (
 		return nil, err
 	}
 	var now time.Duration
-	seen, err := pollUntil(ctx, 3*time.Second, func() (bool, error) {
+	seen, err := wait.Until(ctx, 5*time.Millisecond, 3*time.Second, func() (bool, error) {
 		now, err = skew()
 		return now-was >= j.jump*9/10, err
 	})

@@ -335,25 +335,5 @@ type Named interface {
 // linkName strips the "link:" prefix.
 func linkName(target string) string { return strings.TrimPrefix(target, "link:") }
 
-// pollUntil calls cond every few milliseconds until it is true, an error
-// occurs, ctx ends or d passes; it reports whether cond became true.
-func pollUntil(ctx context.Context, d time.Duration, cond func() (bool, error)) (bool, error) {
-	deadline := time.Now().Add(d)
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return ok, err
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // noHeal is the Heal of a fault with nothing to undo.
 func noHeal(context.Context) (string, error) { return "", nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/wait"
 	"sync"
 	"syscall"
 	"time"
@@ -44,7 +45,7 @@ func (p pause) Start(ctx context.Context, env Env, target string) (*Effect, erro
 		watch.stop()
 		return nil, err
 	}
-	stopped, err := pollUntil(ctx, stopWait, func() (bool, error) { return env.Stopped(target) })
+	stopped, err := wait.Until(ctx, 5*time.Millisecond, stopWait, func() (bool, error) { return env.Stopped(target) })
 	if err != nil || !stopped {
 		watch.stop()
 		env.Signal(target, syscall.SIGCONT) // best effort: do not leave it half stopped
@@ -57,7 +58,7 @@ func (p pause) Start(ctx context.Context, env Env, target string) (*Effect, erro
 			if err := env.Signal(target, syscall.SIGCONT); err != nil {
 				return "", err
 			}
-			running, err := pollUntil(ctx, stopWait, func() (bool, error) {
+			running, err := wait.Until(ctx, 5*time.Millisecond, stopWait, func() (bool, error) {
 				s, err := env.Stopped(target)
 				return !s, err
 			})

@@ -16,6 +16,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/wait"
 )
 
 // Server is one running lock server.
@@ -426,20 +427,17 @@ func (c *Cluster) awaitAll(ctx context.Context, servers []*Server) error {
 // poll calls try every 50ms until it succeeds, p exits, ctx ends or the
 // timeout passes.
 func poll(ctx context.Context, p *Process, timeout time.Duration, try func() error) error {
-	deadline := time.Now().Add(timeout)
 	var last error
-	for time.Now().Before(deadline) {
+	ok, err := wait.Until(ctx, 50*time.Millisecond, timeout, func() (bool, error) {
 		if p != nil && !p.Alive() {
-			return fmt.Errorf("process exited: %v", p.ExitErr())
+			return false, fmt.Errorf("process exited: %v", p.ExitErr())
 		}
-		if last = try(); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		last = try()
+		return last == nil, nil
+	})
+	switch {
+	case err != nil || ok:
+		return err
 	}
 	return fmt.Errorf("not ready within %s: %v", timeout, last)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/wait"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -204,10 +205,10 @@ func (cr *caseRun) watchRecovery(ctx context.Context) {
 		return
 	}
 	need := max(checker.MinEvidence, time.Duration(cr.c.Expect.RecoversWithinNs))
-	if wait := time.Duration(last + int64(need) - monoclock.Since(cr.r.base)); wait > 0 {
+	if more := time.Duration(last + int64(need) - monoclock.Since(cr.r.base)); more > 0 {
 		fmt.Fprintf(cr.r.log, "  the last fault healed %s before the case's end: running %s more to watch the recovery\n",
-			(need - wait).Round(time.Millisecond), wait.Round(time.Millisecond))
-		sleepCtx(ctx, wait)
+			(need - more).Round(time.Millisecond), more.Round(time.Millisecond))
+		wait.Sleep(ctx, more)
 	}
 }
 

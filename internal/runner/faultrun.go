@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/wait"
 )
 
 // FaultRecord is one line of faults.jsonl: a scheduled fault, the window in
@@ -57,8 +58,8 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 		rec.Error = err.Error()
 		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultError, Fault: f.Name, Target: f.Target, Err: rec.Error})
 	}
-	wait := time.Duration(cr.start + int64(f.At) - monoclock.Since(cr.r.base))
-	if !sleepCtx(ctx, wait) {
+	due := time.Duration(cr.start + int64(f.At) - monoclock.Since(cr.r.base))
+	if !wait.Sleep(ctx, due) {
 		fail(errors.New("the case ended before the fault's time"))
 		return
 	}
@@ -116,7 +117,7 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	cr.r.m.removeSource(src)
 	cr.r.fault.Store(fmt.Sprintf("%s (%s %s)", f.Name, f.Type, target))
 	fmt.Fprintf(cr.r.log, "  fault %s: %s on %s for %s: %s\n", f.Name, f.Type, target, f.For, eff.Seen)
-	sleepCtx(ctx, f.For)
+	wait.Sleep(ctx, f.For)
 	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if eff.Check != nil {
@@ -280,7 +281,7 @@ func (cr *caseRun) resolveRole(ctx context.Context, role string, lane int, choic
 			sort.Strings(alive)
 			return alive[choice%uint64(len(alive))], nil
 		}
-		if !sleepCtx(ctx, time.Millisecond) {
+		if !wait.Sleep(ctx, time.Millisecond) {
 			return "", fmt.Errorf("role %s could not be resolved before the case ended", role)
 		}
 	}
@@ -313,20 +314,6 @@ func (r *run) recordFault(rec *FaultRecord) {
 	defer r.fmu.Unlock()
 	if err := r.faults.Encode(rec); err != nil {
 		fmt.Fprintf(r.log, "write faults.jsonl: %v\n", err)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/resource"
 	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/wait"
 )
 
 type client struct {
@@ -46,7 +47,7 @@ func (c *client) cycle(ctx context.Context, intended int64) {
 		c.critical(ctx, key, lease)
 	}
 	if intended == 0 {
-		sleep(ctx, c.w.Think.Draw(c.r))
+		wait.Sleep(ctx, c.w.Think.Draw(c.r))
 	}
 }
 
@@ -100,7 +101,7 @@ func (c *client) acquire(ctx context.Context, key string, intended int64) (backe
 		if actx.Err() != nil || n == c.w.Retry.Attempts-1 {
 			break
 		}
-		if !sleep(actx, c.w.Retry.Backoff(n, c.r)) {
+		if !wait.Sleep(actx, c.w.Retry.Backoff(n, c.r)) {
 			break
 		}
 	}
@@ -233,7 +234,7 @@ func (c *client) work(ctx, work context.Context, key string, lease backends.Leas
 		return
 	}
 	if !c.w.UsesResource() {
-		sleep(work, hold)
+		wait.Sleep(work, hold)
 		return
 	}
 	opCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, c.w.OpTimeout.D()) }
@@ -253,7 +254,7 @@ func (c *client) work(ctx, work context.Context, key string, lease backends.Leas
 		c.resourceError(key, err)
 		return
 	}
-	if sleep(work, hold) && c.stillValid(lease) {
+	if wait.Sleep(work, hold) && c.stillValid(lease) {
 		wctx, cancel := opCtx()
 		if _, err := c.res.Write(wctx, key, token); err != nil {
 			c.resourceError(key, err)
@@ -276,7 +277,7 @@ func (c *client) work(ctx, work context.Context, key string, lease backends.Leas
 func (c *client) storeWork(ctx, work context.Context, key string, lease backends.Lease, hold time.Duration) {
 	c.em.emit(c.ev(history.Invoke, history.OpStore, key))
 	sctx, cancel := context.WithTimeout(ctx, hold+2*c.w.OpTimeout.D())
-	wrote, err := c.store.Work(sctx, lease, func() bool { return sleep(work, hold) })
+	wrote, err := c.store.Work(sctx, lease, func() bool { return wait.Sleep(work, hold) })
 	cancel()
 	e := c.ev(history.OK, history.OpStore, key)
 	switch {

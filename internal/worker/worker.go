@@ -37,6 +37,7 @@ import (
 	"github.com/lockbench/lockbench/internal/pacer"
 	"github.com/lockbench/lockbench/internal/resource"
 	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/wait"
 )
 
 // TickEvery is how often a worker reports its clock.
@@ -190,7 +191,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 				defer cl.res.Close()
 				cctx, cancel := clientContext(ctx)
 				defer cancel()
-				sleep(cctx, w.StartAfter.D())
+				wait.Sleep(cctx, w.StartAfter.D())
 				for !stopping.Load() && cctx.Err() == nil {
 					cl.cycle(cctx, 0)
 				}
@@ -232,20 +233,20 @@ func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Co
 				close(cl.attempts)
 			}
 		}()
-		sleep(ctx, w.StartAfter.D())
+		wait.Sleep(ctx, w.StartAfter.D())
 		p := pacer.Scaled{P: w.Rate.Pacer(w.Duration.D() - w.StartAfter.D()), N: uint64(cfg.Instance - 1), Of: uint64(w.Instances)}
 		start := monoclock.Since(em.base)
 		proc := fmt.Sprintf("i%d", cfg.Instance)
 		for hits := uint64(0); !stopping.Load() && ctx.Err() == nil; hits++ {
-			wait, stop := p.Pace(time.Duration(monoclock.Since(em.base)-start), hits)
+			d, stop := p.Pace(time.Duration(monoclock.Since(em.base)-start), hits)
 			if stop {
 				// The schedule is over: the instance lives on until it is
 				// told to stop, as a closed-loop one does.
-				for !stopping.Load() && sleep(ctx, 10*time.Millisecond) {
+				for !stopping.Load() && wait.Sleep(ctx, 10*time.Millisecond) {
 				}
 				return
 			}
-			if !sleep(ctx, wait) {
+			if !wait.Sleep(ctx, d) {
 				return
 			}
 			due, _ := p.Due(hits)
@@ -266,19 +267,4 @@ func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Co
 // them contend on.
 func clientContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithCancel(ctx)
-}
-
-// sleep waits d or until ctx is done; it reports whether d fully elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
