@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/report"
@@ -111,27 +112,11 @@ func serverVersions(run *layout.Run, cases []string) string {
 		if !isServer || (recorded && !kinds[kind]) {
 			continue
 		}
-		if sv := shortVersion(v); !seen[sv] {
+		if sv := cluster.ShortVersion(kind, v); !seen[sv] {
 			seen[sv] = true
 			out = append(out, sv)
 		}
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
-}
-
-// shortVersion trims a server's version banner to name and number.
-func shortVersion(v string) string {
-	f := strings.Fields(v)
-	switch {
-	case len(f) >= 3 && f[0] == "Redis":
-		return "redis " + strings.TrimPrefix(f[2], "v=")
-	case len(f) >= 3 && f[0] == "postgres":
-		return "postgresql " + f[2]
-	case len(f) >= 3 && f[0] == "etcd":
-		return "etcd " + f[2]
-	case len(f) >= 2 && f[0] == "Consul":
-		return "consul " + strings.TrimPrefix(f[1], "v")
-	}
-	return v
 }

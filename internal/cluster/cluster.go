@@ -255,20 +255,16 @@ func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error 
 		groups[sp.Kind] = append(groups[sp.Kind], sp)
 	}
 	for _, k := range kinds {
-		start, ok := starters[k]
-		if !ok {
-			return fmt.Errorf("start %s: unknown server kind %q", groups[k][0].Name, k)
+		kind, err := LookupKind(k)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", groups[k][0].Name, err)
 		}
-		if err := start(ctx, c, groups[k]); err != nil {
+		if err := kind.Start(ctx, c, groups[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// starters start all servers of one kind: an ensemble needs every member's
-// address before any member starts.
-var starters = map[string]func(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error{}
 
 // allocIP gives a server its own address in the run's slot, so that
 // faults can cut the links between two members or between a member and a
@@ -445,22 +441,11 @@ func poll(ctx context.Context, p *Process, timeout time.Duration, try func() err
 // ErrMissingBinary wraps a missing server executable.
 var ErrMissingBinary = errors.New("server binary not found")
 
-// binaries maps a server kind to a function that finds its executable or
-// says how to get it.
-var binaries = map[string]func() (string, error){}
-
-// versions maps a server kind to a function returning its version.
-var versions = map[string]func() string{}
-
 // CheckBinaries verifies that the executables for specs exist, with a
 // message saying how to get what is missing.
 func CheckBinaries(specs []backends.ServerSpec) error {
 	for _, sp := range specs {
-		find, ok := binaries[sp.Kind]
-		if !ok {
-			return fmt.Errorf("%s: unknown server kind %q", sp.Name, sp.Kind)
-		}
-		if _, err := find(); err != nil {
+		if _, err := binary(sp.Kind); err != nil {
 			return fmt.Errorf("%s: %w", sp.Name, err)
 		}
 	}
@@ -471,9 +456,9 @@ func CheckBinaries(specs []backends.ServerSpec) error {
 func Versions(specs []backends.ServerSpec) map[string]string {
 	out := map[string]string{}
 	for _, sp := range specs {
-		if v, ok := versions[sp.Kind]; ok {
+		if k, err := LookupKind(sp.Kind); err == nil && k.Version != nil {
 			if _, done := out[sp.Kind]; !done {
-				out[sp.Kind] = v()
+				out[sp.Kind] = k.Version()
 			}
 		}
 	}
@@ -763,13 +748,7 @@ func Tail(path string, n int) string {
 
 // Binary returns the executable of a server kind ("redis", "etcd", ...),
 // or an error saying how to get it.
-func Binary(kind string) (string, error) {
-	find, ok := binaries[kind]
-	if !ok {
-		return "", fmt.Errorf("unknown server kind %q", kind)
-	}
-	return find()
-}
+func Binary(kind string) (string, error) { return binary(kind) }
 
 // compose runs docker-compose on the topology.
 func (c *Cluster) composeCmd(args ...string) (string, error) {

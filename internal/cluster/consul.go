@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,10 +19,21 @@ import (
 const ConsulVersion = "v1.14.11"
 
 func init() {
-	starters["consul"] = startConsul
-	binaries["consul"] = func() (string, error) { return cachedBinary("LOCKBENCH_CONSUL", "consul", ConsulVersion) }
-	versions["consul"] = func() string { return versionOf("consul", "version") }
+	RegisterKind(Kind{Name: "consul", Start: startConsul, Binary: consulBinary,
+		Version: func() string { return versionOf("consul", "version") },
+		Short: func(v string) string {
+			if f := strings.Fields(v); len(f) >= 2 && f[0] == "Consul" {
+				return "consul " + strings.TrimPrefix(f[1], "v")
+			}
+			return v
+		},
+		Leader: func(_ context.Context, live map[string][]*Server) (string, error) {
+			return consulLeader(live["consul"])
+		},
+		BindsSource: true})
 }
+
+func consulBinary() (string, error) { return cachedBinary("LOCKBENCH_CONSUL", "consul", ConsulVersion) }
 
 // startConsul starts Consul servers, each on its own loopback address
 // (gossip and RPC on the same ports of different addresses), joined to each
@@ -29,7 +41,7 @@ func init() {
 // peers. Only the HTTP client link goes through toxiproxy: serf gossip is
 // UDP, which toxiproxy cannot carry.
 func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	bin, err := binaries["consul"]()
+	bin, err := consulBinary()
 	if err != nil {
 		return err
 	}
@@ -123,4 +135,27 @@ func consulReady(addr, runID string, nodes []string) error {
 		}
 	}
 	return nil
+}
+
+func consulLeader(servers []*Server) (string, error) {
+	cl := http.Client{Timeout: time.Second}
+	for _, s := range servers {
+		resp, err := cl.Get("http://" + s.Addr + "/v1/status/leader")
+		if err != nil {
+			continue
+		}
+		var addr string
+		err = json.NewDecoder(resp.Body).Decode(&addr)
+		resp.Body.Close()
+		if err != nil || addr == "" {
+			continue
+		}
+		ip, _, _ := strings.Cut(addr, ":")
+		for _, t := range servers {
+			if t.IP == ip {
+				return t.Spec.Name, nil
+			}
+		}
+	}
+	return "", errors.New("no consul server reports a leader")
 }

@@ -47,7 +47,7 @@ func cachedBinary(env, name, version string) (string, error) {
 // versionOf runs the binary of a server kind with args and returns the
 // first line it prints.
 func versionOf(kind string, args ...string) string {
-	bin, err := binaries[kind]()
+	bin, err := binary(kind)
 	if err != nil {
 		return "unknown"
 	}
@@ -55,10 +55,28 @@ func versionOf(kind string, args ...string) string {
 }
 
 func init() {
-	starters["etcd"] = startEtcd
-	binaries["etcd"] = func() (string, error) { return cachedBinary("LOCKBENCH_ETCD", "etcd", EtcdVersion) }
-	versions["etcd"] = func() string { return versionOf("etcd", "--version") }
+	RegisterKind(Kind{Name: "etcd", Start: startEtcd, Binary: etcdBinary,
+		Version: func() string { return versionOf("etcd", "--version") },
+		Short: func(v string) string {
+			if f := strings.Fields(v); len(f) >= 3 && f[0] == "etcd" {
+				return "etcd " + f[2]
+			}
+			return v
+		},
+		Leader: func(ctx context.Context, live map[string][]*Server) (string, error) {
+			return etcdLeader(ctx, live["etcd"])
+		},
+		// Each member's peer traffic can go through a proxy of its own.
+		Links: func(specs []backends.ServerSpec) []string {
+			var out []string
+			for _, sp := range specs {
+				out = append(out, sp.Name+"-peer")
+			}
+			return out
+		}})
 }
+
+func etcdBinary() (string, error) { return cachedBinary("LOCKBENCH_ETCD", "etcd", EtcdVersion) }
 
 // startEtcd starts an etcd cluster, each member on its own address of the
 // run's slot. A member whose peer link a fault acts on advertises a
@@ -66,7 +84,7 @@ func init() {
 // the peer side alone. Settings: heartbeat-interval and election-timeout
 // (ms).
 func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	bin, err := binaries["etcd"]()
+	bin, err := etcdBinary()
 	if err != nil {
 		return err
 	}
@@ -155,4 +173,39 @@ func etcdHealthy(addr string, initial []string) error {
 		return fmt.Errorf("the cluster answering has members %v, not this run's %v", got, want)
 	}
 	return nil
+}
+
+func etcdLeader(ctx context.Context, members []*Server) (string, error) {
+	cl := http.Client{Timeout: time.Second}
+	ids := map[string]string{}
+	var leader string
+	for _, s := range members {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Addr+"/v3/maintenance/status", strings.NewReader("{}"))
+		if err != nil {
+			return "", err
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			continue // a dead member cannot be the leader
+		}
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+			Leader string `json:"leader"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		ids[st.Header.MemberID] = s.Spec.Name
+		if st.Leader != "" && st.Leader != "0" {
+			leader = st.Leader
+		}
+	}
+	if name, ok := ids[leader]; ok {
+		return name, nil
+	}
+	return "", fmt.Errorf("no etcd member reports a live leader (leader id %q)", leader)
 }

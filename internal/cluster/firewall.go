@@ -241,17 +241,3 @@ func CleanStaleChains() error {
 	}
 	return errors.Join(errs...)
 }
-
-// BindsSource reports whether servers of kind use their own address as the
-// source of connections to their peers, so that address-level partitions
-// separate them. Consul does (-bind), and so do Redis servers and Sentinels
-// (bind-source-addr): a Sentinel can be cut from the master without
-// cutting clients. ZooKeeper does not (its quorum connections come from
-// 127.0.0.1), nor does etcd (use link faults on link:etcd-N-peer).
-func BindsSource(kind string) bool {
-	switch kind {
-	case "consul", "redis", "redis-replicated", "sentinel":
-		return true
-	}
-	return false
-}

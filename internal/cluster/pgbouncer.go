@@ -19,21 +19,22 @@ import (
 const PgBouncer = "/usr/sbin/pgbouncer"
 
 func init() {
-	starters["pgbouncer"] = startPgBouncer
-	binaries["pgbouncer"] = func() (string, error) {
-		if _, err := os.Stat(PgBouncer); err != nil {
-			return "", fmt.Errorf("%w: %s; install it with `apt-get install -y pgbouncer` (or run `make setup` as root)", ErrMissingBinary, PgBouncer)
-		}
-		return PgBouncer, nil
+	RegisterKind(Kind{Name: "pgbouncer", Start: startPgBouncer, Binary: pgbouncerBinary,
+		Version: func() string { return firstLine(PgBouncer, "--version") }})
+}
+
+func pgbouncerBinary() (string, error) {
+	if _, err := os.Stat(PgBouncer); err != nil {
+		return "", fmt.Errorf("%w: %s; install it with `apt-get install -y pgbouncer` (or run `make setup` as root)", ErrMissingBinary, PgBouncer)
 	}
-	versions["pgbouncer"] = func() string { return firstLine(PgBouncer, "--version") }
+	return PgBouncer, nil
 }
 
 // startPgBouncer runs one pgbouncer per spec in front of the server named
 // by its "upstream" setting (default postgres-1), trusting every user as the
 // server does.
 func startPgBouncer(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	if _, err := binaries["pgbouncer"](); err != nil {
+	if _, err := pgbouncerBinary(); err != nil {
 		return err
 	}
 	for _, sp := range specs {

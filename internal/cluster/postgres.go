@@ -41,18 +41,25 @@ func findPostgresBin() string {
 }
 
 func init() {
-	starters["postgres"] = startPostgres
-	binaries["postgres"] = func() (string, error) {
-		p := filepath.Join(PostgresBin, "postgres")
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%w: no PostgreSQL server under /usr/lib/postgresql/*/bin (looked for %s); install it with `apt-get install -y postgresql` (or run `make setup` as root), or set LOCKBENCH_POSTGRES_BIN", ErrMissingBinary, p)
-		}
-		if _, err := user.Lookup("postgres"); err != nil {
-			return "", fmt.Errorf("%w: no postgres user to run the server as (PostgreSQL refuses root); install the postgresql package", ErrMissingBinary)
-		}
-		return p, nil
+	RegisterKind(Kind{Name: "postgres", Start: startPostgres, Binary: postgresBinary,
+		Version: func() string { return firstLine(filepath.Join(PostgresBin, "postgres"), "--version") },
+		Short: func(v string) string {
+			if f := strings.Fields(v); len(f) >= 3 && f[0] == "postgres" {
+				return "postgresql " + f[2]
+			}
+			return v
+		}})
+}
+
+func postgresBinary() (string, error) {
+	p := filepath.Join(PostgresBin, "postgres")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: no PostgreSQL server under /usr/lib/postgresql/*/bin (looked for %s); install it with `apt-get install -y postgresql` (or run `make setup` as root), or set LOCKBENCH_POSTGRES_BIN", ErrMissingBinary, p)
 	}
-	versions["postgres"] = func() string { return firstLine(filepath.Join(PostgresBin, "postgres"), "--version") }
+	if _, err := user.Lookup("postgres"); err != nil {
+		return "", fmt.Errorf("%w: no postgres user to run the server as (PostgreSQL refuses root); install the postgresql package", ErrMissingBinary)
+	}
+	return p, nil
 }
 
 // asPostgres runs cmd as the postgres user: the server refuses to run as
@@ -76,7 +83,7 @@ func asPostgres(cmd *exec.Cmd) error {
 // startPostgres initialises a private data directory and runs one postgres
 // server on its own loopback address. Settings become -c parameters.
 func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	if _, err := binaries["postgres"](); err != nil {
+	if _, err := postgresBinary(); err != nil {
 		return err
 	}
 	u, err := user.Lookup("postgres")

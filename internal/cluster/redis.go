@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
@@ -13,21 +14,31 @@ import (
 var RedisBinary = "redis-server"
 
 func init() {
-	starters["redis"] = startRedis
-	binaries["redis"] = func() (string, error) {
-		p, err := exec.LookPath(RedisBinary)
-		if err != nil {
-			return "", fmt.Errorf("%w: %s; install it with `apt-get install -y redis-server` (or run `make setup` as root)", ErrMissingBinary, RedisBinary)
-		}
-		return p, nil
+	RegisterKind(Kind{Name: "redis", Start: startRedis, Binary: redisBinary, Version: redisVersion, Short: redisShort, BindsSource: true})
+}
+
+func redisBinary() (string, error) {
+	p, err := exec.LookPath(RedisBinary)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s; install it with `apt-get install -y redis-server` (or run `make setup` as root)", ErrMissingBinary, RedisBinary)
 	}
-	versions["redis"] = func() string { return firstLine(RedisBinary, "--version") }
+	return p, nil
+}
+
+func redisVersion() string { return firstLine(RedisBinary, "--version") }
+
+// redisShort: "Redis server v=7.0.15 sha=…" is "redis 7.0.15".
+func redisShort(v string) string {
+	if f := strings.Fields(v); len(f) >= 3 && f[0] == "Redis" {
+		return "redis " + strings.TrimPrefix(f[2], "v=")
+	}
+	return v
 }
 
 // startRedis starts independent redis-server processes, each on its own
 // loopback address, with the persistence mode of its spec.
 func startRedis(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	bin, err := binaries["redis"]()
+	bin, err := redisBinary()
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,12 +20,17 @@ import (
 const SentinelMaster = "lockbench"
 
 func init() {
-	starters["redis-replicated"] = startReplicated
-	starters["sentinel"] = startSentinels
-	binaries["redis-replicated"] = binaries["redis"]
-	binaries["sentinel"] = binaries["redis"]
-	versions["redis-replicated"] = versions["redis"]
-	versions["sentinel"] = versions["redis"]
+	// A master and its replicas, and the Sentinels watching them: both
+	// redis-server, both led by the master the Sentinels name.
+	master := func(ctx context.Context, live map[string][]*Server) (string, error) {
+		return sentinelMaster(ctx, live["sentinel"], live["redis-replicated"])
+	}
+	RegisterKind(Kind{Name: "redis-replicated", Start: startReplicated, Binary: redisBinary, Version: redisVersion, Short: redisShort,
+		Leader: master, LeaderIsMaster: true, BindsSource: true,
+		// The replicas replicate from the first server through one link.
+		Links: func(specs []backends.ServerSpec) []string { return []string{specs[0].Name + "-repl"} }})
+	RegisterKind(Kind{Name: "sentinel", Start: startSentinels, Binary: redisBinary, Version: redisVersion, Short: redisShort,
+		Leader: master, LeaderIsMaster: true, BindsSource: true})
 }
 
 // replicatedArgs are the arguments of one server of a replicated set. Every
@@ -58,7 +64,7 @@ func replicatedArgs(s *Server, port int, sp backends.ServerSpec) []string {
 // replicas at the new master's real address). Settings:
 // min-replicas-to-write, min-replicas-max-lag.
 func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	bin, err := binaries["redis"]()
+	bin, err := redisBinary()
 	if err != nil {
 		return err
 	}
@@ -130,7 +136,7 @@ func samePID(info string, p *Process) error {
 // quorum, down-after-milliseconds, failover-timeout, master (the master's
 // name in the cluster), replicas (how many to expect).
 func startSentinels(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	bin, err := binaries["redis"]()
+	bin, err := redisBinary()
 	if err != nil {
 		return err
 	}
@@ -202,4 +208,22 @@ func sentinelReady(ctx context.Context, addr string, others, replicas int) error
 		}
 	}
 	return nil
+}
+
+func sentinelMaster(ctx context.Context, sentinels, redises []*Server) (string, error) {
+	for _, s := range sentinels {
+		cl := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+		addr, err := cl.GetMasterAddrByName(ctx, SentinelMaster).Result()
+		cl.Close()
+		if err != nil || len(addr) != 2 {
+			continue
+		}
+		hostport := addr[0] + ":" + addr[1]
+		for _, r := range redises {
+			if r.Addr == hostport {
+				return r.Spec.Name, nil
+			}
+		}
+	}
+	return "", errors.New("no sentinel names a known master")
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,24 +24,33 @@ var (
 )
 
 func init() {
-	starters["zookeeper"] = startZooKeeper
-	binaries["zookeeper"] = func() (string, error) {
-		if _, err := os.Stat(ZooKeeperJar); err != nil {
-			return "", fmt.Errorf("%w: %s; install it with `apt-get install -y --no-install-recommends zookeeper` (or run `make setup` as root)", ErrMissingBinary, ZooKeeperJar)
-		}
-		java, err := exec.LookPath("java")
-		if err != nil {
-			return "", fmt.Errorf("%w: java (ZooKeeper needs a JRE; `apt-get install -y default-jre-headless`)", ErrMissingBinary)
-		}
-		return java, nil
+	RegisterKind(Kind{Name: "zookeeper", Start: startZooKeeper, Binary: zookeeperBinary,
+		Version: func() string {
+			out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "zookeeper").Output()
+			if err != nil {
+				return "unknown"
+			}
+			return "zookeeper " + string(out)
+		},
+		Leader: func(_ context.Context, live map[string][]*Server) (string, error) {
+			for _, s := range live["zookeeper"] {
+				if m, err := zkMode(s.Addr); err == nil && m == "leader" {
+					return s.Spec.Name, nil
+				}
+			}
+			return "", errors.New("no zookeeper member says it is the leader")
+		}})
+}
+
+func zookeeperBinary() (string, error) {
+	if _, err := os.Stat(ZooKeeperJar); err != nil {
+		return "", fmt.Errorf("%w: %s; install it with `apt-get install -y --no-install-recommends zookeeper` (or run `make setup` as root)", ErrMissingBinary, ZooKeeperJar)
 	}
-	versions["zookeeper"] = func() string {
-		out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "zookeeper").Output()
-		if err != nil {
-			return "unknown"
-		}
-		return "zookeeper " + string(out)
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("%w: java (ZooKeeper needs a JRE; `apt-get install -y default-jre-headless`)", ErrMissingBinary)
 	}
+	return java, nil
 }
 
 // startZooKeeper starts an ensemble, each member on its own loopback
@@ -48,7 +58,7 @@ func init() {
 // 500), minSessionTimeout and maxSessionTimeout (ms; ZooKeeper's defaults
 // are 2 and 20 ticks).
 func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
-	java, err := binaries["zookeeper"]()
+	java, err := zookeeperBinary()
 	if err != nil {
 		return err
 	}

@@ -533,7 +533,11 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	targets, serverKinds := c.targets()
-	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose}
+	serverLinks := map[string]bool{}
+	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
+		serverLinks["link:"+l] = true
+	}
+	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose}
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])
@@ -720,12 +724,9 @@ func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 	for _, s := range c.Backend.Servers() {
 		t[s.Name] = faults.Server
 		kindOfServer[s.Name] = s.Kind
-		switch {
-		case s.Kind == "etcd":
-			t["link:"+s.Name+"-peer"] = faults.Link
-		case s.Kind == "redis-replicated" && s.Name == "redis-1":
-			t["link:"+s.Name+"-repl"] = faults.Link
-		}
+	}
+	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
+		t["link:"+l] = faults.Link
 	}
 	for i := 1; i <= c.Workload.Instances; i++ {
 		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {

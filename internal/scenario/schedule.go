@@ -64,6 +64,7 @@ type scheduleCtx struct {
 	errs        *Errors
 	targets     map[string]faults.Kind
 	serverKinds map[string]string
+	serverLinks map[string]bool // links between servers (link:etcd-1-peer)
 	runFor      time.Duration
 	keys        int
 	hosts       bool // every server and instance on a host of its own
@@ -149,8 +150,6 @@ func (s *Scenario) Reseed(seed int64) error {
 	}
 	return nil
 }
-
-var hasLeaderKind = map[string]bool{"etcd": true, "consul": true, "zookeeper": true, "redis-replicated": true}
 
 var commonFaultKeys = map[string]bool{"name": true, "type": true, "target": true, "at": true, "for": true, "fault_group": true}
 
@@ -254,14 +253,14 @@ func checkRole(role string, targets map[string]faults.Kind, kindOfServer map[str
 	switch role {
 	case faults.RoleLeader, faults.RoleFollower:
 		for name, k := range targets {
-			if k == faults.Server && hasLeaderKind[kindOfServer[name]] {
+			if k == faults.Server && cluster.HasLeader(kindOfServer[name]) {
 				return ""
 			}
 		}
 		return fmt.Sprintf(`role %q cannot be resolved: no server of this backend has a leader (etcd, consul, zookeeper, redis-sentinel do)`, role)
 	case faults.RoleMaster:
 		for name := range targets {
-			if kindOfServer[name] == "redis-replicated" {
+			if cluster.IsMaster(kindOfServer[name]) {
 				return ""
 			}
 		}
@@ -442,12 +441,12 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 			return false
 		}
 	}
-	if sc.compose && faults.KindOf(target) == faults.Link && (strings.HasSuffix(target, "-peer") || strings.HasSuffix(target, "-repl")) {
+	if sc.compose && sc.serverLinks[target] {
 		errs.add(at, fw+".target", "%s: links between the containers of a compose topology go through no proxy; cut them with isolate, split or one-way", target)
 		return false
 	}
 	if sc.external {
-		if msg := externalFault(target, info); msg != "" {
+		if msg := externalFault(target, info, sc.serverLinks[target]); msg != "" {
 			errs.add(at, fw+".target", "%s", msg)
 			return false
 		}
@@ -458,12 +457,12 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 // externalFault says why a fault cannot act on servers lockbench did not
 // start, or "": their processes, firewalls, clocks and peer links are not
 // lockbench's; its own worker instances and the links from them are.
-func externalFault(target string, info faults.Info) string {
+func externalFault(target string, info faults.Info, serverLink bool) string {
 	const why = "unavailable with a targets file: lockbench does not run those servers (no pause, kill, firewall rule, clock or peer link of theirs); fault the worker instances or their client links instead"
 	switch kind := faults.KindOf(target); {
 	case kind == faults.Server:
 		return fmt.Sprintf("%s on %s: %s", info.Name, target, why)
-	case kind == faults.Link && (strings.HasSuffix(target, "-peer") || strings.HasSuffix(target, "-repl")):
+	case serverLink:
 		return fmt.Sprintf("%s: a link between servers: %s", target, why)
 	}
 	return ""
