@@ -26,8 +26,11 @@ cases:
     expect: {violations: true}
   - name: etcd-member-cut
     backend: etcd
-    workload: {duration: 8s}   # the members' recovery after the heal, with room on a loaded machine
     faults: [{type: isolate, target: etcd-1, at: 1s, for: 2s}]
+    # Clients stuck on etcd-1's connections recover when TCP retransmits:
+    # about a second on an idle machine, more than five seen under the
+    # load of make test. The cut itself is this test's, not etcd's speed.
+    expect: {measure: true}
 `
 
 // TestComposeTopology builds the topology's images from a Docker Engine

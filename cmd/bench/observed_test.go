@@ -95,7 +95,10 @@ cases:
     options: {down_after: 1s, failover_timeout: 3s}
     workload: {duration: 7s}
     faults: [{type: kill, target: master, at: 1s, for: 4s, failover: true}]
-    expect: {max_gap: 5s}
+    # Replication is asynchronous: the promoted replica may lack the last
+    # lock (two holders, F1 of the known answers) or not; only the
+    # failover itself is this test's.
+    expect: {measure: true}
 `
 
 // TestSentinelFaultsTakeEffect: with wait_replicas, a lock the replicas
@@ -136,8 +139,8 @@ func TestSentinelFaultsTakeEffect(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Observed, "; "), "took over from redis-1") {
 		t.Errorf("failover not observed: %+v", r)
 	}
-	if c := cs["failover"]; c.Check.Status != "ok" {
-		t.Errorf("failover case: %s %v %v", c.Check.Status, c.Check.Invalid, c.Check.Unmet)
+	if c := cs["failover"]; c.Check.Status != "ok" || !c.Check.Valid || c.Metrics.LongestGapMs > 5000 {
+		t.Errorf("failover case: %s valid=%v %v, longest gap %.0fms (want the lock back within 5s)", c.Check.Status, c.Check.Valid, c.Check.Invalid, c.Metrics.LongestGapMs)
 	}
 }
 
