@@ -474,6 +474,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		"reset-peer": {"redis", "", "{type: reset-peer, target: link:redis-1}"},
 		"slicer":     {"redis", "", "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
 		"split":      {"etcd", "", "{type: split, group: [etcd-1], target: instance-1}"},
+		"test-slow":  {"redis", "", "{type: test-slow, target: link:redis-1}"}, // extend_test.go's
 	}
 	src := func(name string) []byte {
 		u := uses[name]
