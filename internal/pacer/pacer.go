@@ -186,3 +186,61 @@ func Validate(p Pacer) error {
 	}
 	return nil
 }
+
+// Continue returns p followed, after its schedule ends at end, by attempts
+// at the rate p had when it ended, for as long as the caller asks. The
+// runner may run a case past its duration to watch a recovery (a fault
+// healed late); an open-loop workload must go on offering load then, as a
+// closed-loop one goes on cycling, or the recovery would be watched with
+// no attempts to see it by. A schedule that ends at rate 0 stays over.
+func Continue(p Pacer, end time.Duration) Pacer {
+	// n is the number of attempts in p: the first hits it has no due for.
+	hi := uint64(1)
+	for _, ok := p.Due(hi); ok; _, ok = p.Due(hi) {
+		if hi > math.MaxUint64/4 {
+			return p
+		}
+		hi *= 2
+	}
+	lo := uint64(0) // p.Due(lo) may or may not exist; p.Due(hi) does not
+	if _, ok := p.Due(0); !ok {
+		hi = 0
+	}
+	for lo+1 < hi {
+		mid := lo + (hi-lo)/2
+		if _, ok := p.Due(mid); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return continued{p: p, n: hi, end: end, freq: p.Rate(end - 1)}
+}
+
+type continued struct {
+	p    Pacer
+	n    uint64 // attempts in p
+	end  time.Duration
+	freq float64
+}
+
+func (c continued) Due(hits uint64) (time.Duration, bool) {
+	if hits < c.n {
+		return c.p.Due(hits)
+	}
+	if c.freq <= 0 {
+		return 0, false
+	}
+	return c.end + time.Duration(float64(hits-c.n)/c.freq*float64(time.Second)), true
+}
+
+func (c continued) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	return pace(c, elapsed, hits)
+}
+
+func (c continued) Rate(elapsed time.Duration) float64 {
+	if elapsed < c.end {
+		return c.p.Rate(elapsed)
+	}
+	return c.freq
+}

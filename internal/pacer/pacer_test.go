@@ -23,6 +23,14 @@ func TestPace(t *testing.T) {
 		{"constant ahead", Constant{Freq: 2, Duration: 10 * time.Second}, 4900 * ms, 10, 100 * ms, false},
 		{"constant first", Constant{Freq: 100, Duration: time.Second}, 0, 0, 0, false},
 		{"constant done", Constant{Freq: 2, Duration: 5 * time.Second}, 4900 * ms, 10, 0, true},
+		// Continued past its end (a case run on to watch a recovery): the
+		// last rate goes on. 10 attempts in 5s, then 2/s: attempt 12 at 6s.
+		{"continued constant", Continue(Constant{Freq: 2, Duration: 5 * time.Second}, 5*time.Second), 4900 * ms, 12, 1100 * ms, false},
+		// A ramp from 0 to 10/s over 10s holds 50; then 10/s: attempt 60 at 11s.
+		{"continued ramp", Continue(Ramp{From: 0, To: 10, Duration: 10 * time.Second}, 10*time.Second), 10 * time.Second, 60, time.Second, false},
+		{"continued within", Continue(Constant{Freq: 2, Duration: 10 * time.Second}, 10*time.Second), 4900 * ms, 10, 100 * ms, false},
+		// Steps that end at rate 0 stay over.
+		{"continued stopped", Continue(Steps{{Freq: 2, For: time.Second}, {Freq: 0, For: time.Second}}, 2*time.Second), 2 * time.Second, 2, 0, true},
 		// A ramp from 0 to 10/s over 10s has 0.5·t² due by t: attempt 8 at 4s.
 		{"ramp up", Ramp{From: 0, To: 10, Duration: 10 * time.Second}, 3 * time.Second, 8, time.Second, false},
 		{"ramp flat", Ramp{From: 5, To: 5, Duration: 10 * time.Second}, 0, 10, 2 * time.Second, false},

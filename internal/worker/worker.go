@@ -234,14 +234,17 @@ func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Co
 			}
 		}()
 		wait.Sleep(ctx, w.StartAfter.D())
-		p := pacer.Scaled{P: w.Rate.Pacer(w.Duration.D() - w.StartAfter.D()), N: uint64(cfg.Instance - 1), Of: uint64(w.Instances)}
+		// The schedule goes on at its last rate if the case does (the
+		// runner watching a recovery past the duration).
+		d := w.Duration.D() - w.StartAfter.D()
+		p := pacer.Scaled{P: pacer.Continue(w.Rate.Pacer(d), d), N: uint64(cfg.Instance - 1), Of: uint64(w.Instances)}
 		start := monoclock.Since(em.base)
 		proc := fmt.Sprintf("i%d", cfg.Instance)
 		for hits := uint64(0); !stopping.Load() && ctx.Err() == nil; hits++ {
 			d, stop := p.Pace(time.Duration(monoclock.Since(em.base)-start), hits)
 			if stop {
-				// The schedule is over: the instance lives on until it is
-				// told to stop, as a closed-loop one does.
+				// The schedule is over (it ended at rate 0): the instance
+				// lives on until it is told to stop.
 				for !stopping.Load() && wait.Sleep(ctx, 10*time.Millisecond) {
 				}
 				return
