@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,10 +57,13 @@ type Cluster struct {
 	// Firewall cuts traffic between member addresses (created on first
 	// use); in hosts mode Hosts does, with rules in each host's namespace.
 	Firewall *Firewall
-	// Hosts is non-nil in hosts mode: every server and instance in a
-	// network namespace of its own.
+	// Hosts is non-nil in hosts mode (every server and instance in a
+	// network namespace of its own) and on a compose topology (each
+	// container's): what netem shapes.
 	Hosts   *Hosts
 	dataDir string
+	// place is where the servers and instances run (see placement).
+	place placement
 
 	mu      sync.Mutex
 	servers map[string]*Server
@@ -71,16 +73,9 @@ type Cluster struct {
 	// proxied names the server-side links (etcd-1-peer, redis-1-repl) to
 	// route through toxiproxy; the others are direct. relays count their
 	// traffic.
-	proxied map[string]bool
-	relays  map[string]*links.Relay
-	// external: the servers' addresses, when lockbench does not run them.
-	external map[string]string
-	// compose, when set, controls the external servers' containers;
-	// network and gateway are the topology's docker network and the
-	// host's address on it (the harness's, there).
-	compose          *Compose
-	network, gateway string
-	faketime         map[string]bool
+	proxied  map[string]bool
+	relays   map[string]*links.Relay
+	faketime map[string]bool
 }
 
 // Options configure a cluster.
@@ -108,14 +103,6 @@ type Options struct {
 	Compose *Compose
 }
 
-// Compose names a running compose topology (make compose-bench brings one
-// up from compose/).
-type Compose struct {
-	File, Project string
-	// WorkerImage is the image of the worker instances' containers.
-	WorkerImage string
-}
-
 // New takes an address slot for the cluster and starts its toxiproxy
 // server, on loopback. Server logs go to logDir; data lives in a private
 // temp dir removed by Close.
@@ -125,6 +112,12 @@ func New(runID, logDir string, proxied ...string) (*Cluster, error) {
 
 // NewWith is New with options.
 func NewWith(runID, logDir string, o Options) (*Cluster, error) {
+	if o.Hosts && o.External != nil {
+		return nil, errors.New("hosts mode places the servers lockbench starts; a targets file's it does not")
+	}
+	if o.Compose != nil && o.External == nil {
+		return nil, errors.New("a compose topology's servers are named by a targets file (Options.External)")
+	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
@@ -173,10 +166,19 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), Hosts: hosts, dataDir: dataDir,
-		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}, external: o.External, compose: o.Compose}
-	if o.Compose != nil {
+		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}}
+	ext := external{addrs: o.External, slot: slot, fw: c.Firewall}
+	switch {
+	case o.Compose != nil:
 		c.Hosts = containerHosts()
 		cleanStaleContainers(slot.N)
+		c.place = &onCompose{external: ext, cfg: o.Compose, h: c.Hosts, runID: runID}
+	case o.External != nil:
+		c.place = &ext
+	case hosts != nil:
+		c.place = &onHosts{loopback: loopback{slot: slot, fw: c.Firewall}, h: hosts}
+	default:
+		c.place = &loopback{slot: slot, fw: c.Firewall}
 	}
 	c.faketime = map[string]bool{}
 	for _, n := range o.Faketime {
@@ -243,27 +245,7 @@ func (c *Cluster) ClientProxy(name string) (*toxiclient.Proxy, error) {
 // ensemble has formed), and puts a proxy named after the server in front
 // of its client port.
 func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error {
-	if c.external != nil {
-		return c.startExternal(ctx, specs)
-	}
-	var kinds []string
-	groups := map[string][]backends.ServerSpec{}
-	for _, sp := range specs {
-		if _, seen := groups[sp.Kind]; !seen {
-			kinds = append(kinds, sp.Kind)
-		}
-		groups[sp.Kind] = append(groups[sp.Kind], sp)
-	}
-	for _, k := range kinds {
-		kind, err := LookupKind(k)
-		if err != nil {
-			return fmt.Errorf("start %s: %w", groups[k][0].Name, err)
-		}
-		if err := kind.Start(ctx, c, groups[k]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.place.start(ctx, c, specs)
 }
 
 // allocIP gives a server its own address in the run's slot, so that
@@ -284,12 +266,9 @@ func (c *Cluster) newServer(sp backends.ServerSpec) (*Server, int, error) {
 	if err := c.add(s); err != nil {
 		return nil, 0, err
 	}
-	port := hostPort // a host of its own: every port is free
-	if c.Hosts == nil {
-		var err error
-		if port, err = FreePort(ip); err != nil {
-			return nil, 0, err
-		}
+	port, err := c.place.port(ip)
+	if err != nil {
+		return nil, 0, err
 	}
 	c.mu.Lock()
 	s.Addr = fmt.Sprintf("%s:%d", ip, port)
@@ -297,18 +276,11 @@ func (c *Cluster) newServer(sp backends.ServerSpec) (*Server, int, error) {
 	return s, port, nil
 }
 
-// hostPort is the port a single-port server listens on in hosts mode.
-const hostPort = 7000
-
 // add registers a server and creates its data dir, its log path and, in
 // hosts mode, its host.
 func (c *Cluster) add(s *Server) error {
-	if c.Hosts != nil {
-		ns, err := c.Hosts.Add(s.Spec.Name, s.IP)
-		if err != nil {
-			return err
-		}
-		s.NS = ns
+	if err := c.place.host(s); err != nil {
+		return err
 	}
 	s.Dir = filepath.Join(c.dataDir, s.Spec.Name)
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
@@ -377,9 +349,7 @@ func (c *Cluster) spawn(s *Server) error {
 			return fmt.Errorf("start %s: %w", s.Spec.Name, err)
 		}
 	}
-	if s.NS != "" {
-		c.Hosts.Wrap(s.NS, cmd)
-	}
+	c.place.wrap(s.NS, cmd)
 	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("log file for %s: %w", s.Spec.Name, err)
@@ -498,8 +468,8 @@ func (c *Cluster) ServerEndpoint(name string) (Endpoint, error) {
 	if s == nil {
 		return Endpoint{}, fmt.Errorf("no server %q", name)
 	}
-	if c.Hosts == nil && !BindsSource(s.Spec.Kind) {
-		return Endpoint{}, fmt.Errorf("%s servers do not use their own address as source; an address-level partition would not separate them", s.Spec.Kind)
+	if err := c.place.separable(s); err != nil {
+		return Endpoint{}, err
 	}
 	return Endpoint{IP: s.IP}, nil
 }
@@ -511,15 +481,13 @@ type Cut interface {
 }
 
 // Drop cuts the packets from a to b: in the receiving host's namespace in
-// hosts mode, else in the harness's iptables chain on loopback.
+// hosts mode and on a compose topology, else in the harness's iptables
+// chain on loopback.
 func (c *Cluster) Drop(a, b Endpoint) (Cut, error) { return c.DropSome(a, b, 1) }
 
 // DropSome drops each packet from a to b with probability p.
 func (c *Cluster) DropSome(a, b Endpoint, p float64) (Cut, error) {
-	if c.Hosts != nil {
-		return c.Hosts.DropSome(a, b, p)
-	}
-	return c.Firewall.DropSome(a, b, p)
+	return c.place.drop(a, b, p)
 }
 
 // HostCommand makes cmd run on a host of its own named name at ip (hosts
@@ -527,90 +495,16 @@ func (c *Cluster) DropSome(a, b Endpoint, p float64) (Cut, error) {
 // In a compose topology it makes cmd a worker container on the
 // topology's network and returns the container's name.
 func (c *Cluster) HostCommand(name, ip string, cmd *exec.Cmd) (string, error) {
-	if c.compose != nil {
-		return c.workerContainer(name, ip, cmd)
-	}
-	if c.Hosts == nil {
-		return "", nil
-	}
-	ns, err := c.Hosts.Add(name, ip)
-	if err != nil {
-		return "", err
-	}
-	c.Hosts.Wrap(ns, cmd)
-	return "", nil
+	return c.place.instance(name, ip, cmd)
 }
 
 // HarnessIP is where the harness's own listeners (the protected resource)
 // are reachable by the workers: the slot's harness address, or the host's
 // address on a compose topology's network.
-func (c *Cluster) HarnessIP() string {
-	if c.gateway != "" {
-		return c.gateway
-	}
-	return c.Slot.Harness()
-}
+func (c *Cluster) HarnessIP() string { return c.place.harnessIP() }
 
 // InstanceIP is worker instance n's own address.
-func (c *Cluster) InstanceIP(n int) string {
-	if c.gateway != "" {
-		// 10.250.0.1 -> 10.250.<1+slot>.n: the topology's /16, apart
-		// from its servers and from other runs' instances.
-		p := strings.Split(c.gateway, ".")
-		return fmt.Sprintf("%s.%s.%d.%d", p[0], p[1], 1+c.Slot.N%200, n)
-	}
-	return c.Slot.Instance(n)
-}
-
-// startExternal registers servers lockbench does not run, and checks that
-// each answers on TCP (from the harness's address, as the workers will).
-func (c *Cluster) startExternal(ctx context.Context, specs []backends.ServerSpec) error {
-	for _, sp := range specs {
-		addr, ok := c.external[sp.Name]
-		if !ok {
-			return fmt.Errorf("%s: not in the targets file", sp.Name)
-		}
-		host, _, _ := strings.Cut(addr, ":")
-		s := &Server{Spec: sp, IP: host, Addr: addr}
-		c.mu.Lock()
-		c.servers[sp.Name] = s
-		c.order = append(c.order, sp.Name)
-		c.mu.Unlock()
-		if c.compose != nil {
-			if err := c.attachContainer(s); err != nil {
-				return err
-			}
-		}
-		d := net.Dialer{Timeout: 5 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return fmt.Errorf("%s at %s (targets file) does not answer: %w", sp.Name, addr, err)
-		}
-		conn.Close()
-	}
-	if c.compose == nil {
-		return nil
-	}
-	// A topology just brought up may still be electing: wait for a leader
-	// where the servers have one (a targets file's own cluster may require
-	// credentials to say; it is taken as the user left it).
-	for _, sp := range specs {
-		if HasLeader(sp.Kind) {
-			return poll(ctx, nil, 60*time.Second, func() error {
-				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				defer cancel()
-				_, err := c.Leader(lctx)
-				return err
-			})
-		}
-	}
-	return nil
-}
-
-// errExternal refuses to act on a process lockbench does not run.
-func (c *Cluster) errExternal(verb, name string) error {
-	return fmt.Errorf("%s %s: lockbench does not run the servers of a targets file", verb, name)
-}
+func (c *Cluster) InstanceIP(n int) string { return c.place.instanceIP(n) }
 
 // Kill SIGKILLs the named server.
 func (c *Cluster) Kill(name string) error {
@@ -618,10 +512,7 @@ func (c *Cluster) Kill(name string) error {
 	if s == nil {
 		return fmt.Errorf("kill: no server %q", name)
 	}
-	if c.external != nil && c.compose == nil {
-		return c.errExternal("kill", name)
-	}
-	return s.Process().Kill(5 * time.Second)
+	return c.place.kill(s)
 }
 
 // Restart starts a killed server again with the same address, data
@@ -631,16 +522,7 @@ func (c *Cluster) Restart(ctx context.Context, name string) error {
 	if s == nil {
 		return fmt.Errorf("restart: no server %q", name)
 	}
-	if c.compose != nil {
-		return c.restartContainer(ctx, s)
-	}
-	if c.external != nil {
-		return c.errExternal("restart", name)
-	}
-	if p := s.Process(); p != nil && p.Alive() {
-		return fmt.Errorf("restart %s: still running", name)
-	}
-	return c.launch(ctx, s)
+	return c.place.restart(ctx, c, s)
 }
 
 // Signal sends sig to the named server's process group.
@@ -649,10 +531,7 @@ func (c *Cluster) Signal(name string, sig syscall.Signal) error {
 	if s == nil {
 		return fmt.Errorf("signal: no server %q", name)
 	}
-	if c.external != nil && c.compose == nil {
-		return c.errExternal("signal", name)
-	}
-	return s.Process().Signal(sig)
+	return c.place.signal(s, sig)
 }
 
 // Close kills every server, stops toxiproxy and removes the data dir.
@@ -670,33 +549,18 @@ func (c *Cluster) Close() error {
 	c.mu.Unlock()
 	var errs []error
 	for _, s := range servers {
-		p := s.Process()
-		switch {
-		case p == nil:
-		case c.compose != nil:
-			// The topology outlives the case: leave every server running
-			// and unpaused for the next one, and only stop watching it.
-			dockerCmd("unpause", p.Container())
-			if _, err := dockerCmd("start", p.Container()); err != nil {
-				errs = append(errs, err)
-			}
-			p.Detach()
-		default:
-			if err := p.Kill(5 * time.Second); err != nil {
-				errs = append(errs, err)
-			}
+		if s.Process() == nil {
+			continue
 		}
-	}
-	if c.compose != nil {
-		cleanStaleContainers(c.Slot.N) // this run's workers, should any remain
+		if err := c.place.release(s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := c.Firewall.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
 	}
-	if c.Hosts != nil {
-		if err := c.Hosts.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("remove the run's hosts: %w", err))
-		}
+	if err := c.place.close(); err != nil {
+		errs = append(errs, err)
 	}
 	for name, r := range c.relays {
 		if err := r.Close(); err != nil {
@@ -750,109 +614,12 @@ func Tail(path string, n int) string {
 // or an error saying how to get it.
 func Binary(kind string) (string, error) { return binary(kind) }
 
-// compose runs docker-compose on the topology.
-func (c *Cluster) composeCmd(args ...string) (string, error) {
-	out, err := exec.Command("docker-compose", append([]string{"-f", c.compose.File, "-p", c.compose.Project}, args...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("docker-compose %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// attachContainer finds the container of server s (the compose service of
-// its name), learns the topology's network from it, and watches it with a
-// docker wait process, which exits when the container stops.
-func (c *Cluster) attachContainer(s *Server) error {
-	id, err := c.composeCmd("ps", "-q", s.Spec.Name)
-	if err != nil || id == "" {
-		return fmt.Errorf("%s: no container of that service in %s (is the topology up? make compose-bench brings it up): %v", s.Spec.Name, c.compose.File, err)
-	}
-	nets, err := dockerCmd("inspect", "-f", `{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.Gateway}} {{$v.IPAddress}}{{"\n"}}{{end}}`, id)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(nets, "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[2] == s.IP {
-			c.network, c.gateway = f[0], f[1]
-		}
-	}
-	if c.network == "" {
-		return fmt.Errorf("%s: its container has no address %s (the targets file and the compose file disagree)", s.Spec.Name, s.IP)
-	}
-	c.Hosts.Register(s.IP, id)
-	return c.watchContainer(s, id)
-}
-
-func (c *Cluster) watchContainer(s *Server, id string) error {
-	p, err := StartContainerProcess(s.Spec.Name, c.RunID, id, exec.Command("docker", "wait", id))
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-	return nil
-}
-
-// restartContainer starts a killed server's container again (same
-// container: its data and address) and waits until it answers.
-func (c *Cluster) restartContainer(ctx context.Context, s *Server) error {
-	if p := s.Process(); p != nil && p.Alive() {
-		return fmt.Errorf("restart %s: still running", s.Spec.Name)
-	}
-	id := s.Process().Container()
-	if _, err := dockerCmd("start", id); err != nil {
-		return err
-	}
-	if err := c.watchContainer(s, id); err != nil {
-		return err
-	}
-	return poll(ctx, s.Process(), 60*time.Second, func() error {
-		conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	})
-}
-
-// workerContainer turns cmd (a bench worker) into a container of the
-// worker image on the topology's network at ip, attached to cmd's stdin
-// and stdout, and returns its name.
-func (c *Cluster) workerContainer(name, ip string, cmd *exec.Cmd) (string, error) {
-	if c.network == "" {
-		return "", errors.New("the topology's network is unknown before its servers were found")
-	}
-	cname := fmt.Sprintf("lb%d-%s", c.Slot.N, name)
-	dockerCmd("rm", "-f", cname) // a leftover of this slot
-	args := []string{"run", "-i", "--rm", "--name", cname, "--network", c.network, "--ip", ip,
-		"--label", fmt.Sprintf("lockbench.slot=%d", c.Slot.N), "-e", EnvRunID + "=" + c.RunID, c.compose.WorkerImage}
-	args = append(args, cmd.Args[1:]...)
-	docker, err := exec.LookPath("docker")
-	if err != nil {
-		return "", err
-	}
-	cmd.Path, cmd.Args = docker, append([]string{"docker"}, args...)
-	c.Hosts.Register(ip, cname)
-	return cname, nil
-}
-
-// cleanStaleContainers removes the worker containers a killed run of slot
-// n left.
-func cleanStaleContainers(n int) {
-	ids, err := dockerCmd("ps", "-aq", "--filter", fmt.Sprintf("label=lockbench.slot=%d", n))
-	if err != nil || ids == "" {
-		return
-	}
-	dockerCmd(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
-}
-
 // Reusable reports whether the cluster can be handed to another case once
 // Refresh says it is back at its baseline: servers lockbench started on
 // loopback (not hosts of their own, not a targets file, not a compose
 // topology, none under libfaketime: a moved clock stays moved).
 func (c *Cluster) Reusable() bool {
-	return c.external == nil && c.compose == nil && c.Hosts == nil && len(c.faketime) == 0
+	return c.place.reusable() && len(c.faketime) == 0
 }
 
 // Refresh brings a cluster a case has finished with back to its baseline

@@ -4,11 +4,14 @@
 // A server kind (redis.go, etcd.go, consul.go, zookeeper.go, postgres.go,
 // sentinel.go, pgbouncer.go) says how to launch its members, how to tell
 // that the cluster is healthy and this run's, and which member leads
-// (leader.go). Where the servers run is a deployment chosen once per run:
+// (its file registers a Kind, kind.go). Where the servers run is a
+// placement chosen once per cluster (placement.go), each in its own file:
 // on loopback, each server on an address of the run's own /16 slot
-// (slot.go); in hosts mode, each server and worker a network namespace of
-// its own on a bridge (hosts.go); existing servers named by a targets file
-// (nothing started, nothing stopped); or a compose topology's containers.
+// (loopback.go, slot.go); in hosts mode, each server and worker a network
+// namespace of its own on a bridge (onhosts.go, hosts.go); existing
+// servers named by a targets file, nothing started, nothing stopped
+// (external.go); or a compose topology's containers (compose.go). The
+// Cluster's methods delegate to it and never ask which one it is.
 // Links go through toxiproxy only where a fault needs one (toxi.go);
 // address-level faults are iptables rules in a chain of the run's own
 // (firewall.go); CPU and disk faults are cgroups (cgroup.go); PostgreSQL's

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"fmt"
+	"os/exec"
+)
+
+// onHosts is the placement of hosts mode: lockbench's own servers, as on
+// loopback, but each server and each worker instance in a network
+// namespace of its own (see Hosts), so that a cut separates any two of
+// them, whatever address they send from, and every port is free.
+type onHosts struct {
+	loopback
+	h *Hosts
+}
+
+func (o *onHosts) host(s *Server) error {
+	ns, err := o.h.Add(s.Spec.Name, s.IP)
+	if err != nil {
+		return err
+	}
+	s.NS = ns
+	return nil
+}
+
+// port: a host of its own has every port free.
+func (o *onHosts) port(string) (int, error) { return hostPort, nil }
+
+// hostPort is the port a single-port server listens on in hosts mode.
+const hostPort = 7000
+
+func (o *onHosts) wrap(ns string, cmd *exec.Cmd) {
+	if ns != "" {
+		o.h.Wrap(ns, cmd)
+	}
+}
+
+func (o *onHosts) separable(*Server) error { return nil }
+
+func (o *onHosts) drop(a, b Endpoint, p float64) (Cut, error) { return o.h.DropSome(a, b, p) }
+
+func (o *onHosts) instance(name, ip string, cmd *exec.Cmd) (string, error) {
+	ns, err := o.h.Add(name, ip)
+	if err != nil {
+		return "", err
+	}
+	o.h.Wrap(ns, cmd)
+	return "", nil
+}
+
+func (o *onHosts) close() error {
+	if err := o.h.Close(); err != nil {
+		return fmt.Errorf("remove the run's hosts: %w", err)
+	}
+	return nil
+}
+
+func (o *onHosts) reusable() bool { return false }
