@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/monoclock"
 )
 
 // EnvRunID is set in the environment of every child the harness starts,
@@ -24,8 +26,12 @@ type Process struct {
 	done chan struct{}
 	err  error // exit status, valid after done is closed
 
-	mu      sync.Mutex
-	stopped bool // SIGSTOPped
+	mu sync.Mutex
+	// stoppedAt and resumedAt are when Signal last stopped and resumed
+	// the group (monoclock.Now): the one record of a pause, which the
+	// runner asks (StoppedWithin) to tell a paused worker's late events
+	// from the harness's.
+	stoppedAt, resumedAt int64
 	// container, when set, is the docker container this process stands
 	// for (its cmd is a docker client attached to it: docker run -i, or
 	// docker wait): signals, kills and the stopped state go through the
@@ -133,12 +139,22 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	switch sig {
 	case syscall.SIGSTOP:
-		p.stopped = true
+		p.stoppedAt = monoclock.Now()
 	case syscall.SIGCONT:
-		p.stopped = false
+		p.resumedAt = monoclock.Now()
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// StoppedWithin reports whether Signal had the group stopped at some
+// moment between from and to (monoclock times), by its last stop. It is
+// what was signalled, for judging the events of that time; Stopped is
+// what the kernel says now.
+func (p *Process) StoppedWithin(from, to int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stoppedAt != 0 && p.stoppedAt <= to && (p.resumedAt < p.stoppedAt || p.resumedAt >= from)
 }
 
 // Kill SIGKILLs the process group and waits up to timeout for the exit.

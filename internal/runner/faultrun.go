@@ -333,15 +333,6 @@ func (e *faultEnv) Link(name string) (*toxiclient.Proxy, error) {
 
 func (e *faultEnv) Signal(target string, sig syscall.Signal) error {
 	if w := e.cr.workers[target]; w != nil {
-		now := monoclock.Since(e.cr.r.base)
-		w.mu.Lock()
-		switch sig {
-		case syscall.SIGSTOP:
-			w.stoppedAt = now
-		case syscall.SIGCONT:
-			w.resumedAt = now
-		}
-		w.mu.Unlock()
 		return w.proc.Signal(sig)
 	}
 	return e.cr.cl.Signal(target, sig)

@@ -37,16 +37,13 @@ type workerProc struct {
 	stuck    string // why the harness killed it at the end of the case, if it did
 	report   worker.Report
 	reportT  int64 // when the last report was made (since the run base)
-	// stoppedAt and resumedAt are when a pause fault last stopped and
-	// resumed the instance (since the run base): events it held back
-	// meanwhile were late because of the fault, not the harness.
-	stoppedAt, resumedAt int64
 }
 
-// pausedAround reports whether the instance was stopped at some point of
-// the report interval that ends at t.
-func (w *workerProc) pausedAround(t int64) bool {
-	return w.stoppedAt != 0 && t >= w.stoppedAt && (w.resumedAt < w.stoppedAt || t <= w.resumedAt+int64(2*worker.ReportEvery))
+// pausedAround reports whether a pause fault had the instance stopped at
+// some point of the report interval that ends at t (since base): events
+// it held back meanwhile were late because of the fault, not the harness.
+func (w *workerProc) pausedAround(base, t int64) bool {
+	return w.proc.StoppedWithin(base+t-int64(2*worker.ReportEvery), base+t)
 }
 
 func (cr *caseRun) sortedWorkers() []*workerProc {
@@ -167,9 +164,7 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
 				w.mu.Lock()
 				w.report, w.reportT = rep, e.T
 				w.mu.Unlock()
-				w.mu.Lock()
-				paused := w.pausedAround(e.T)
-				w.mu.Unlock()
+				paused := w.pausedAround(cr.r.base, e.T)
 				cr.liveMu.Lock()
 				if rep.EmitLagMax > cr.stats.EmitLagMaxNs && !paused {
 					cr.stats.EmitLagMaxNs = rep.EmitLagMax
