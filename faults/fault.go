@@ -77,17 +77,8 @@ func IsRole(target string) bool {
 	return strings.HasPrefix(target, RoleHolderOf)
 }
 
-// KindOf classifies a concrete or role target name.
-func KindOf(target string) Kind {
-	switch {
-	case strings.HasPrefix(target, "link:"):
-		return Link
-	case strings.HasPrefix(target, "instance-"), target == RoleHolder, target == RoleWaiter, strings.HasPrefix(target, RoleHolderOf):
-		return Instance
-	default:
-		return Server
-	}
-}
+// KindOf classifies a concrete or role target name (see Target).
+func KindOf(target string) Kind { return ParseTarget(target).Kind }
 
 // Env is what a fault can act on: the running case.
 type Env interface {
@@ -332,8 +323,8 @@ type Named interface {
 	Names() []string
 }
 
-// linkName strips the "link:" prefix.
-func linkName(target string) string { return strings.TrimPrefix(target, "link:") }
+// linkName is a link target's proxy name.
+func linkName(target string) string { return ParseTarget(target).Link() }
 
 // noHeal is the Heal of a fault with nothing to undo.
 func noHeal(context.Context) (string, error) { return "", nil }

@@ -77,15 +77,16 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	}
 	// Links scoped to an instance role (link:etcd-*@holder): the role is
 	// resolved once, for every link of the set.
-	if _, role, scoped := strings.Cut(members[0], "@"); scoped && faults.IsRole(role) {
-		inst, err := cr.resolveRole(ctx, role, f.Lane, choice)
+	if t := faults.ParseTarget(members[0]); t.Kind == faults.Link && t.Role() {
+		inst, err := cr.resolveRole(ctx, t.Scope, f.Lane, choice)
 		if err != nil {
 			fail(err)
 			return
 		}
 		for i, m := range members {
-			link, _, _ := strings.Cut(m, "@")
-			members[i] = link + "@" + inst
+			mt := faults.ParseTarget(m)
+			mt.Scope = inst
+			members[i] = mt.String()
 		}
 		target = strings.Join(members, ",")
 	}
@@ -301,12 +302,9 @@ func instanceOf(proc string) string {
 
 // cutInstance splits "redis-1@instance-2" into "redis-1", 2, true.
 func cutInstance(link string) (string, int, bool) {
-	name, inst, per := strings.Cut(link, "@instance-")
-	if !per {
-		return link, 0, false
-	}
-	n, err := strconv.Atoi(inst)
-	return name, n, err == nil
+	t := faults.ParseTarget("link:" + link)
+	n, per := t.Instance()
+	return t.Name, n, per
 }
 
 func (r *run) recordFault(rec *FaultRecord) {
@@ -331,19 +329,66 @@ func (e *faultEnv) Link(name string) (*toxiclient.Proxy, error) {
 	return p, nil
 }
 
+// node is a server or an instance of the case, resolved from its name
+// once: the one place a fault's environment tells the two apart.
+type node struct {
+	name string
+	w    *workerProc     // an instance, or nil
+	s    *cluster.Server // a server, or nil
+}
+
+// node resolves a server or instance name.
+func (e *faultEnv) node(name string) (node, error) {
+	if w := e.cr.workers[name]; w != nil {
+		return node{name: name, w: w}, nil
+	}
+	if s := e.cr.cl.Server(name); s != nil {
+		return node{name: name, s: s}, nil
+	}
+	return node{}, fmt.Errorf("no server or instance named %s", name)
+}
+
+// proc is the node's current process (a server's changes at a restart).
+func (n node) proc() *cluster.Process {
+	if n.w != nil {
+		return n.w.proc
+	}
+	return n.s.Process()
+}
+
+// ip is the address of the node's host.
+func (e *faultEnv) ip(n node) string {
+	if n.w != nil {
+		return e.cr.cl.InstanceIP(n.w.n)
+	}
+	return n.s.IP
+}
+
+// Signal signals an instance's process group, or a server's through its
+// placement (which refuses a targets file's).
 func (e *faultEnv) Signal(target string, sig syscall.Signal) error {
-	if w := e.cr.workers[target]; w != nil {
-		return w.proc.Signal(sig)
+	n, err := e.node(target)
+	switch {
+	case err != nil:
+		return fmt.Errorf("signal: %w", err)
+	case n.w != nil:
+		return n.w.proc.Signal(sig)
 	}
 	return e.cr.cl.Signal(target, sig)
 }
 
+// Kill kills an instance, recording which fault did, or a server through
+// its placement.
 func (e *faultEnv) Kill(target string) error {
-	if w := e.cr.workers[target]; w != nil {
-		w.mu.Lock()
-		w.killedBy = e.fault
-		w.mu.Unlock()
-		return w.proc.Kill(5 * time.Second)
+	n, err := e.node(target)
+	switch {
+	case err != nil:
+		return fmt.Errorf("kill: %w", err)
+	case n.w != nil:
+		n.w.mu.Lock()
+		n.w.killedBy = e.fault
+		n.w.mu.Unlock()
+		return n.w.proc.Kill(5 * time.Second)
 	}
 	return e.cr.cl.Kill(target)
 }
@@ -359,9 +404,9 @@ func (e *faultEnv) Server(name string) (string, string, error) {
 // Peers lists, for a server, every other server of the cluster; for an
 // instance, the servers its clients dial.
 func (e *faultEnv) Peers(name string) []string {
-	if w := e.cr.workers[name]; w != nil {
+	if n, err := e.node(name); err == nil && n.w != nil {
 		var out []string
-		for _, r := range w.routes {
+		for _, r := range n.w.routes {
 			if r.Name != links.Resource {
 				out = append(out, r.Name)
 			}
@@ -390,8 +435,8 @@ func (e *faultEnv) Cut(from, to string) (faults.Cut, error) {
 
 func (e *faultEnv) endpoints(from, to string) (cluster.Endpoint, cluster.Endpoint, error) {
 	inst := func(name string) (int, bool) {
-		if w := e.cr.workers[name]; w != nil {
-			return w.n, true
+		if n, err := e.node(name); err == nil && n.w != nil {
+			return n.w.n, true
 		}
 		return 0, false
 	}
@@ -416,14 +461,11 @@ func (e *faultEnv) Restart(ctx context.Context, server string) error {
 }
 
 func (e *faultEnv) Stopped(target string) (bool, error) {
-	if w := e.cr.workers[target]; w != nil {
-		return w.proc.Stopped()
+	n, err := e.node(target)
+	if err != nil {
+		return false, err
 	}
-	s := e.cr.cl.Server(target)
-	if s == nil {
-		return false, fmt.Errorf("no %s", target)
-	}
-	return s.Process().Stopped()
+	return n.proc().Stopped()
 }
 
 func (e *faultEnv) Traffic(ctx context.Context, link string) (links.Counts, error) {
@@ -435,18 +477,13 @@ func (e *faultEnv) Leader(ctx context.Context) (string, error) { return e.cr.cl.
 // healthy checks a target before a fault is injected into it.
 func (e *faultEnv) healthy(target string) error {
 	switch faults.KindOf(target) {
-	case faults.Instance:
-		w := e.cr.workers[target]
-		if w == nil || !w.proc.Alive() {
-			return fmt.Errorf("%s is not running", target)
-		}
-	case faults.Server:
-		s := e.cr.cl.Server(target)
-		if s == nil || !s.Process().Alive() {
+	case faults.Instance, faults.Server:
+		n, err := e.node(target)
+		if err != nil || n.proc() == nil || !n.proc().Alive() {
 			return fmt.Errorf("%s is not running", target)
 		}
 	case faults.Link:
-		if _, err := e.Link(strings.TrimPrefix(target, "link:")); err != nil {
+		if _, err := e.Link(faults.ParseTarget(target).Link()); err != nil {
 			return err
 		}
 	}
@@ -482,13 +519,11 @@ func (e *faultEnv) Shape(target string, to []string, n faults.Netem) (faults.Cut
 
 // hostIP is the address of a server's or instance's host.
 func (e *faultEnv) hostIP(name string) (string, error) {
-	if w := e.cr.workers[name]; w != nil {
-		return e.cr.cl.InstanceIP(w.n), nil
+	n, err := e.node(name)
+	if err != nil {
+		return "", err
 	}
-	if s := e.cr.cl.Server(name); s != nil {
-		return s.IP, nil
-	}
-	return "", fmt.Errorf("no server or instance named %s", name)
+	return e.ip(n), nil
 }
 
 // Lose drops a share p of the packets from one server or instance to
@@ -505,10 +540,8 @@ func (e *faultEnv) Lose(from, to string, p float64) (faults.Cut, error) {
 // the harness's own (faults.Confiner).
 func (e *faultEnv) Confine(target, ctrl string, settings [][2]string) (faults.Confined, error) {
 	var p *cluster.Process
-	if w := e.cr.workers[target]; w != nil {
-		p = w.proc
-	} else if s := e.cr.cl.Server(target); s != nil {
-		p = s.Process()
+	if n, err := e.node(target); err == nil {
+		p = n.proc()
 	}
 	if p == nil || !p.Alive() {
 		return nil, fmt.Errorf("confine %s: no running process", target)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/scenario"
@@ -30,26 +31,25 @@ func planLinks(c *scenario.Case) linkPlan {
 	}
 	for _, f := range c.Faults {
 	each:
-		for _, t := range f.Targets {
-			link, ok := strings.CutPrefix(t, "link:")
-			if !ok {
+		for _, s := range f.Targets {
+			t := faults.ParseTarget(s)
+			if t.Kind != faults.Link {
 				continue each
 			}
-			name, inst, per := strings.Cut(link, "@instance-")
-			if l, _, role := strings.Cut(link, "@"); role && !per {
+			name := t.Name
+			n, per := t.Instance()
+			if t.Role() {
 				// Scoped to a role (@holder): any instance may be the one.
-				if p.perInst[l] == nil {
-					p.perInst[l] = map[int]bool{}
+				if p.perInst[name] == nil {
+					p.perInst[name] = map[int]bool{}
 				}
 				for n := 1; n <= c.Workload.Instances; n++ {
-					p.perInst[l][n] = true
+					p.perInst[name][n] = true
 				}
 				continue each
 			}
 			switch {
 			case per:
-				var n int
-				fmt.Sscan(inst, &n)
 				if p.perInst[name] == nil {
 					p.perInst[name] = map[int]bool{}
 				}

@@ -672,22 +672,12 @@ func sideBySide(errs *Errors, i int, tn *yaml.Node, c *Case, t trialsDoc) []*Cas
 
 // laneTarget reports whether a target belongs to one trial: an instance,
 // an instance role, or a link scoped to one.
-func laneTarget(t string) bool {
-	if faults.IsRole(t) {
-		return faults.KindOf(t) == faults.Instance
-	}
-	if strings.HasPrefix(t, "instance-") {
-		return true
-	}
-	_, scope, ok := strings.Cut(t, "@")
-	return ok && strings.HasPrefix(t, "link:") && (strings.HasPrefix(scope, "instance-") || faults.IsRole(scope))
-}
+func laneTarget(t string) bool { return faults.ParseTarget(t).Lane() }
 
 // laneOf moves a target into lane l: its instances and keys shifted.
 func laneOf(t string, l, instances, keys int) string {
 	shiftInst := func(s string) string {
-		var n int
-		if _, err := fmt.Sscanf(s, "instance-%d", &n); err == nil && s == fmt.Sprintf("instance-%d", n) {
+		if n, ok := faults.ParseTarget(s).Instance(); ok {
 			return fmt.Sprintf("instance-%d", l*instances+n)
 		}
 		return s
@@ -701,8 +691,12 @@ func laneOf(t string, l, instances, keys int) string {
 		}
 		return s
 	}
-	if link, scope, ok := strings.Cut(t, "@"); ok && strings.HasPrefix(t, "link:") {
-		return link + "@" + shiftKey(shiftInst(scope))
+	pt := faults.ParseTarget(t)
+	if pt.Kind == faults.Link {
+		if pt.Scope != "" {
+			pt.Scope = shiftKey(shiftInst(pt.Scope))
+		}
+		return pt.String()
 	}
 	return shiftKey(shiftInst(t))
 }

@@ -407,11 +407,11 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 // linkRole splits a link scoped to an instance role
 // ("link:etcd-1@holder") into the link and the role.
 func linkRole(t string) (string, string, bool) {
-	link, role, ok := strings.Cut(t, "@")
-	if !ok || !strings.HasPrefix(link, "link:") || !faults.IsRole(role) || faults.KindOf(role) != faults.Instance {
+	pt := faults.ParseTarget(t)
+	if pt.Kind != faults.Link || !pt.Role() || faults.KindOf(pt.Scope) != faults.Instance {
 		return "", "", false
 	}
-	return link, role, true
+	return "link:" + pt.Name, pt.Scope, true
 }
 
 // checkTarget validates one concrete target (or role) of a fault.
