@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,6 +30,12 @@ func WriteHTML(dir string, md []byte, title string) error {
 	var embedErr error
 	out := imgSrc.ReplaceAllFunc(body.Bytes(), func(m []byte) []byte {
 		name := string(imgSrc.FindSubmatch(m)[1])
+		// The markdown renderer escapes the link (a swept case's plot is
+		// timeline-redis%5Bpause=2%C3%97lease%5D.t1.png): the file has the
+		// case's own name.
+		if u, err := url.PathUnescape(name); err == nil {
+			name = u
+		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			embedErr = fmt.Errorf("embed %s in report.html: %w", name, err)
