@@ -117,7 +117,15 @@ func WriteEnvelopePlot(base string, s *Summary) (bool, error) {
 	p.Y.Label.Text = "trials with two holders"
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Y.Tick.Marker = percentTicks{}
-	p.Legend.Top, p.Legend.Left = true, true
+	// The lines rise between about half the lease and twice it: a log
+	// axis ticked at the swept values gives that region the room, and
+	// leaves the bottom right (long pauses, few safe trials) for the legend.
+	if ticks, ok := sweptTicks(lines); ok {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = ticks
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.YOffs = vg.Points(8)
 	for i, l := range lines {
 		col := palette[i%len(palette)]
 		var mid, lo, hi plotter.XYs
@@ -144,6 +152,25 @@ func WriteEnvelopePlot(base string, s *Summary) (bool, error) {
 		p.Legend.Add(l.Backend, ln, pts)
 	}
 	return true, savePlot(p, 7*vg.Inch, 4.5*vg.Inch, base)
+}
+
+// sweptTicks ticks the x axis at every swept value, labelled as the
+// scenario wrote it, when every value is positive (a log axis needs it).
+func sweptTicks(lines []EnvelopeLine) (plot.ConstantTicks, bool) {
+	seen := map[float64]bool{}
+	var ticks plot.ConstantTicks
+	for _, l := range lines {
+		for _, pt := range l.Points {
+			if pt.X <= 0 {
+				return nil, false
+			}
+			if !seen[pt.X] {
+				seen[pt.X] = true
+				ticks = append(ticks, plot.Tick{Value: pt.X, Label: strings.TrimSuffix(pt.Value, "lease")})
+			}
+		}
+	}
+	return ticks, len(ticks) > 1
 }
 
 type percentTicks struct{}
