@@ -13,26 +13,12 @@
 // whose effect was not seen, is reported, never skipped: the run is then
 // invalid, with the reason.
 //
-// Targets are named in scenario files as:
-//
-//	instance-N      worker instance N (an application replica, its own process)
-//	<server>        a server of the case's cluster, e.g. redis-1
-//	link:<server>   the client->server link of a server, through toxiproxy
-//	link:<server>@instance-N  the same link for one instance only
-//	link:resource   the clients' link to the protected resource
-//
-// A link that no fault acts on is direct: a client connects to the server
-// from its instance's own address, with no proxy in between.
-//
-// Roles are resolved at the moment of injection, because the interesting
-// faults hit whoever holds the lock or leads the cluster right then:
-//
-//	holder          the instance of a client inside its critical section
-//	holder-of:<key> the same, for one key (k0, k1, ...)
-//	a-waiter        the instance of a client waiting for a lock
-//	leader          the current leader (etcd, Consul, ZooKeeper) or master (Sentinel)
-//	follower        a member that is not the leader (a Sentinel replica)
-//	master          the current Redis master as the Sentinels see it
+// Targets are named in scenario files by the grammar in Target's doc
+// comment (servers, instances, links, and roles such as holder or leader,
+// resolved at the moment of injection because the interesting faults hit
+// whoever holds the lock or leads the cluster right then). A link that no
+// fault acts on is direct: a client connects to the server from its
+// instance's own address, with no proxy in between.
 package faults
 
 import (
