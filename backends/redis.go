@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/config"
@@ -85,6 +86,25 @@ type RedisOptions struct {
 	WriteTimeout config.Duration `yaml:"write_timeout" doc:"go-redis write timeout (default: read_timeout)"`
 	MaxRetries   *int            `yaml:"max_retries" doc:"go-redis retries of a failed command (default 3)"`
 	PoolSize     int             `yaml:"pool_size" doc:"go-redis pool size (default 10 per CPU)"`
+	// MaxMemory and MaxMemoryPolicy are the server's memory limit and what
+	// it does at the limit: a policy other than noeviction may evict a lock
+	// key (or its fencing counter) before its TTL, and a second client then
+	// acquires (redis #9105, RedLock.net #101); with noeviction the write
+	// is refused (OOM) instead. The memory-pressure fault fills the server
+	// up to the limit.
+	MaxMemory       string `yaml:"maxmemory" doc:"server memory limit (e.g. 4mb; default none)"`
+	MaxMemoryPolicy string `yaml:"maxmemory_policy" doc:"what the server does at maxmemory: noeviction (default), allkeys-lru, volatile-lru, allkeys-random, volatile-random, volatile-ttl, allkeys-lfu, volatile-lfu"`
+}
+
+// maxMemoryPolicies are Redis's maxmemory-policy values, default first.
+var maxMemoryPolicies = []string{"noeviction", "allkeys-lru", "volatile-lru", "allkeys-random", "volatile-random", "volatile-ttl", "allkeys-lfu", "volatile-lfu"}
+
+// serverArgs are the options' settings of a Redis server of the family.
+func (o *RedisOptions) serverArgs() []string {
+	if o.MaxMemory == "" {
+		return nil
+	}
+	return []string{"--maxmemory", o.MaxMemory, "--maxmemory-policy", o.MaxMemoryPolicy}
 }
 
 // clientOptions are the go-redis settings of the options.
@@ -146,11 +166,25 @@ func (o *RedisOptions) validate() error {
 	if o.PoolSize < 0 {
 		return fmt.Errorf("pool_size: must not be negative")
 	}
+	if o.MaxMemoryPolicy != "" && o.MaxMemory == "" {
+		return fmt.Errorf("maxmemory_policy: %q needs a maxmemory", o.MaxMemoryPolicy)
+	}
+	if err := oneOf("maxmemory_policy", &o.MaxMemoryPolicy, maxMemoryPolicies...); err != nil {
+		return err
+	}
+	if o.MaxMemory != "" && !redisMemory.MatchString(o.MaxMemory) {
+		return fmt.Errorf("maxmemory: %q is not a size Redis reads (a number with kb, mb or gb, e.g. 4mb)", o.MaxMemory)
+	}
 	return nil
 }
 
+// redisMemory is a size as redis.conf writes one, its unit required (a
+// bare number is bytes, and a limit of a few thousand bytes is always a
+// slip: an empty Redis uses about a megabyte).
+var redisMemory = regexp.MustCompile(`^[1-9][0-9]*(kb|mb|gb)$`)
+
 func (b *redisBackend) Servers() []ServerSpec {
-	return []ServerSpec{{Kind: "redis", Name: "redis-1", Persistence: b.opt.Persistence}}
+	return []ServerSpec{{Kind: "redis", Name: "redis-1", Persistence: b.opt.Persistence, Args: b.opt.serverArgs()}}
 }
 
 func (b *redisBackend) Fenced() bool { return *b.opt.Fencing }

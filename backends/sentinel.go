@@ -89,7 +89,7 @@ func (b *sentinelBackend) Servers() []ServerSpec {
 	rs := map[string]string{"min-replicas-to-write": fmt.Sprint(o.MinReplicasToWrite), "min-replicas-max-lag": fmt.Sprint(o.MinReplicasMaxLag)}
 	var out []ServerSpec
 	for i := 1; i <= 1+o.Replicas; i++ {
-		out = append(out, ServerSpec{Kind: "redis-replicated", Name: fmt.Sprintf("redis-%d", i), Persistence: o.Persistence, Settings: rs})
+		out = append(out, ServerSpec{Kind: "redis-replicated", Name: fmt.Sprintf("redis-%d", i), Persistence: o.Persistence, Settings: rs, Args: o.serverArgs()})
 	}
 	ss := map[string]string{"quorum": fmt.Sprint(o.Quorum), "down-after-milliseconds": fmt.Sprint(o.DownAfter.D().Milliseconds()),
 		"failover-timeout": fmt.Sprint(o.FailoverTimeout.D().Milliseconds()), "master": "redis-1", "replicas": fmt.Sprint(o.Replicas)}

@@ -498,3 +498,85 @@ func TestEveryFaultOptionIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryPressureOnRealRedis fills real redis-servers: with an
+// eviction policy the lock key (the only key with a TTL under
+// volatile-lru) is evicted before its TTL, with noeviction writes are
+// refused, and a server with no limit is refused as a target. Heal
+// deletes the filler and the lock can be taken again.
+func TestMemoryPressureOnRealRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make setup): %v", err)
+	}
+	cl, err := cluster.New("memtest", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	mem := func(policy string) []string { return []string{"--maxmemory", "4mb", "--maxmemory-policy", policy} }
+	specs := []backends.ServerSpec{{Kind: "redis", Name: "redis-1", Args: mem("volatile-lru")}, {Kind: "redis", Name: "redis-2", Args: mem("noeviction")}, {Kind: "redis", Name: "redis-3"}}
+	if err := cl.Start(context.Background(), specs); err != nil {
+		t.Fatal(err)
+	}
+	env := &testEnv{toxi: cl.Toxi, servers: map[string]string{}}
+	for _, sp := range specs {
+		env.servers[sp.Name] = cl.Server(sp.Name).Addr
+	}
+	ctx := context.Background()
+	fault := build(t, "memory-pressure", "value_kb: 64")
+
+	t.Run("volatile-lru evicts the lock", func(t *testing.T) {
+		c := redis.NewClient(&redis.Options{Addr: env.servers["redis-1"]})
+		defer c.Close()
+		c.Set(ctx, "lockbench:lock:k0", "holder-a", time.Minute)
+		eff, err := fault.Start(ctx, env, "redis-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(eff.Seen, "evicted") {
+			t.Errorf("seen: %q", eff.Seen)
+		}
+		if n := c.Exists(ctx, "lockbench:lock:k0").Val(); n != 0 {
+			t.Error("the lock key, with 60 s of TTL left, survived the pressure")
+		}
+		if ok := c.SetNX(ctx, "lockbench:lock:k0", "holder-b", time.Minute).Val(); !ok {
+			t.Error("a second client could not take the evicted lock")
+		}
+		got, err := eff.Check(ctx)
+		if err != nil || !strings.Contains(got, "evicted") {
+			t.Errorf("check: %q, %v", got, err)
+		}
+		healed, err := eff.Heal(ctx)
+		if err != nil {
+			t.Fatalf("heal: %v", err)
+		}
+		if n := len(c.Keys(ctx, "lockbench-filler:*").Val()); n != 0 {
+			t.Errorf("%d filler keys left after heal (%s)", n, healed)
+		}
+	})
+	t.Run("noeviction refuses", func(t *testing.T) {
+		c := redis.NewClient(&redis.Options{Addr: env.servers["redis-2"]})
+		defer c.Close()
+		eff, err := fault.Start(ctx, env, "redis-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(eff.Seen, "refused a write") {
+			t.Errorf("seen: %q", eff.Seen)
+		}
+		if err := c.SetNX(ctx, "lockbench:lock:k0", strings.Repeat("v", 64<<10), time.Minute).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
+			t.Errorf("an acquire under noeviction at the limit: %v, want OOM", err)
+		}
+		if _, err := eff.Heal(ctx); err != nil {
+			t.Fatalf("heal: %v", err)
+		}
+		if err := c.SetNX(ctx, "lockbench:lock:k0", "holder", time.Minute).Err(); err != nil {
+			t.Errorf("after heal the lock cannot be taken: %v", err)
+		}
+	})
+	t.Run("no maxmemory", func(t *testing.T) {
+		if _, err := fault.Start(ctx, env, "redis-3"); err == nil || !strings.Contains(err.Error(), "no maxmemory") {
+			t.Errorf("a server with no limit: %v", err)
+		}
+	})
+}

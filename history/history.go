@@ -347,6 +347,7 @@ const (
 	ClassPauseSrv  = "pause server"
 	ClassStarveSrv = "starve server"
 	ClassDisk      = "slow disk"
+	ClassMemory    = "memory pressure"
 	ClassKill      = "kill a member"
 	ClassKillLead  = "kill leader/master"
 	ClassFailover  = "failover"
@@ -356,4 +357,4 @@ const (
 
 // ClassOrder lists the fault classes in the order views show them.
 var ClassOrder = []string{ClassNone, ClassPause, ClassCrash, ClassStarve, ClassMisuse, ClassSlow, ClassLossy, ClassPartition,
-	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassKill, ClassKillLead, ClassFailover, ClassClock, ClassMixed}
+	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassMemory, ClassKill, ClassKillLead, ClassFailover, ClassClock, ClassMixed}

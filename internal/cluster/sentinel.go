@@ -54,7 +54,7 @@ func replicatedArgs(s *Server, port int, sp backends.ServerSpec) []string {
 			args = append(args, "--"+k, v)
 		}
 	}
-	return args
+	return append(args, sp.Args...)
 }
 
 // startReplicated starts a master (the first spec) and its replicas, the

@@ -457,24 +457,25 @@ cases:
 // The table must cover every registered fault.
 func TestRequirementsComeFromTheFault(t *testing.T) {
 	uses := map[string]struct{ backend, network, fault string }{
-		"bandwidth":  {"redis", "", "{type: bandwidth, rate: 10, target: link:redis-1}"},
-		"clock-jump": {"postgres", "", "{type: clock-jump, jump: 5s, target: postgres-1}"},
-		"cpu-starve": {"redis", "", "{type: cpu-starve, target: redis-1}"},
-		"disk-stall": {"etcd", "", "{type: disk-stall, target: etcd-1}"},
-		"drop":       {"redis", "", "{type: drop, target: link:redis-1}"},
-		"isolate":    {"etcd", "", "{type: isolate, target: instance-1}"},
-		"kill":       {"redis", "", "{type: kill, target: redis-1}"},
-		"latency":    {"redis", "", "{type: latency, latency: 10ms, target: link:redis-1}"},
-		"loss":       {"etcd", "", "{type: loss, percent: 30, target: instance-1}"},
-		"netem":      {"etcd", "hosts", "{type: netem, delay: 10ms, target: etcd-1}"},
-		"one-way":    {"etcd", "", "{type: one-way, to: [etcd-1], target: instance-1}"},
-		"partition":  {"redis", "", "{type: partition, target: link:redis-1}"},
-		"pause":      {"redis", "", "{type: pause, target: holder}"},
-		"promote":    {"postgres", "", "{type: promote, target: postgres-2}"},
-		"reset-peer": {"redis", "", "{type: reset-peer, target: link:redis-1}"},
-		"slicer":     {"redis", "", "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
-		"split":      {"etcd", "", "{type: split, group: [etcd-1], target: instance-1}"},
-		"test-slow":  {"redis", "", "{type: test-slow, target: link:redis-1}"}, // extend_test.go's
+		"bandwidth":       {"redis", "", "{type: bandwidth, rate: 10, target: link:redis-1}"},
+		"clock-jump":      {"postgres", "", "{type: clock-jump, jump: 5s, target: postgres-1}"},
+		"cpu-starve":      {"redis", "", "{type: cpu-starve, target: redis-1}"},
+		"disk-stall":      {"etcd", "", "{type: disk-stall, target: etcd-1}"},
+		"drop":            {"redis", "", "{type: drop, target: link:redis-1}"},
+		"isolate":         {"etcd", "", "{type: isolate, target: instance-1}"},
+		"kill":            {"redis", "", "{type: kill, target: redis-1}"},
+		"latency":         {"redis", "", "{type: latency, latency: 10ms, target: link:redis-1}"},
+		"loss":            {"etcd", "", "{type: loss, percent: 30, target: instance-1}"},
+		"memory-pressure": {"redis", "", "{type: memory-pressure, target: redis-1}"},
+		"netem":           {"etcd", "hosts", "{type: netem, delay: 10ms, target: etcd-1}"},
+		"one-way":         {"etcd", "", "{type: one-way, to: [etcd-1], target: instance-1}"},
+		"partition":       {"redis", "", "{type: partition, target: link:redis-1}"},
+		"pause":           {"redis", "", "{type: pause, target: holder}"},
+		"promote":         {"postgres", "", "{type: promote, target: postgres-2}"},
+		"reset-peer":      {"redis", "", "{type: reset-peer, target: link:redis-1}"},
+		"slicer":          {"redis", "", "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
+		"split":           {"etcd", "", "{type: split, group: [etcd-1], target: instance-1}"},
+		"test-slow":       {"redis", "", "{type: test-slow, target: link:redis-1}"}, // extend_test.go's
 	}
 	src := func(name string) []byte {
 		u := uses[name]

@@ -1,0 +1,227 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/wait"
+	"github.com/redis/go-redis/v9"
+)
+
+// memory-pressure fills a Redis server up to its maxmemory with keys of
+// other data, and keeps writing them while in force, as an application
+// sharing the server with a cache does. What Redis then does is its
+// maxmemory-policy's: an eviction policy evicts keys, and one may be a
+// lock key or its fencing counter, long before its TTL (a second client
+// then acquires: redis #9105, RedLock.net #101, spring-integration
+// #11044); noeviction refuses every write that needs memory (OOM), so
+// acquisitions fail instead. The fault is seen when the server evicted a
+// key or refused a write; heal deletes the filler and sees the server
+// below its limit again.
+func init() {
+	Register(Info{Name: "memory-pressure", Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
+		Summary: "fill a Redis server to its maxmemory with other keys and keep writing them (evictions or OOM refusals, per its maxmemory_policy)",
+		Targets: []Kind{Server}, Kinds: []string{"redis", "redis-replicated"}, New: newMemoryPressure})
+}
+
+// MemoryPressureOptions are the memory-pressure fault's options.
+type MemoryPressureOptions struct {
+	ValueKB int `yaml:"value_kb" doc:"size of each filler value in KiB (default 16)"`
+	// LimitMB bounds what the fault writes before it gives up: a server
+	// without a limit (no maxmemory) would only grow.
+	LimitMB int `yaml:"limit_mb" doc:"give up after writing this many MiB with neither an eviction nor a refusal (default 256)"`
+	// EveryMS is how often a filler value is written while in force.
+	EveryMS int `yaml:"every_ms" doc:"while in force, write one more filler value every this many ms (default 5)"`
+}
+
+type memoryPressure struct{ o MemoryPressureOptions }
+
+func newMemoryPressure(decode Decoder) (Fault, error) {
+	var o MemoryPressureOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.ValueKB == 0 {
+		o.ValueKB = 16
+	}
+	if o.LimitMB == 0 {
+		o.LimitMB = 256
+	}
+	if o.EveryMS == 0 {
+		o.EveryMS = 5
+	}
+	switch {
+	case o.ValueKB < 0 || o.ValueKB > 64*1024:
+		return nil, fmt.Errorf("value_kb: %d is outside 1..65536", o.ValueKB)
+	case o.LimitMB < 0:
+		return nil, fmt.Errorf("limit_mb: must be positive")
+	case o.EveryMS < 0:
+		return nil, fmt.Errorf("every_ms: must be positive")
+	}
+	return memoryPressure{o}, nil
+}
+
+// fillerPrefix names the filler keys: nothing of a lock is called so.
+const fillerPrefix = "lockbench-filler:"
+
+// redisStats are the INFO figures the fault observes by.
+type redisStats struct {
+	maxmemory, used int64
+	policy          string
+	evicted, oom    int64
+}
+
+func readStats(ctx context.Context, c *redis.Client) (redisStats, error) {
+	info, err := c.Info(ctx, "memory", "stats", "errorstats").Result()
+	if err != nil {
+		return redisStats{}, err
+	}
+	var st redisStats
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "maxmemory":
+			st.maxmemory, _ = strconv.ParseInt(v, 10, 64)
+		case "used_memory":
+			st.used, _ = strconv.ParseInt(v, 10, 64)
+		case "maxmemory_policy":
+			st.policy = v
+		case "evicted_keys":
+			st.evicted, _ = strconv.ParseInt(v, 10, 64)
+		case "errorstat_OOM": // count=N,...
+			c, _, _ := strings.Cut(strings.TrimPrefix(v, "count="), ",")
+			st.oom, _ = strconv.ParseInt(c, 10, 64)
+		}
+	}
+	return st, nil
+}
+
+// isOOM reports whether a write was refused for want of memory.
+func isOOM(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "OOM ") }
+
+func (m memoryPressure) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+	addr, _, err := env.Server(target)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, PoolSize: 2})
+	fail := func(err error) (*Effect, error) {
+		c.Close()
+		return nil, fmt.Errorf("memory-pressure on %s: %w", target, err)
+	}
+	before, err := readStats(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	if before.maxmemory == 0 {
+		return fail(fmt.Errorf("the server has no maxmemory: filling it would only grow the process (set the backend's maxmemory option)"))
+	}
+	value := strings.Repeat("x", m.o.ValueKB*1024)
+	var n int64
+	write := func() error {
+		n++
+		return c.Set(ctx, fillerPrefix+strconv.FormatInt(n, 10), value, 0).Err()
+	}
+	// Fill until the server evicts or refuses: it is then at its limit.
+	limit := int64(m.o.LimitMB) << 20
+	var seen string
+	for written := int64(0); seen == ""; written += int64(len(value)) {
+		if written > limit {
+			return fail(fmt.Errorf("wrote %d MiB and the server (maxmemory %d bytes, %s) neither evicted a key nor refused a write", written>>20, before.maxmemory, before.policy))
+		}
+		werr := write()
+		if werr != nil && !isOOM(werr) {
+			return fail(werr)
+		}
+		st, err := readStats(ctx, c)
+		if err != nil {
+			return fail(err)
+		}
+		switch {
+		case st.evicted > before.evicted:
+			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler value(s) of %d KiB: it evicted %d key(s)", target, st.maxmemory, st.policy, n, m.o.ValueKB, st.evicted-before.evicted)
+		case isOOM(werr):
+			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler value(s) of %d KiB: it refused a write (%v)", target, st.maxmemory, st.policy, n, m.o.ValueKB, werr)
+		}
+	}
+	// Keep the pressure on: other data goes on arriving.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Duration(m.o.EveryMS) * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				write() // refused (OOM) or evicting: either is the pressure
+			}
+		}
+	}()
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop); wg.Wait() }) }
+	return &Effect{
+		Seen: seen,
+		Check: func(ctx context.Context) (string, error) {
+			halt()
+			st, err := readStats(ctx, c)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("while in force: %d key(s) evicted, %d write(s) refused (OOM)", st.evicted-before.evicted, st.oom-before.oom), nil
+		},
+		Heal: func(ctx context.Context) (string, error) {
+			halt()
+			defer c.Close()
+			var deleted int64
+			iter := c.Scan(ctx, 0, fillerPrefix+"*", 512).Iterator()
+			var batch []string
+			flush := func() error {
+				if len(batch) == 0 {
+					return nil
+				}
+				d, err := c.Unlink(ctx, batch...).Result()
+				deleted += d
+				batch = batch[:0]
+				return err
+			}
+			for iter.Next(ctx) {
+				if batch = append(batch, iter.Val()); len(batch) == 256 {
+					if err := flush(); err != nil {
+						return "", fmt.Errorf("delete the filler on %s: %w", target, err)
+					}
+				}
+			}
+			if err := iter.Err(); err != nil {
+				return "", fmt.Errorf("delete the filler on %s: %w", target, err)
+			}
+			if err := flush(); err != nil {
+				return "", fmt.Errorf("delete the filler on %s: %w", target, err)
+			}
+			// UNLINK frees in the background: give it a moment.
+			var st redisStats
+			below, err := wait.Until(ctx, 20*time.Millisecond, 5*time.Second, func() (bool, error) {
+				st, err = readStats(ctx, c)
+				return err == nil && st.used < st.maxmemory, err
+			})
+			if err != nil {
+				return "", err
+			}
+			if !below {
+				return "", fmt.Errorf("%s still uses %d bytes of its %d after the filler was deleted", target, st.used, st.maxmemory)
+			}
+			return fmt.Sprintf("deleted %d filler key(s): %s uses %d of its %d bytes", deleted, target, st.used, st.maxmemory), nil
+		},
+	}, nil
+}
