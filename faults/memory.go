@@ -124,20 +124,26 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target string) (*Eff
 	if before.maxmemory == 0 {
 		return fail(fmt.Errorf("the server has no maxmemory: filling it would only grow the process (set the backend's maxmemory option)"))
 	}
-	value := strings.Repeat("x", m.o.ValueKB*1024)
+	big, small := strings.Repeat("x", m.o.ValueKB*1024), "x"
 	var n int64
-	write := func() error {
+	write := func(v string) error {
 		n++
-		return c.Set(ctx, fillerPrefix+strconv.FormatInt(n, 10), value, 0).Err()
+		return c.Set(ctx, fillerPrefix+strconv.FormatInt(n, 10), v, 0).Err()
 	}
-	// Fill until the server evicts or refuses: it is then at its limit.
+	// Fill with big values until the server evicts or refuses one, then
+	// with one-byte values until it evicts or refuses even those: a write
+	// is refused when what the server holds plus the command itself
+	// passes maxmemory, so a refused big value leaves room for small
+	// writes (a lock's SET among them), and only a refused small one
+	// means the server is full.
 	limit := int64(m.o.LimitMB) << 20
 	var seen string
+	value := big
 	for written := int64(0); seen == ""; written += int64(len(value)) {
 		if written > limit {
 			return fail(fmt.Errorf("wrote %d MiB and the server (maxmemory %d bytes, %s) neither evicted a key nor refused a write", written>>20, before.maxmemory, before.policy))
 		}
-		werr := write()
+		werr := write(value)
 		if werr != nil && !isOOM(werr) {
 			return fail(werr)
 		}
@@ -147,12 +153,15 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target string) (*Eff
 		}
 		switch {
 		case st.evicted > before.evicted:
-			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler value(s) of %d KiB: it evicted %d key(s)", target, st.maxmemory, st.policy, n, m.o.ValueKB, st.evicted-before.evicted)
+			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler key(s): it evicted %d key(s)", target, st.maxmemory, st.policy, n, st.evicted-before.evicted)
+		case isOOM(werr) && value == big:
+			value = small
 		case isOOM(werr):
-			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler value(s) of %d KiB: it refused a write (%v)", target, st.maxmemory, st.policy, n, m.o.ValueKB, werr)
+			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler key(s): it refused even a one-byte write (%v)", target, st.maxmemory, st.policy, n, werr)
 		}
 	}
-	// Keep the pressure on: other data goes on arriving.
+	// Keep the pressure on: other data goes on arriving, in small writes
+	// that take up whatever a deletion frees.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -165,7 +174,7 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target string) (*Eff
 			case <-stop:
 				return
 			case <-t.C:
-				write() // refused (OOM) or evicting: either is the pressure
+				write(small) // refused (OOM) or evicting: either is the pressure
 			}
 		}
 	}()
