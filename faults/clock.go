@@ -14,26 +14,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// clock-jump moves a server's wall clock forward.
+// clock-jump steps a server's wall clock forward (jump > 0) or back
+// (jump < 0).
 //
 // PostgreSQL: for real, through libfaketime preloaded into the server (the
 // case starts it so when it has a clock jump): its clock_timestamp() moves
 // by Δ in every backend process at its next clock read, so every lease
-// judged by the database's clock (postgres-lease) is Δ shorter at once.
-// The jump is seen by asking the server for its time.
+// judged by the database's clock (postgres-lease) is Δ shorter at once
+// (forward) or Δ longer (back: an expired lease looks alive, and waiters
+// wait past its TTL). The jump is seen by asking the server for its time.
 //
 // Redis: emulated. Redis expires keys by wall-clock time, so a jump of Δ
 // makes every lease Δ shorter at once (Kleppmann's first Redlock
-// counter-example), but libfaketime makes redis-server 7.0 abort at start;
-// at the fault instant a server-side script shortens the remaining TTL of
-// every live lock key by Δ (deleting those that would already be gone).
-// Reports say it was emulated.
+// counter-example), and a step back makes it Δ longer (redis #416: a lock
+// alive past its TTL), but libfaketime makes redis-server 7.0 abort at
+// start; at the fault instant a server-side script moves the remaining TTL
+// of every live lock key by −Δ (deleting those that would already be
+// gone). Reports say it was emulated.
 //
 // Not the others: a time namespace moves only the monotonic clocks, and
 // etcd and Consul (Go) read the wall clock through the vDSO, out of
 // libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "jump a server's wall clock forward: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL shortened)",
+	Register(Info{Name: "clock-jump", Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
 		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
 }
@@ -45,7 +48,7 @@ type ClockJumper interface {
 
 // ClockJumpOptions configure the clock-jump fault.
 type ClockJumpOptions struct {
-	Jump config.Duration `yaml:"jump" doc:"how far the clock moves (forward)"` // how far forward
+	Jump config.Duration `yaml:"jump" doc:"how far the clock steps: forward (5s) or back (-5s)"`
 }
 
 type clockJump struct{ jump time.Duration }
@@ -55,8 +58,8 @@ func newClockJump(decode Decoder) (Fault, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	if o.Jump <= 0 {
-		return nil, errors.New("jump: must be a positive duration (only forward jumps shorten leases)")
+	if o.Jump == 0 {
+		return nil, errors.New("jump: must be a non-zero duration (5s forward, -5s back)")
 	}
 	return clockJump{jump: o.Jump.D()}, nil
 }
@@ -102,8 +105,12 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, 
 		return nil, fmt.Errorf("clock-jump on %s: no lock was held there within %s, so the jump would shorten no lease", target, jumpWait)
 	}
 	// Time does not jump back: there is nothing to heal.
-	return &Effect{Seen: fmt.Sprintf("shortened the remaining TTL of %d live lock key(s) by %s", n, j.jump), Heal: noHeal,
-		Emulated: "emulated by shortening the PTTL of every live lock key by the jump (libfaketime makes redis-server 7.0 abort)"}, nil
+	how := fmt.Sprintf("shortened the remaining TTL of %d live lock key(s) by %s", n, j.jump)
+	if j.jump < 0 {
+		how = fmt.Sprintf("lengthened the remaining TTL of %d live lock key(s) by %s", n, -j.jump)
+	}
+	return &Effect{Seen: how, Heal: noHeal,
+		Emulated: "emulated by moving the PTTL of every live lock key by minus the jump (libfaketime makes redis-server 7.0 abort)"}, nil
 }
 
 // postgres moves a PostgreSQL server's clock and sees it move.
@@ -137,7 +144,11 @@ func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (
 	var now time.Duration
 	seen, err := wait.Until(ctx, 5*time.Millisecond, 3*time.Second, func() (bool, error) {
 		now, err = skew()
-		return now-was >= j.jump*9/10, err
+		moved := now - was
+		if j.jump < 0 {
+			return moved <= j.jump*9/10, err
+		}
+		return moved >= j.jump*9/10, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("clock-jump on %s: %w", target, err)
@@ -145,6 +156,10 @@ func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (
 	if !seen {
 		return nil, fmt.Errorf("clock-jump on %s: its clock moved %s, not the %s asked", target, (now - was).Round(time.Millisecond), j.jump)
 	}
-	return &Effect{Seen: fmt.Sprintf("%s's clock_timestamp() moved %s ahead", target, (now - was).Round(time.Millisecond)),
+	dir := "ahead"
+	if j.jump < 0 {
+		dir = "back"
+	}
+	return &Effect{Seen: fmt.Sprintf("%s's clock_timestamp() moved %s %s", target, (now - was).Abs().Round(time.Millisecond), dir),
 		Heal: func(context.Context) (string, error) { return "", nil }}, nil
 }

@@ -368,6 +368,7 @@ func TestBadOptions(t *testing.T) {
 		{"latency", "latency: 5ms\ndirection: sideways"},
 		{"drop", "direction: up"},
 		{"pause", "length: 3s"},
+		{"clock-jump", "jump: 0s"},
 	} {
 		info, _ := faults.Lookup(tt.typ)
 		_, err := info.New(func(v any) error {
@@ -459,6 +460,17 @@ func TestClockJumpShortensLeases(t *testing.T) {
 	}
 	if ttl := c.PTTL(ctx, "other").Val(); ttl < 9*time.Second {
 		t.Errorf("a non-lock key was touched: PTTL %s", ttl)
+	}
+	// A step back lengthens every live lease by the step.
+	back, err := build(t, "clock-jump", "jump: -4s").Start(ctx, env, "redis-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(back.Seen, "lengthened") {
+		t.Errorf("seen: %q", back.Seen)
+	}
+	if ttl := c.PTTL(ctx, "lockbench:lock:a").Val(); ttl > 11*time.Second || ttl < 10*time.Second {
+		t.Errorf("a: PTTL %s after a 4s step back from about 7s, want about 11s", ttl)
 	}
 }
 

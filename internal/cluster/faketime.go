@@ -55,7 +55,7 @@ func (s *Server) useFaketime(env []string) ([]string, error) {
 		"FAKETIME_NO_CACHE=1", "DONT_FAKE_MONOTONIC=1"), nil
 }
 
-// JumpClock moves a server's wall clock forward by d more (it must have
+// JumpClock moves a server's wall clock by d more (back when d < 0) (it must have
 // been started with its clock under libfaketime): its processes see the
 // jump at their next clock read.
 func (c *Cluster) JumpClock(name string, d time.Duration) error {
@@ -72,5 +72,6 @@ func (c *Cluster) JumpClock(name string, d time.Duration) error {
 	}
 	var cur float64
 	fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(b)), "+"), "%g", &cur)
-	return os.WriteFile(s.faketimeFile(), []byte(fmt.Sprintf("+%gs\n", cur+d.Seconds())), 0o644)
+	// libfaketime reads a signed offset: "+5s" ahead, "-5s" back.
+	return os.WriteFile(s.faketimeFile(), []byte(fmt.Sprintf("%+gs\n", cur+d.Seconds())), 0o644)
 }
