@@ -30,6 +30,22 @@ type cutFault struct {
 	names []string
 	p     float64 // 0 or 1: every packet
 	proto string  // "", "tcp" or "udp"
+	// prevent: the cut is meant to keep traffic from starting (observe:
+	// no-traffic), so it is seen by its rules being in force to the end,
+	// not by what they dropped (checker/MODEL.md §10).
+	prevent bool
+}
+
+// observeMode reads a cut's observe option: drops (default: the rules
+// must drop packets) or no-traffic (the rules must stay in force).
+func observeMode(v string) (bool, error) {
+	switch v {
+	case "", "drops":
+		return false, nil
+	case "no-traffic":
+		return true, nil
+	}
+	return false, fmt.Errorf("observe: %q is not drops or no-traffic", v)
 }
 
 func (f cutFault) Names() []string { return f.names }
@@ -86,6 +102,9 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 					return "", err
 				}
 				total += n
+			}
+			if f.prevent {
+				return fmt.Sprintf("its %d rule(s) stayed in force for the window (observe: no-traffic) and dropped %d packet(s): nothing crossed", len(cuts), total), nil
 			}
 			if total == 0 {
 				return "", &IdleError{fmt.Sprintf("its %d rule(s) dropped no packet: nothing tried to cross the cut", len(cuts))}
@@ -160,6 +179,7 @@ type IsolateOptions struct {
 	// Protocol cuts only "udp" (Consul's gossip) or "tcp" (its RPC);
 	// default both.
 	Protocol string `yaml:"protocol" doc:"cut only tcp or udp (default both)"`
+	Observe  string `yaml:"observe" doc:"what shows the cut took effect: drops (default: its rules dropped packets) or no-traffic (its rules stayed in force: a cut meant to prevent traffic)"`
 }
 
 func newIsolate(decode Decoder) (Fault, error) {
@@ -170,7 +190,11 @@ func newIsolate(decode Decoder) (Fault, error) {
 	if o.Protocol != "" && o.Protocol != "tcp" && o.Protocol != "udp" {
 		return nil, fmt.Errorf("protocol: %q is not tcp or udp", o.Protocol)
 	}
-	return cutFault{names: o.From, proto: o.Protocol, plan: func(env Env, target string) ([][2]string, error) {
+	prevent, err := observeMode(o.Observe)
+	if err != nil {
+		return nil, err
+	}
+	return cutFault{names: o.From, proto: o.Protocol, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
 		from := o.From
 		if len(from) == 0 {
 			from = env.Peers(target)
@@ -188,7 +212,8 @@ func newIsolate(decode Decoder) (Fault, error) {
 // SplitOptions configure the split fault.
 type SplitOptions struct {
 	// Group are the peers on the target's side.
-	Group []string `yaml:"group" doc:"the peers on the target's side of the split"`
+	Group   []string `yaml:"group" doc:"the peers on the target's side of the split"`
+	Observe string   `yaml:"observe" doc:"drops (default) or no-traffic, as for isolate"`
 }
 
 func newSplit(decode Decoder) (Fault, error) {
@@ -196,7 +221,11 @@ func newSplit(decode Decoder) (Fault, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	return cutFault{names: o.Group, plan: func(env Env, target string) ([][2]string, error) {
+	prevent, err := observeMode(o.Observe)
+	if err != nil {
+		return nil, err
+	}
+	return cutFault{names: o.Group, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
 		peers := env.Peers(target)
 		side := []string{target}
 		for _, g := range o.Group {
@@ -224,7 +253,8 @@ func newSplit(decode Decoder) (Fault, error) {
 
 // OneWayOptions configure the one-way fault.
 type OneWayOptions struct {
-	To []string `yaml:"to" doc:"servers what the target sends to is dropped (default: every peer)"` // default: every peer
+	To      []string `yaml:"to" doc:"servers what the target sends to is dropped (default: every peer)"` // default: every peer
+	Observe string   `yaml:"observe" doc:"drops (default) or no-traffic, as for isolate"`
 }
 
 func newOneWay(decode Decoder) (Fault, error) {
@@ -232,7 +262,11 @@ func newOneWay(decode Decoder) (Fault, error) {
 	if err := decode(&o); err != nil {
 		return nil, err
 	}
-	return cutFault{names: o.To, plan: func(env Env, target string) ([][2]string, error) {
+	prevent, err := observeMode(o.Observe)
+	if err != nil {
+		return nil, err
+	}
+	return cutFault{names: o.To, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
 		to := o.To
 		if len(to) == 0 {
 			to = env.Peers(target)

@@ -100,6 +100,31 @@ func TestCutNobodyCrossesIsNotObserved(t *testing.T) {
 	}
 }
 
+// TestCutMeantToPreventTraffic: with observe: no-traffic a cut nobody
+// tried to cross is observed, by its rules staying in force; a rule gone
+// before the end is not (the cut did not hold for the window).
+func TestCutMeantToPreventTraffic(t *testing.T) {
+	needFirewall(t)
+	env, _, _, _ := firewallEnv(t)
+	eff, err := build(t, "isolate", "observe: no-traffic").Start(context.Background(), env, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := check(t, eff); err != nil || !strings.Contains(obs, "nothing crossed") {
+		t.Errorf("check: %q %v, want the cut observed as no traffic", obs, err)
+	}
+	heal(t, eff)
+	// The rules removed behind its back: the check cannot read them.
+	gone, err := build(t, "one-way", "observe: no-traffic").Start(context.Background(), env, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heal(t, gone)
+	if obs, err := check(t, gone); err == nil {
+		t.Errorf("check after the rules were removed: %q, want an error", obs)
+	}
+}
+
 func TestSplitAndOneWay(t *testing.T) {
 	needFirewall(t)
 	env, a, b, c := firewallEnv(t)
