@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/internal/worker"
 )
 
@@ -95,7 +96,7 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	resAddr := cr.res.Addr()
 	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
 		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n),
-		Resource: resAddr, Workload: cr.c.Workload}
+		Resource: resAddr, Workload: cr.c.Workload.ForInstance(cr.trialInstance(n))}
 	if t := cr.r.sc.Targets; t != nil {
 		cfg.Auth = t.Auth
 	}
@@ -236,7 +237,9 @@ func (cr *caseRun) stopWorkers(ctx context.Context) error {
 		}
 	}
 	wl := cr.c.Workload
-	grace := wl.AcquireTimeout.D() + wl.Hold.Max.D() + wl.Hold.Value.D() + 3*wl.OpTimeout.D() + 5*time.Second
+	grace := wl.Longest(func(w scenario.Workload) time.Duration {
+		return w.AcquireTimeout.D() + w.Hold.Max.D() + w.Hold.Value.D()
+	}) + 3*wl.OpTimeout.D() + 5*time.Second
 	deadline := time.Now().Add(grace)
 	for _, w := range ws {
 		select {
@@ -325,4 +328,14 @@ func heapBytes() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// trialInstance is instance n's number within its trial (the numbers a
+// scenario's workload overrides name): n itself, unless trials run side
+// by side, each with LaneInstances instances of its own.
+func (cr *caseRun) trialInstance(n int) int {
+	if cr.c.Lanes < 2 || cr.c.LaneInstances < 1 {
+		return n
+	}
+	return (n-1)%cr.c.LaneInstances + 1
 }

@@ -125,7 +125,7 @@ func (c *Case) Meta() history.CaseMeta {
 	if c.Workload.WrongTokenRelease > 0 {
 		m.Misuse = append(m.Misuse, "wrong-token release")
 	}
-	if lease := m.LeaseNs; lease > 0 && c.Workload.AutoExtend.Every == 0 && int64(c.Workload.Hold.Upper()) > lease {
+	if lease := m.LeaseNs; lease > 0 && c.Workload.AutoExtend.Every == 0 && int64(c.Workload.Longest(func(w Workload) time.Duration { return w.Hold.Upper() })) > lease {
 		m.Misuse = append(m.Misuse, "work longer than the lease")
 	}
 	for _, f := range c.Faults {

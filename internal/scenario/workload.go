@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/config"
@@ -64,6 +65,53 @@ type Workload struct {
 	// Unset, the load is closed-loop: each client acquires again as soon
 	// as it has released and thought.
 	Rate *Rate `yaml:"rate" json:"rate,omitempty"`
+	// Overrides give some instances a workload of their own ("one long
+	// holder and one quick waiter"): hold, think and acquire timeout, by
+	// instance number within the case (within each trial, when trials run
+	// side by side). A later override wins over an earlier one.
+	Overrides []Override `yaml:"overrides" json:"overrides,omitempty"`
+}
+
+// Override is what some instances do differently.
+type Override struct {
+	Instances      []int           `yaml:"instances" json:"instances"`
+	Hold           *Dist           `yaml:"hold" json:"hold,omitempty"`
+	Think          *Dist           `yaml:"think" json:"think,omitempty"`
+	AcquireTimeout config.Duration `yaml:"acquire_timeout" json:"acquire_timeout,omitempty"`
+}
+
+// ForInstance is the workload instance n (1-based, within its trial)
+// runs: w with the overrides that name n applied, and none left.
+func (w Workload) ForInstance(n int) Workload {
+	out := w
+	out.Overrides = nil
+	for _, o := range w.Overrides {
+		if !slices.Contains(o.Instances, n) {
+			continue
+		}
+		if o.Hold != nil {
+			out.Hold = *o.Hold
+		}
+		if o.Think != nil {
+			out.Think = *o.Think
+		}
+		if o.AcquireTimeout > 0 {
+			out.AcquireTimeout = o.AcquireTimeout
+		}
+	}
+	return out
+}
+
+// Longest is the largest of f over every instance's workload: how long the
+// slowest instance may hold, or wait for a lock.
+func (w Workload) Longest(f func(Workload) time.Duration) time.Duration {
+	d := f(w.ForInstance(0))
+	for _, o := range w.Overrides {
+		for _, n := range o.Instances {
+			d = max(d, f(w.ForInstance(n)))
+		}
+	}
+	return d
 }
 
 // Rate is an open-loop schedule: a constant rate, a linear ramp over the
@@ -241,6 +289,29 @@ func (w *Workload) Validate() []Problem {
 	}
 	if w.Rate != nil {
 		p = append(p, w.Rate.validate(w.Duration.D())...)
+	}
+	for i, o := range w.Overrides {
+		f := fmt.Sprintf("overrides[%d]", i)
+		if len(o.Instances) == 0 {
+			add(f+".instances", "names no instance")
+		}
+		for _, n := range o.Instances {
+			if n < 1 || n > w.Instances {
+				add(f+".instances", "instance %d is outside 1..%d", n, w.Instances)
+			}
+		}
+		if o.Hold == nil && o.Think == nil && o.AcquireTimeout == 0 {
+			add(f, "overrides nothing (hold, think or acquire_timeout)")
+		}
+		if o.Hold != nil {
+			p = append(p, o.Hold.validate(f+".hold")...)
+		}
+		if o.Think != nil {
+			p = append(p, o.Think.validate(f+".think")...)
+		}
+		if o.AcquireTimeout < 0 {
+			add(f+".acquire_timeout", "must be a positive duration, got %s", o.AcquireTimeout)
+		}
 	}
 	return p
 }
