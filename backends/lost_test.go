@@ -111,10 +111,11 @@ func TestLostSignalAfterPause(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), envChild+"="+string(cfg))
 			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
+			out, err := cluster.OutputPipe(cmd) // read to EOF: the answer is the child's last line
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer out.Close()
 			p, err := cluster.StartProcess("holder", "losttest", cmd)
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -85,7 +86,11 @@ func StartProcess(name, runID string, cmd *exec.Cmd) (*Process, error) {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, EnvRunID+"="+runID)
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if w, ok := parentEnds.LoadAndDelete(cmd); ok {
+		w.(*os.File).Close() // the child has its own copy
+	}
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
@@ -95,6 +100,27 @@ func StartProcess(name, runID string, cmd *exec.Cmd) (*Process, error) {
 	}()
 	return p, nil
 }
+
+// OutputPipe connects cmd's stdout to a pipe and returns its read end,
+// for a cmd StartProcess will start. Unlike exec.Cmd's StdoutPipe, whose
+// read end Wait closes as soon as the process has exited (and StartProcess
+// waits at once, so the last lines a child wrote before exiting could be
+// lost unread: a worker's final events, a test child's answer), the read
+// end is the reader's to close, after EOF: every line the child wrote is
+// read. StartProcess closes the parent's copy of the write end.
+func OutputPipe(cmd *exec.Cmd) (io.ReadCloser, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	cmd.Stdout = w
+	parentEnds.Store(cmd, w)
+	return r, nil
+}
+
+// parentEnds holds, per command, the parent's copy of its OutputPipe's
+// write end until StartProcess has started it.
+var parentEnds sync.Map
 
 // Pid returns the process id (also its process group id).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

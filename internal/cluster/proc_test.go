@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"io"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -68,5 +69,26 @@ func TestSignalRecordsThePause(t *testing.T) {
 	}
 	if !p.StoppedWithin(before, after) {
 		t.Error("the pause is forgotten for the interval it was in")
+	}
+}
+
+// TestOutputPipeKeepsTheLastLines: what a child wrote before it exited is
+// read even when the reader only starts after StartProcess's Wait has
+// seen the exit (exec.Cmd's StdoutPipe would be closed by then).
+func TestOutputPipeKeepsTheLastLines(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "printf 'first\\nlast\\n'")
+	out, err := OutputPipe(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := StartProcess("printer", "test", cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	b, err := io.ReadAll(out)
+	if err != nil || string(b) != "first\nlast\n" {
+		t.Errorf("read %q, %v after the child exited; want both lines", b, err)
 	}
 }

@@ -64,7 +64,9 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	if err != nil {
 		return fmt.Errorf("%s stdin: %w", name, err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Not cmd.StdoutPipe: its read end closes when the process exits,
+	// and the last events the worker wrote could be lost unread.
+	stdout, err := cluster.OutputPipe(cmd)
 	if err != nil {
 		return fmt.Errorf("%s stdout: %w", name, err)
 	}
@@ -88,11 +90,13 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	}
 	logf.Close()
 	if err != nil {
+		stdout.Close()
 		cr.r.m.removeSource(src)
 		return err
 	}
 	w := &workerProc{n: n, name: name, proc: p, stdin: stdin, routes: routes, ready: make(chan error, 1), done: make(chan struct{})}
 	cr.workers[name] = w
+	go cr.readWorker(w, src, stdout) // it closes stdout at EOF
 	resAddr := cr.res.Addr()
 	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
 		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n),
@@ -111,7 +115,6 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	if _, err := stdin.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("%s config: %w", name, err)
 	}
-	go cr.readWorker(w, src, stdout)
 	return nil
 }
 
@@ -134,8 +137,9 @@ func (cr *caseRun) awaitReady(ctx context.Context, logDir string) error {
 }
 
 // readWorker feeds a worker's event stream into the merger until it ends.
-func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.Reader) {
+func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.ReadCloser) {
 	defer close(w.done)
+	defer stdout.Close()
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	readySent := false
