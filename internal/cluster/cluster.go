@@ -46,6 +46,13 @@ func (s *Server) Process() *Process {
 	return s.proc
 }
 
+// setProcess makes p the server's current process (at a start or restart).
+func (s *Server) setProcess(p *Process) {
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+}
+
 // Cluster is the set of servers of one case, on the addresses of the run's
 // own slot, with toxiproxy proxies on the links that faults act on. Close
 // tears everything down and is safe to call more than once.
@@ -365,9 +372,7 @@ func (c *Cluster) spawn(s *Server) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	s.setProcess(p)
 	return nil
 }
 

@@ -142,9 +142,7 @@ func (o *onCompose) watch(s *Server, id string) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	s.setProcess(p)
 	return nil
 }
 
