@@ -187,7 +187,10 @@ cases:
   - name: for-update-pause-timeout
     backend: postgres-for-update
     options: {idle_in_transaction_session_timeout: 1s}
-    workload: {duration: 5s, hold: {min: 30ms, max: 60ms}}
+    # Holds long enough that the holder the pause resolves is still inside
+    # its critical section when SIGSTOP lands (with 30-60 ms holds, about
+    # one run in twenty paused a client that had just committed).
+    workload: {duration: 5s, hold: {min: 100ms, max: 150ms}}
     faults: [{type: pause, target: holder, at: 500ms, for: 3s}]
     expect: {violations: true, lost_updates: false}
 `
@@ -207,7 +210,7 @@ func TestAlternativesAgainstPostgres(t *testing.T) {
 	sum := readSummary(t, dir)
 	for _, c := range sum.Cases {
 		st := c.Check.Store
-		if st == nil || st.Verdict != "ok" || st.Committed < 20 || st.Lost+st.Phantom != 0 {
+		if st == nil || st.Verdict != "ok" || st.Committed < 10 || st.Lost+st.Phantom != 0 {
 			t.Errorf("%s: store %+v", c.Check.Case, st)
 			continue
 		}
