@@ -7,7 +7,8 @@ import (
 )
 
 // knownSubset is the part of the known-answer suite that runs inside
-// `make test` (about 6 minutes); `make known` runs all of it.
+// `make test`, side by side with the other integration tests; `make known`
+// runs all of it.
 var knownSubset = []string{
 	"R1-redis-pause", "R2-release-after-expiry", "R3-redis-clock-jump",
 	"E1-etcd-pause", "Z1-zookeeper-pause", "P1-postgres-pause", "M1-wrong-token-release",
