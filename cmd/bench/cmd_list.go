@@ -34,7 +34,10 @@ type faultEntry struct {
 	Name    string   `json:"name"`
 	Summary string   `json:"summary"`
 	Targets []string `json:"targets"`
-	Root    bool     `json:"needs_root"`
+	// ServerKinds limits the server kinds it acts on (faults.Info.Kinds;
+	// empty: any).
+	ServerKinds []string `json:"server_kinds,omitempty"`
+	Root        bool     `json:"needs_root"`
 	// Requires lists what the fault needs of the machine (faults.Info).
 	Requires []string        `json:"requires,omitempty"`
 	Options  []config.Option `json:"options,omitempty"`
@@ -82,7 +85,7 @@ func buildListing(dir string) (*listing, error) {
 		for _, r := range f.Requires() {
 			reqs = append(reqs, string(r))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, Root: f.NeedsRoot(), Requires: reqs, Options: f.OptionList()})
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Options: f.OptionList()})
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -145,7 +148,11 @@ func (l *listing) write(w io.Writer, options bool) error {
 		case len(f.Requires) > 0:
 			root = "; needs " + strings.Join(f.Requires, ", ")
 		}
-		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s)\n", width, f.Name, f.Summary, strings.Join(f.Targets, ", "), root)
+		targets := strings.Join(f.Targets, ", ")
+		if len(f.ServerKinds) > 0 {
+			targets += " of kind " + strings.Join(f.ServerKinds, ", ")
+		}
+		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s)\n", width, f.Name, f.Summary, targets, root)
 		if options {
 			ow := 0
 			for _, o := range f.Options {
