@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -289,18 +290,7 @@ func (cr *caseRun) resolveRole(ctx context.Context, role string, lane int, choic
 			}
 			cr.liveMu.Unlock()
 		default:
-			key, only := strings.CutPrefix(role, faults.RoleHolderOf)
-			inside := cr.res.InCriticalSection()
-			cr.liveMu.Lock()
-			for proc, k := range cr.storing {
-				inside[proc] = k
-			}
-			cr.liveMu.Unlock()
-			for proc, k := range inside {
-				if !only || k == key {
-					cands = append(cands, instanceOf(proc))
-				}
-			}
+			cands = append(cands, cr.holders(role)...)
 		}
 		alive := cands[:0]
 		for _, c := range cands {
@@ -642,6 +632,17 @@ func (cr *caseRun) holderLeft(f *scenario.Fault, target string) string {
 		return ""
 	}
 	time.Sleep(20 * time.Millisecond)
+	if slices.Contains(cr.holders(role), target) {
+		return ""
+	}
+	return target + " had left its critical section when it stopped"
+}
+
+// holders lists the instances with a client inside its critical section
+// (on the protected resource or in the store), for the holder role or
+// holder-of:<key>: the one source both the role's resolution and the
+// pause's check read.
+func (cr *caseRun) holders(role string) []string {
 	key, only := strings.CutPrefix(role, faults.RoleHolderOf)
 	inside := cr.res.InCriticalSection()
 	cr.liveMu.Lock()
@@ -649,10 +650,11 @@ func (cr *caseRun) holderLeft(f *scenario.Fault, target string) string {
 		inside[proc] = k
 	}
 	cr.liveMu.Unlock()
+	var out []string
 	for proc, k := range inside {
-		if instanceOf(proc) == target && (!only || k == key) {
-			return ""
+		if !only || k == key {
+			out = append(out, instanceOf(proc))
 		}
 	}
-	return target + " had left its critical section when it stopped"
+	return out
 }
