@@ -1,0 +1,121 @@
+package powerfs
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func mountTemp(t *testing.T) *FS {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	back, mp := filepath.Join(dir, "disk"), filepath.Join(dir, "mnt")
+	for _, d := range []string{back, mp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Mount(back, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Unmount() })
+	return f
+}
+
+func write(t *testing.T, f *os.File, off int64, s string) {
+	t.Helper()
+	if _, err := f.WriteAt([]byte(s), off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func content(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestLoseKeepsWhatWasFsynced: appends, overwrites, truncates, a rename
+// and a file never fsynced, each brought back to its last fsync.
+func TestLoseKeepsWhatWasFsynced(t *testing.T) {
+	p := mountTemp(t)
+	log, err := os.OpenFile(filepath.Join(p.Mountpoint, "log"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, log, 0, "durable-")
+	if err := log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, log, 8, "lost")
+	write(t, log, 0, "DU") // an overwrite inside the durable part
+	log.Close()
+	if got := content(t, filepath.Join(p.Mountpoint, "log")); got != "DUrable-lost" {
+		t.Fatalf("before the loss the layer reads %q, want what was written", got)
+	}
+
+	cut, _ := os.OpenFile(filepath.Join(p.Mountpoint, "cut"), os.O_CREATE|os.O_RDWR, 0o644)
+	write(t, cut, 0, "0123456789")
+	cut.Sync()
+	cut.Truncate(3)
+	cut.Close()
+
+	fresh, _ := os.Create(filepath.Join(p.Mountpoint, "fresh"))
+	write(t, fresh, 0, "never synced")
+	fresh.Close()
+	if err := os.Rename(filepath.Join(p.Mountpoint, "fresh"), filepath.Join(p.Mountpoint, "moved")); err != nil {
+		t.Fatal(err)
+	}
+
+	trunc, _ := os.OpenFile(filepath.Join(p.Mountpoint, "cut"), os.O_RDWR|os.O_TRUNC, 0)
+	trunc.Close()
+
+	sync, _ := os.OpenFile(filepath.Join(p.Mountpoint, "sync"), os.O_CREATE|os.O_RDWR|os.O_SYNC, 0o644)
+	write(t, sync, 0, "O_SYNC")
+	sync.Close()
+
+	if n := p.Pending(); n != int64(len("lost")+len("DU")+len("never synced")) {
+		t.Errorf("pending %d bytes", n)
+	}
+	loss, err := p.Lose()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss.Bytes != 18 || loss.Files != 3 {
+		t.Errorf("loss = %+v, want 18 bytes in 3 files", loss)
+	}
+	for name, want := range map[string]string{"log": "durable-", "cut": "0123456789", "moved": "", "sync": "O_SYNC"} {
+		if got := content(t, filepath.Join(p.Mountpoint, name)); got != want {
+			t.Errorf("%s after the loss: %q, want %q", name, got, want)
+		}
+	}
+	if p.Pending() != 0 {
+		t.Errorf("pending after the loss: %d", p.Pending())
+	}
+	// The remounted layer records again.
+	again, _ := os.OpenFile(filepath.Join(p.Mountpoint, "log"), os.O_RDWR|os.O_APPEND, 0)
+	again.Write([]byte("+more"))
+	again.Close()
+	if _, err := p.Lose(); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, filepath.Join(p.Backing, "log")); !bytes.Equal([]byte(got), []byte("durable-")) {
+		t.Errorf("second loss left %q", got)
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{`/tmp/a`: "/tmp/a", `/tmp/a\040b`: "/tmp/a b", `/x\134y`: `/x\y`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
