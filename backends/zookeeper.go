@@ -311,6 +311,7 @@ type zkLocker struct {
 type zkLease struct {
 	key, node string
 	token     uint64
+	owner     int64 // the session the ephemeral node belongs to
 	lost      chan struct{}
 }
 
@@ -437,7 +438,7 @@ func (z *zkLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 			if err != nil || st == nil {
 				return giveUp(fmt.Errorf("zookeeper stat %s: %v", node, err))
 			}
-			return &zkLease{key: key, node: node, token: uint64(st.Czxid), lost: epoch}, nil
+			return &zkLease{key: key, node: node, token: uint64(st.Czxid), owner: st.EphemeralOwner, lost: epoch}, nil
 		}
 		if z.wait == "try" {
 			return giveUp(ErrNotAcquired)
@@ -476,7 +477,7 @@ func (z *zkLocker) Release(ctx context.Context, lease Lease) error {
 	retried := false
 	err := retryZK(ctx, func() error {
 		err := z.s.conn.Delete(l.node, -1)
-		if errors.Is(err, zk.ErrNoNode) && retried {
+		if errors.Is(err, zk.ErrNoNode) && retried && z.s.conn.SessionID() == l.owner {
 			return nil // the first attempt did it; its reply was lost
 		}
 		retried = retried || errors.Is(err, zk.ErrConnectionClosed)
@@ -493,6 +494,12 @@ func (z *zkLocker) Release(ctx context.Context, lease Lease) error {
 }
 
 func (z *zkLocker) Close() error { return nil }
+
+// Release: a node that is gone when its session is not the one that
+// created it died with that session (it expired while the client was away,
+// and the library opened a new one), so the release is refused as not held
+// even after a retry; only in the same session can a missing node be the
+// first attempt's work whose reply was lost.
 
 // LeaseTime: the session timeout (the ephemeral node lives as long as the
 // session).
