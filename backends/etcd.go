@@ -41,6 +41,9 @@ type EtcdOptions struct {
 	// Server timings in ms (etcd defaults: 100 and 1000).
 	HeartbeatInterval int `yaml:"heartbeat_interval" doc:"server heartbeat in ms (default 100)"`
 	ElectionTimeout   int `yaml:"election_timeout" doc:"server election timeout in ms (default 1000)"`
+	// UnsafeNoFsync runs the members with --unsafe-no-fsync: they
+	// acknowledge writes they never fsync (what a power-loss fault takes).
+	UnsafeNoFsync bool `yaml:"unsafe_no_fsync" doc:"run the members with --unsafe-no-fsync: writes acknowledged, never fsynced (default false)"`
 	// DialTimeout of the client (default 5s).
 	DialTimeout config.Duration `yaml:"dial_timeout" doc:"client dial timeout (default 5s)"`
 }
@@ -77,6 +80,9 @@ func (b *etcdBackend) Servers() []ServerSpec {
 	}
 	if b.opt.ElectionTimeout > 0 {
 		set["election-timeout"] = fmt.Sprint(b.opt.ElectionTimeout)
+	}
+	if b.opt.UnsafeNoFsync {
+		set["unsafe-no-fsync"] = "true"
 	}
 	var out []ServerSpec
 	for i := 1; i <= b.opt.Members; i++ {

@@ -190,6 +190,10 @@ type Info struct {
 	NeedsHosts bool
 	// NeedsNetem marks faults made with tc netem, which some kernels lack.
 	NeedsNetem bool
+	// NeedsFuse marks faults that put the servers' data dirs on a FUSE
+	// layer of the harness's (power-loss): /dev/fuse and root, servers
+	// lockbench starts itself.
+	NeedsFuse bool
 	// Kinds limits the server kinds a fault can act on ("": any).
 	Kinds []string
 	// NeedsFaketime names the server kinds whose processes must run under
@@ -268,6 +272,7 @@ const (
 	NeedNetem    Requirement = "netem"    // tc netem in the kernel (root)
 	NeedCgroup   Requirement = "cgroup"   // a cgroup v1 controller (root); which one: Info.NeedsCgroup
 	NeedFaketime Requirement = "faketime" // libfaketime, for the servers whose clock it moves
+	NeedFuse     Requirement = "fuse"     // /dev/fuse and root: data dirs on a FUSE layer
 )
 
 // Requires lists what the fault needs of the machine, from its flags: the
@@ -288,6 +293,9 @@ func (i Info) Requires() []Requirement {
 	}
 	if len(i.NeedsFaketime) > 0 {
 		out = append(out, NeedFaketime)
+	}
+	if i.NeedsFuse {
+		out = append(out, NeedFuse)
 	}
 	return out
 }

@@ -349,6 +349,7 @@ const (
 	ClassDisk      = "slow disk"
 	ClassMemory    = "memory pressure"
 	ClassKill      = "kill a member"
+	ClassPower     = "power loss"
 	ClassKillLead  = "kill leader/master"
 	ClassFailover  = "failover"
 	ClassClock     = "clock jump"
@@ -357,4 +358,4 @@ const (
 
 // ClassOrder lists the fault classes in the order views show them.
 var ClassOrder = []string{ClassNone, ClassPause, ClassCrash, ClassStarve, ClassMisuse, ClassSlow, ClassLossy, ClassPartition,
-	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassMemory, ClassKill, ClassKillLead, ClassFailover, ClassClock, ClassMixed}
+	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassMemory, ClassKill, ClassPower, ClassKillLead, ClassFailover, ClassClock, ClassMixed}

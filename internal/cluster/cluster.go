@@ -15,6 +15,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/powerfs"
 	"github.com/lockbench/lockbench/internal/wait"
 )
 
@@ -34,6 +35,8 @@ type Server struct {
 	// waits until the server answers.
 	command func() (*exec.Cmd, error)
 	ready   func(ctx context.Context, p *Process) error
+
+	power *powerfs.FS // its data dir's power-loss layer, if any
 
 	mu   sync.Mutex
 	proc *Process
@@ -83,6 +86,7 @@ type Cluster struct {
 	proxied  map[string]bool
 	relays   map[string]*links.Relay
 	faketime map[string]bool
+	power    bool
 }
 
 // Options configure a cluster.
@@ -103,6 +107,9 @@ type Options struct {
 	// Faketime names the servers whose wall clock a fault will move: they
 	// run under libfaketime (see JumpClock).
 	Faketime []string
+	// PowerLoss puts every server's data dir on a power-loss layer (see
+	// PowerLoss): a power-loss fault of the case needs it.
+	PowerLoss bool
 	// Compose, with External, is the docker compose topology the external
 	// servers are services of: lockbench may then pause, kill, restart and
 	// cut them through the engine, and runs worker instances as containers
@@ -187,6 +194,7 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 	default:
 		c.place = &loopback{slot: slot, fw: c.Firewall}
 	}
+	c.power = o.PowerLoss
 	c.faketime = map[string]bool{}
 	for _, n := range o.Faketime {
 		c.faketime[n] = true
@@ -252,7 +260,11 @@ func (c *Cluster) ClientProxy(name string) (*toxiclient.Proxy, error) {
 // ensemble has formed), and puts a proxy named after the server in front
 // of its client port.
 func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error {
-	return c.place.start(ctx, c, specs)
+	if err := c.place.start(ctx, c, specs); err != nil {
+		return err
+	}
+	c.settlePower()
+	return nil
 }
 
 // allocIP gives a server its own address in the run's slot, so that
@@ -295,15 +307,20 @@ func (c *Cluster) add(s *Server) error {
 	}
 	s.LogPath = filepath.Join(c.LogDir, s.Spec.Name+".log")
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return errors.New("cluster is closed")
 	}
 	if _, dup := c.servers[s.Spec.Name]; dup {
+		c.mu.Unlock()
 		return fmt.Errorf("two servers named %s", s.Spec.Name)
 	}
 	c.servers[s.Spec.Name] = s
 	c.order = append(c.order, s.Spec.Name)
+	c.mu.Unlock()
+	if c.power {
+		return c.mountPower(s) // registered first: Close unmounts it
+	}
 	return nil
 }
 
@@ -575,6 +592,7 @@ func (c *Cluster) Close() error {
 	if err := c.Toxi.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.unmountPower(servers)...)
 	if err := os.RemoveAll(c.dataDir); err != nil {
 		errs = append(errs, fmt.Errorf("remove data dir: %w", err))
 	}
@@ -598,7 +616,8 @@ func CleanStale() {
 		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
 			continue // its harness still runs
 		}
-		os.RemoveAll(d) // best effort: a dir we cannot remove is reported by the next run's test
+		powerfs.Sweep(d) // its power-loss layers died with it
+		os.RemoveAll(d)  // best effort: a dir we cannot remove is reported by the next run's test
 	}
 }
 
@@ -691,6 +710,6 @@ func (c *Cluster) Refresh(ctx context.Context, timeout time.Duration) error {
 // declares (faults.Info.Requires). Tests replace it to see what a machine
 // without them refuses.
 var Probe = struct {
-	Firewall, Hosts, Netem, Faketime func() error
-	Cgroups                          func(controller string) error
-}{FirewallAvailable, HostsAvailable, NetemAvailable, FaketimeAvailable, CgroupsAvailable}
+	Firewall, Hosts, Netem, Faketime, Fuse func() error
+	Cgroups                                func(controller string) error
+}{FirewallAvailable, HostsAvailable, NetemAvailable, FaketimeAvailable, PowerAvailable, CgroupsAvailable}

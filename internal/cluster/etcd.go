@@ -82,7 +82,8 @@ func etcdBinary() (string, error) { return cachedBinary("LOCKBENCH_ETCD", "etcd"
 // run's slot. A member whose peer link a fault acts on advertises a
 // toxiproxy proxy as its peer URL, so latency or a partition can target
 // the peer side alone. Settings: heartbeat-interval and election-timeout
-// (ms).
+// (ms), unsafe-no-fsync ("true": the member acknowledges what it never
+// fsynced).
 func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	bin, err := etcdBinary()
 	if err != nil {
@@ -116,6 +117,9 @@ func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) err
 			if v, ok := s.Spec.Settings[k]; ok {
 				args = append(args, "--"+k, v)
 			}
+		}
+		if s.Spec.Settings["unsafe-no-fsync"] == "true" {
+			args = append(args, "--unsafe-no-fsync")
 		}
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
 		s.ready = func(ctx context.Context, p *Process) error {

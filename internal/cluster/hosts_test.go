@@ -60,6 +60,9 @@ func TestMain(m *testing.M) {
 	if arg := os.Getenv("LOCKBENCH_HOSTS_CHILD"); arg != "" {
 		hostsChild(arg)
 	}
+	if os.Getenv("LOCKBENCH_POWERFS_HELPER") != "" {
+		powerChild()
+	}
 	os.Exit(m.Run())
 }
 

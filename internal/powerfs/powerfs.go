@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -129,6 +130,14 @@ func pendingBytes(us []undo) int64 {
 	return n
 }
 
+// Settle makes every write so far durable, as a machine's writeback
+// eventually does.
+func (f *FS) Settle() {
+	f.mu.Lock()
+	f.pending = map[uint64][]undo{}
+	f.mu.Unlock()
+}
+
 // Loss is what a power loss discarded.
 type Loss struct {
 	Bytes int64 // bytes written and never made durable
@@ -160,14 +169,20 @@ func (f *FS) unmount() error {
 	if f.server == nil {
 		return nil
 	}
-	err := f.server.Unmount()
-	if err != nil {
-		// Busy: detach it lazily; the kernel drops it when the last user goes.
-		if derr := syscall.Unmount(f.Mountpoint, syscall.MNT_DETACH); derr != nil {
-			return fmt.Errorf("powerfs: unmount %s: %v (detach: %v)", f.Mountpoint, err, derr)
+	// The processes of a killed server may take a moment to let go.
+	var err error
+	for i := 0; i < 40; i++ {
+		if err = f.server.Unmount(); err == nil {
+			f.server.Wait()
+			f.server = nil
+			return nil
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	f.server.Wait()
+	// Still busy: detach it; the kernel drops it when the last user goes.
+	if derr := syscall.Unmount(f.Mountpoint, syscall.MNT_DETACH); derr != nil {
+		return fmt.Errorf("powerfs: unmount %s: %v (detach: %v)", f.Mountpoint, err, derr)
+	}
 	f.server = nil
 	return nil
 }
@@ -429,12 +444,29 @@ func (f *file) truncating(size int64) syscall.Errno {
 // kernel keeps a FUSE mount whose daemon died, answering "transport
 // endpoint is not connected"). It returns the mountpoints it removed.
 func Sweep(prefix string) ([]string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := Mounted(prefix)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	var errs []error
+	for _, mp := range mounts {
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
+			continue
+		}
+		out = append(out, mp)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Mounted lists the layers mounted under prefix, live or dead.
+func Mounted(prefix string) ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
 		// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw"
 		pre, post, ok := strings.Cut(line, " - ")
@@ -445,17 +477,11 @@ func Sweep(prefix string) ([]string, error) {
 		if len(f) < 5 || len(g) < 2 || g[1] != FsName {
 			continue
 		}
-		mp := unescapeMount(f[4])
-		if !strings.HasPrefix(mp, prefix) {
-			continue
+		if mp := unescapeMount(f[4]); strings.HasPrefix(mp, prefix) {
+			out = append(out, mp)
 		}
-		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
-			continue
-		}
-		out = append(out, mp)
 	}
-	return out, errors.Join(errs...)
+	return out, nil
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).

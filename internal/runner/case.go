@@ -54,7 +54,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	logDir := filepath.Join(r.dir, layout.LogsDir, c.Name)
 	plan := planLinks(c)
 	began := time.Now()
-	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c)}
+	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c), PowerLoss: needsFuse(c)}
 	if t := r.sc.Targets; t != nil {
 		co.External = t.Servers
 		if tp := t.Toxiproxy; tp != nil {
@@ -289,6 +289,17 @@ func faketimeServers(c *scenario.Case) []string {
 	return out
 }
 
+// needsFuse says whether a fault of the case needs the servers' data dirs
+// on a power-loss layer.
+func needsFuse(c *scenario.Case) bool {
+	for _, f := range c.Faults {
+		if info, err := faults.Lookup(f.Type); err == nil && info.NeedsFuse {
+			return true
+		}
+	}
+	return false
+}
+
 // cpuTime is the coordinator's CPU time so far (user and system).
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -330,10 +341,10 @@ type keptCluster struct {
 }
 
 // clusterKey says which cases can share a cluster: the same backend and
-// options (so the same servers), the same proxied server-side links and
-// clocks, on the same network.
+// options (so the same servers), the same proxied server-side links,
+// clocks and data-dir layers, on the same network.
 func clusterKey(c *scenario.Case, co cluster.Options) string {
-	return fmt.Sprintf("%s|%s|%q|%q|%v|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Hosts, co.External != nil)
+	return fmt.Sprintf("%s|%s|%q|%q|%v|%v|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Hosts, co.External != nil, co.PowerLoss)
 }
 
 // refreshWait bounds how long a kept cluster may take to answer again.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -199,12 +200,23 @@ func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []str
 		return f.Start(ctx, env, targets[0])
 	}
 	var effs []*faults.Effect
+	// The members heal at once: a member of a quorum restarted alone (a
+	// power loss or a kill of a whole etcd cluster) would wait for the
+	// others to answer before it does.
 	healAll := func(ctx context.Context) (string, error) {
-		var errs []error
+		errs := make([]error, len(effs))
+		out := make([]string, len(effs))
+		var wg sync.WaitGroup
+		for i, e := range effs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i], errs[i] = e.Heal(ctx)
+			}()
+		}
+		wg.Wait()
 		var seen []string
-		for _, e := range effs {
-			s, err := e.Heal(ctx)
-			errs = append(errs, err)
+		for _, s := range out {
 			if s != "" {
 				seen = append(seen, s)
 			}
@@ -415,6 +427,12 @@ func (e *faultEnv) Kill(target string) error {
 		return n.w.proc.Kill(5 * time.Second)
 	}
 	return e.cr.cl.Kill(target)
+}
+
+// PowerLoss kills a server and discards what it never fsynced.
+func (e *faultEnv) PowerLoss(server string) (int64, int, error) {
+	loss, err := e.cr.cl.PowerLoss(server)
+	return loss.Bytes, loss.Files, err
 }
 
 func (e *faultEnv) Server(name string) (string, string, error) {

@@ -474,6 +474,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		"one-way":         {"etcd", "", "{type: one-way, to: [etcd-1], target: instance-1}"},
 		"partition":       {"redis", "", "{type: partition, target: link:redis-1}"},
 		"pause":           {"redis", "", "{type: pause, target: holder}"},
+		"power-loss":      {"redis", "", "{type: power-loss, target: redis-1}"},
 		"promote":         {"postgres", "", "{type: promote, target: postgres-2}"},
 		"reset-peer":      {"redis", "", "{type: reset-peer, target: link:redis-1}"},
 		"slicer":          {"redis", "", "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
@@ -505,6 +506,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		cluster.Probe.Hosts = cluster.Probe.Firewall
 		cluster.Probe.Netem = cluster.Probe.Firewall
 		cluster.Probe.Faketime = cluster.Probe.Firewall
+		cluster.Probe.Fuse = cluster.Probe.Firewall
 		cluster.Probe.Cgroups = func(string) error { return nil }
 		if _, err := Parse(info.Name+".yaml", src(info.Name)); err != nil {
 			t.Errorf("%s on a machine with everything: %v", info.Name, err)
@@ -515,6 +517,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		cluster.Probe.Netem = func() error { return none }
 		cluster.Probe.Faketime = cluster.Probe.Netem
 		cluster.Probe.Firewall = cluster.Probe.Netem
+		cluster.Probe.Fuse = cluster.Probe.Netem
 		cluster.Probe.Cgroups = func(string) error { return none }
 		if info.Name != "netem" {
 			cluster.Probe.Hosts = cluster.Probe.Netem

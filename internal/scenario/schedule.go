@@ -382,6 +382,16 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			bad = true
 		}
 	}
+	if info.NeedsFuse && !bad {
+		switch err := cluster.Probe.Fuse(); {
+		case sc.compose:
+			errs.add(line("type"), fw+".type", "%s puts the servers' data dirs on a FUSE layer of the harness's; with -compose the servers are containers", f.Type)
+			bad = true
+		case err != nil:
+			errs.add(line("type"), fw+".type", "%v", err)
+			bad = true
+		}
+	}
 	if info.NeedsNetem && sc.hosts && !bad {
 		if err := cluster.Probe.Netem(); err != nil {
 			errs.add(n.Line, fw+".type", "%v (the loss fault drops packets with iptables instead; latency on TCP links is the latency fault)", err)

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lockbench/lockbench/internal/powerfs"
+)
+
+// Power loss: with Options.PowerLoss, every server's data dir is a
+// powerfs layer over a backing dir of its own (under the run's data dir,
+// in ".disk"), so a power-loss fault can kill the server and discard what
+// it wrote and never fsynced before it restarts on what was durable. The
+// layer is mounted when the server's dir is made and unmounted at Close;
+// a run that died leaves its mounts to CleanStale, which detaches them
+// before it removes the dir.
+
+// mountPower puts the server's data dir on a powerfs layer.
+func (c *Cluster) mountPower(s *Server) error {
+	back := filepath.Join(c.dataDir, ".disk", s.Spec.Name)
+	if err := os.MkdirAll(back, 0o755); err != nil {
+		return fmt.Errorf("backing dir for %s: %w", s.Spec.Name, err)
+	}
+	fs, err := powerfs.Mount(back, s.Dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Spec.Name, err)
+	}
+	s.power = fs
+	return nil
+}
+
+// PowerLoss kills the named server and discards every write it made and
+// never fsynced; Restart then starts it on what was durable.
+func (c *Cluster) PowerLoss(name string) (powerfs.Loss, error) {
+	s := c.Server(name)
+	if s == nil {
+		return powerfs.Loss{}, fmt.Errorf("power loss: no server %q", name)
+	}
+	if s.power == nil {
+		return powerfs.Loss{}, fmt.Errorf("power loss: %s was started without a power-loss layer", name)
+	}
+	if err := c.place.kill(s); err != nil {
+		return powerfs.Loss{}, err
+	}
+	loss, err := s.power.Lose()
+	if err != nil {
+		return loss, fmt.Errorf("power loss on %s: %w", name, err)
+	}
+	return loss, nil
+}
+
+// settlePower makes durable what the servers wrote until they answered
+// (Start): a power loss takes what a server wrote in its last moments and
+// never fsynced, not its bootstrap (an initdb --no-sync, a cluster's
+// first configuration), which a machine's writeback (dirty pages are
+// written within 30 s on Linux) would have made durable long before.
+func (c *Cluster) settlePower() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.servers {
+		if s.power != nil {
+			s.power.Settle()
+		}
+	}
+}
+
+// unmountPower removes every server's layer (Close).
+func (c *Cluster) unmountPower(servers []*Server) []error {
+	var errs []error
+	for _, s := range servers {
+		if s.power == nil {
+			continue
+		}
+		if err := s.power.Unmount(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// PowerAvailable says whether data dirs can be put on a power-loss layer.
+func PowerAvailable() error { return powerfs.Available() }
