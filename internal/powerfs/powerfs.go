@@ -288,7 +288,7 @@ func (n *node) backing(name string) string {
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	flags = flags &^ (syscall.O_APPEND | fuse.FMODE_EXEC)
-	osf, err := os.OpenFile(n.backing(""), int(flags&^syscall.O_TRUNC), 0)
+	osf, err := openBacking(n.backing(""), flags&^syscall.O_TRUNC)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
@@ -318,13 +318,25 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	}
 	// The loopback file owns an fd we cannot reach: open our own twin and
 	// let the loopback one go.
-	osf, err := os.OpenFile(n.backing(name), int(flags&^(syscall.O_APPEND|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC)), 0)
+	osf, err := openBacking(n.backing(name), flags&^(syscall.O_APPEND|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC))
 	lf.Release(ctx)
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
 	}
 	wrapped, errno := n.fs.wrap(osf, flags)
 	return ch, wrapped, ff, errno
+}
+
+// openBacking opens a backing file for a handle. A write-only handle is
+// opened read-write underneath: recording a write inside the file reads
+// the bytes it overwrites (the kernel holds the caller to its own mode).
+func openBacking(path string, flags uint32) (*os.File, error) {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		if f, err := os.OpenFile(path, int(flags&^syscall.O_ACCMODE|syscall.O_RDWR), 0); err == nil {
+			return f, nil
+		}
+	}
+	return os.OpenFile(path, int(flags), 0)
 }
 
 // Setattr records a truncate made by path or by handle.

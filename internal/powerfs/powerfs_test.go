@@ -78,21 +78,31 @@ func TestLoseKeepsWhatWasFsynced(t *testing.T) {
 	trunc, _ := os.OpenFile(filepath.Join(p.Mountpoint, "cut"), os.O_RDWR|os.O_TRUNC, 0)
 	trunc.Close()
 
+	// A write-only handle overwriting inside its file (a preallocated log).
+	wo, err := os.OpenFile(filepath.Join(p.Mountpoint, "wo"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, wo, 0, "0000")
+	wo.Sync()
+	write(t, wo, 1, "ab")
+	wo.Close()
+
 	sync, _ := os.OpenFile(filepath.Join(p.Mountpoint, "sync"), os.O_CREATE|os.O_RDWR|os.O_SYNC, 0o644)
 	write(t, sync, 0, "O_SYNC")
 	sync.Close()
 
-	if n := p.Pending(); n != int64(len("lost")+len("DU")+len("never synced")) {
+	if n := p.Pending(); n != int64(len("lost")+len("DU")+len("never synced")+len("ab")) {
 		t.Errorf("pending %d bytes", n)
 	}
 	loss, err := p.Lose()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loss.Bytes != 18 || loss.Files != 3 {
-		t.Errorf("loss = %+v, want 18 bytes in 3 files", loss)
+	if loss.Bytes != 20 || loss.Files != 4 {
+		t.Errorf("loss = %+v, want 20 bytes in 4 files", loss)
 	}
-	for name, want := range map[string]string{"log": "durable-", "cut": "0123456789", "moved": "", "sync": "O_SYNC"} {
+	for name, want := range map[string]string{"log": "durable-", "cut": "0123456789", "moved": "", "sync": "O_SYNC", "wo": "0000"} {
 		if got := content(t, filepath.Join(p.Mountpoint, name)); got != want {
 			t.Errorf("%s after the loss: %q, want %q", name, got, want)
 		}
