@@ -28,6 +28,16 @@ func init() {
 type PgLeaseOptions struct {
 	ConnectTimeout config.Duration `yaml:"connect_timeout" doc:"pgx connect timeout (default none)"`
 	DriftFactor    *float64        `yaml:"drift_factor" doc:"shorten the client's lease validity by ttl*factor (default 0.01)"`
+	// Renew is how an extension renews the row: compare-and-set (only the
+	// caller's row, while unexpired) or unconditional, an upsert that
+	// writes the caller's row whoever holds it (openbao #2097, #2100: a
+	// node renewing after its lease expired took the lock back from the
+	// node that had acquired it since).
+	Renew string `yaml:"renew" doc:"how an extension renews the row: compare-and-set (default) or unconditional (an upsert that takes the row back whoever holds it)"`
+	// ValidityWatchdog gives the lease up when its validity passes (the
+	// default); false models a client that trusts its renewals' replies
+	// alone (it learns of a loss only when a renewal is refused).
+	ValidityWatchdog *bool `yaml:"validity_watchdog" doc:"give the lease up when its validity passes (default true); false: trust the renewals' replies alone"`
 }
 
 type pgLeaseBackend struct{ opt PgLeaseOptions }
@@ -47,6 +57,13 @@ func newPgLease(decode Decoder) (Backend, error) {
 	if o.ConnectTimeout < 0 {
 		return nil, errors.New("connect_timeout: must not be negative")
 	}
+	if err := oneOf("renew", &o.Renew, "compare-and-set", "unconditional"); err != nil {
+		return nil, err
+	}
+	if o.ValidityWatchdog == nil {
+		on := true
+		o.ValidityWatchdog = &on
+	}
 	return &pgLeaseBackend{opt: o}, nil
 }
 
@@ -65,7 +82,8 @@ func (b *pgLeaseBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		return nil, fmt.Errorf("create lease table: %w", err)
 	}
 	ttl := env.TTL
-	return &pgLeaseLocker{cfg: cfg, ttl: ttl, validity: ttl - time.Duration(float64(ttl)**b.opt.DriftFactor) - 2*time.Millisecond}, nil
+	return &pgLeaseLocker{cfg: cfg, ttl: ttl, validity: ttl - time.Duration(float64(ttl)**b.opt.DriftFactor) - 2*time.Millisecond,
+		unconditional: b.opt.Renew == "unconditional", watchdog: *b.opt.ValidityWatchdog}, nil
 }
 
 // pgLeaseLocker is one client, on a connection of its own (autocommit).
@@ -74,6 +92,9 @@ type pgLeaseLocker struct {
 	conn     *pgx.Conn
 	ttl      time.Duration
 	validity time.Duration
+	// unconditional: Extend upserts the caller's row (Renew); watchdog:
+	// the lease is given up when its validity passes (ValidityWatchdog).
+	unconditional, watchdog bool
 }
 
 type pgLeaseLease struct {
@@ -131,7 +152,11 @@ RETURNING token`, key, owner, p.ttl.Seconds()).Scan(&token)
 		p.drop()
 		return nil, fmt.Errorf("postgres-lease acquire %s: %w", key, err)
 	}
-	return &pgLeaseLease{key: key, owner: owner, token: uint64(token), wd: NewWatchdog(p.validity - time.Since(sent))}, nil
+	l := &pgLeaseLease{key: key, owner: owner, token: uint64(token)}
+	if p.watchdog {
+		l.wd = NewWatchdog(p.validity - time.Since(sent))
+	}
+	return l, nil
 }
 
 func (p *pgLeaseLocker) Release(ctx context.Context, lease Lease) error {
@@ -157,7 +182,8 @@ func (p *pgLeaseLocker) Release(ctx context.Context, lease Lease) error {
 }
 
 // Extend pushes the row's expiry out by the TTL, if the lease is still the
-// caller's and has not expired.
+// caller's and has not expired; an unconditional renewal writes the
+// caller's row whoever holds it, and is never refused.
 func (p *pgLeaseLocker) Extend(ctx context.Context, lease Lease) error {
 	l, ok := lease.(*pgLeaseLease)
 	if !ok {
@@ -167,13 +193,21 @@ func (p *pgLeaseLocker) Extend(ctx context.Context, lease Lease) error {
 		return err
 	}
 	sent := time.Now()
-	tag, err := p.conn.Exec(ctx, `UPDATE lockbench_lease SET expires = clock_timestamp() + make_interval(secs => $3)
-WHERE k = $1 AND owner = $2 AND expires > clock_timestamp()`, l.key, l.owner, p.ttl.Seconds())
+	q := `UPDATE lockbench_lease SET expires = clock_timestamp() + make_interval(secs => $3)
+WHERE k = $1 AND owner = $2 AND expires > clock_timestamp()`
+	args := []any{l.key, l.owner, p.ttl.Seconds()}
+	if p.unconditional {
+		q = `INSERT INTO lockbench_lease AS l (k, owner, token, expires)
+VALUES ($1, $2, $4, clock_timestamp() + make_interval(secs => $3))
+ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, expires = EXCLUDED.expires`
+		args = append(args, int64(l.token))
+	}
+	tag, err := p.conn.Exec(ctx, q, args...)
 	if err != nil {
 		p.drop()
 		return fmt.Errorf("postgres-lease extend %s: %w", l.key, err)
 	}
-	if tag.RowsAffected() == 0 || !l.wd.Reset(p.validity-time.Since(sent)) {
+	if tag.RowsAffected() == 0 || (l.wd != nil && !l.wd.Reset(p.validity-time.Since(sent))) {
 		return ErrNotHeld
 	}
 	return nil

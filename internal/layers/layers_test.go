@@ -17,7 +17,7 @@ const module = "github.com/lockbench/lockbench/"
 // layer of every package of the module, bottom (0) to top.
 var layer = map[string]int{
 	"history": 0, "internal/config": 0, "internal/suggest": 0, "internal/monoclock": 0, "internal/exitcode": 0,
-	"internal/layout": 0, "internal/version": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0, "internal/links": 0,
+	"internal/layout": 0, "internal/version": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0, "internal/links": 0, "internal/powerfs": 0,
 	"checker":  1,
 	"report":   2,
 	"backends": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
