@@ -152,11 +152,7 @@ RETURNING token`, key, owner, p.ttl.Seconds()).Scan(&token)
 		p.drop()
 		return nil, fmt.Errorf("postgres-lease acquire %s: %w", key, err)
 	}
-	l := &pgLeaseLease{key: key, owner: owner, token: uint64(token)}
-	if p.watchdog {
-		l.wd = NewWatchdog(p.validity - time.Since(sent))
-	}
-	return l, nil
+	return &pgLeaseLease{key: key, owner: owner, token: uint64(token), wd: NewWatchdog(p.validityLeft(sent))}, nil
 }
 
 func (p *pgLeaseLocker) Release(ctx context.Context, lease Lease) error {
@@ -207,10 +203,26 @@ ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, ex
 		p.drop()
 		return fmt.Errorf("postgres-lease extend %s: %w", l.key, err)
 	}
-	if tag.RowsAffected() == 0 || (l.wd != nil && !l.wd.Reset(p.validity-time.Since(sent))) {
+	if tag.RowsAffected() == 0 {
+		if l.wd != nil {
+			l.wd.Fire() // a refused renewal is how a trusting client learns
+		}
+		return ErrNotHeld
+	}
+	if l.wd != nil && !l.wd.Reset(p.validityLeft(sent)) {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// validityLeft is how long a lease granted or renewed by a request sent
+// at sent stays valid for the client: without the watchdog, until a
+// renewal is refused.
+func (p *pgLeaseLocker) validityLeft(sent time.Time) time.Duration {
+	if !p.watchdog {
+		return 24 * time.Hour
+	}
+	return p.validity - time.Since(sent)
 }
 
 // Forge builds a lease for key with an owner nobody has.

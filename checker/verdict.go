@@ -183,5 +183,16 @@ func safety(r Result) (broken, missing []string) {
 		where = "lost (or never committed) updates in the backend's database"
 	}
 	check(r.Expect.LostUpdates, r.Resource.LostUpdates, where)
+	check(r.Expect.TokenRegressions, r.TokenRegressions, "fencing-token regressions")
+	// Lost notifications are an outcome, not safety: either way a
+	// mismatch is an expected outcome that did not appear.
+	if want := r.Expect.LeasesLost; want != nil {
+		switch {
+		case *want && r.LeasesLost == 0:
+			missing = append(missing, "expected a holder to be told it lost its lease, none was")
+		case !*want && r.LeasesLost > 0:
+			missing = append(missing, fmt.Sprintf("expected no holder to be told it lost its lease, %d were", r.LeasesLost))
+		}
+	}
 	return broken, missing
 }

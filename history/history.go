@@ -261,6 +261,14 @@ type Expectation struct {
 	// LostUpdates: true means lost updates are expected on the unfenced
 	// register; false means none may appear.
 	LostUpdates *bool `json:"lost_updates,omitempty" yaml:"lost_updates"`
+	// TokenRegressions: true means fencing tokens are expected to go back
+	// (a store that forgets what it acknowledged); false means none may
+	// (a regression then breaks the case's safety). Unset: not judged.
+	TokenRegressions *bool `json:"token_regressions,omitempty" yaml:"token_regressions"`
+	// LeasesLost: true means some holder must be told it lost its lease;
+	// false means none may be (a client that never learns). Unset: not
+	// judged.
+	LeasesLost *bool `json:"leases_lost,omitempty" yaml:"leases_lost"`
 	// Available: true means the lock must be acquired again after each
 	// fault heals (within RecoversWithinNs when set); false means it is
 	// expected to stay unavailable (a dead holder of a lock without TTL).
