@@ -252,7 +252,7 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
 	c.res.Expect = meta.Expect.WithDefaults(meta.Fenced, len(meta.Faults) > 0)
-	if meta.Store && c.res.Expect.LostUpdates == nil {
+	if meta.Store && c.res.Expect.LostUpdates == nil && !c.res.Expect.Measure {
 		no := false // the database is the resource: no update may be lost
 		c.res.Expect.LostUpdates = &no
 	}

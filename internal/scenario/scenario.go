@@ -525,8 +525,8 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	}
 	c.Expect = cd.Expect.Expectation
 	c.Expect.MaxGapNs, c.Expect.RecoversWithinNs = int64(cd.Expect.MaxGap), int64(cd.Expect.RecoversWithin)
-	if e := cd.Expect; e.Measure && (e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.RecoversWithin != 0) {
-		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out violations, stale_writes_accepted, lost_updates, available, max_gap and recovers_within")
+	if e := cd.Expect; e.Measure && (e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.RecoversWithin != 0 || e.TokenRegressions != nil || e.LeasesLost != nil) {
+		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out violations, stale_writes_accepted, lost_updates, token_regressions, leases_lost, available, max_gap and recovers_within")
 		ok = false
 	}
 	if !ok {
