@@ -63,3 +63,65 @@ func (powerLoss) Start(ctx context.Context, env Env, target string) (*Effect, er
 		return fmt.Sprintf("restarted on what was durable, answering after %s", time.Since(begin).Round(time.Millisecond)), nil
 	}}, nil
 }
+
+// disk-full makes a server's data dir a full disk for the window: every
+// write, allocation and creation there fails with ENOSPC (the same layer
+// as power-loss). What the server does is its own: Redis refuses writes
+// while its AOF cannot be written (MISCONF), etcd raises its NOSPACE
+// alarm, PostgreSQL cannot write its WAL; a lock may become unavailable,
+// or a release fail and the lock stay held until its TTL. The fault is
+// seen when the disk is full and observed when it refused a write while
+// in force (a server that wrote nothing meanwhile was not affected: idle);
+// heal frees it.
+func init() {
+	Register(Info{Name: "disk-full", Classes: map[Kind]string{Server: history.ClassDiskFull},
+		Summary: "make a server's data dir a full disk (every write fails with ENOSPC) for the window, then free it",
+		Targets: []Kind{Server}, NeedsFuse: true, New: newDiskFull})
+}
+
+// DiskFiller is implemented by Envs whose servers' data dirs are on the
+// disk layer: DiskFull fills or frees a server's disk and returns the
+// writes refused since the last call; DiskRefused counts them so far.
+type DiskFiller interface {
+	DiskFull(server string, full bool) (refused int64, err error)
+	DiskRefused(server string) (int64, error)
+}
+
+type diskFull struct{}
+
+func newDiskFull(decode Decoder) (Fault, error) {
+	if err := decode(&struct{}{}); err != nil {
+		return nil, err
+	}
+	return diskFull{}, nil
+}
+
+func (diskFull) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+	df, ok := env.(DiskFiller)
+	if !ok {
+		return nil, fmt.Errorf("disk-full: this deployment cannot put %s's data dir on a disk layer", target)
+	}
+	if _, err := df.DiskFull(target, true); err != nil {
+		return nil, err
+	}
+	return &Effect{
+		Seen: fmt.Sprintf("%s's data dir answers every write with ENOSPC", target),
+		Check: func(ctx context.Context) (string, error) {
+			n, err := df.DiskRefused(target)
+			switch {
+			case err != nil:
+				return "", err
+			case n == 0:
+				return "", &IdleError{Msg: fmt.Sprintf("%s wrote nothing to its full disk while the fault was in force", target)}
+			}
+			return fmt.Sprintf("the full disk refused %d writes of %s", n, target), nil
+		},
+		Heal: func(ctx context.Context) (string, error) {
+			n, err := df.DiskFull(target, false)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("disk freed (%d writes refused in all)", n), nil
+		},
+	}, nil
+}

@@ -361,6 +361,7 @@ const (
 	ClassMemory    = "memory pressure"
 	ClassKill      = "kill a member"
 	ClassPower     = "power loss"
+	ClassDiskFull  = "full disk"
 	ClassKillLead  = "kill leader/master"
 	ClassFailover  = "failover"
 	ClassClock     = "clock jump"
@@ -369,4 +370,4 @@ const (
 
 // ClassOrder lists the fault classes in the order views show them.
 var ClassOrder = []string{ClassNone, ClassPause, ClassCrash, ClassStarve, ClassMisuse, ClassSlow, ClassLossy, ClassPartition,
-	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassMemory, ClassKill, ClassPower, ClassKillLead, ClassFailover, ClassClock, ClassMixed}
+	ClassPauseSrv, ClassStarveSrv, ClassDisk, ClassMemory, ClassKill, ClassPower, ClassDiskFull, ClassKillLead, ClassFailover, ClassClock, ClassMixed}

@@ -107,9 +107,9 @@ type Options struct {
 	// Faketime names the servers whose wall clock a fault will move: they
 	// run under libfaketime (see JumpClock).
 	Faketime []string
-	// PowerLoss puts every server's data dir on a power-loss layer (see
-	// PowerLoss): a power-loss fault of the case needs it.
-	PowerLoss bool
+	// DiskLayer puts every server's data dir on the powerfs layer (see
+	// PowerLoss and DiskFull): a power-loss or disk-full fault needs it.
+	DiskLayer bool
 	// Compose, with External, is the docker compose topology the external
 	// servers are services of: lockbench may then pause, kill, restart and
 	// cut them through the engine, and runs worker instances as containers
@@ -194,7 +194,7 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 	default:
 		c.place = &loopback{slot: slot, fw: c.Firewall}
 	}
-	c.power = o.PowerLoss
+	c.power = o.DiskLayer
 	c.faketime = map[string]bool{}
 	for _, n := range o.Faketime {
 		c.faketime[n] = true

@@ -8,7 +8,7 @@ import (
 	"github.com/lockbench/lockbench/internal/powerfs"
 )
 
-// Power loss: with Options.PowerLoss, every server's data dir is a
+// Power loss and full disks: with Options.DiskLayer, every server's data dir is a
 // powerfs layer over a backing dir of its own (under the run's data dir,
 // in ".disk"), so a power-loss fault can kill the server and discard what
 // it wrote and never fsynced before it restarts on what was durable. The
@@ -63,6 +63,30 @@ func (c *Cluster) settlePower() {
 			s.power.Settle()
 		}
 	}
+}
+
+// DiskFull makes the named server's disk full (every write to its data
+// dir fails with ENOSPC) or frees it; it returns the writes refused since
+// the last call.
+func (c *Cluster) DiskFull(name string, full bool) (int64, error) {
+	s := c.Server(name)
+	if s == nil {
+		return 0, fmt.Errorf("disk full: no server %q", name)
+	}
+	if s.power == nil {
+		return 0, fmt.Errorf("disk full: %s was started without a disk layer", name)
+	}
+	return s.power.SetFull(full), nil
+}
+
+// DiskRefused is how many writes the named server's full disk refused so
+// far.
+func (c *Cluster) DiskRefused(name string) (int64, error) {
+	s := c.Server(name)
+	if s == nil || s.power == nil {
+		return 0, fmt.Errorf("disk full: %s has no disk layer", name)
+	}
+	return s.power.Refused(), nil
 }
 
 // unmountPower removes every server's layer (Close).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/powerfs"
+	"github.com/lockbench/lockbench/internal/wait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,7 +36,7 @@ func TestPowerLossTakesWhatWasNeverFsynced(t *testing.T) {
 		t.Run(tc.persistence, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := NewWith("powertest", filepath.Join(t.TempDir(), "logs"), Options{PowerLoss: true})
+			c, err := NewWith("powertest", filepath.Join(t.TempDir(), "logs"), Options{DiskLayer: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,5 +136,74 @@ func TestStaleLayerIsSweptByTheNextRun(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("after CleanStale: %s still there (%v)", dir, err)
 		os.RemoveAll(dir)
+	}
+}
+
+// TestDiskFullRefusesRedisWrites: a real Redis with an append-only file on
+// a full disk. With everysec it refuses writes with its own error (MISCONF)
+// and takes them again once the disk is freed; with always it cannot go on
+// and exits (Redis: "Can't recover from AOF write error when the AOF fsync
+// policy is 'always'").
+func TestDiskFullRefusesRedisWrites(t *testing.T) {
+	if err := powerfs.Available(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := redisBinary(); err != nil {
+		t.Skip(err)
+	}
+	for _, persistence := range []string{"everysec", "always"} {
+		t.Run(persistence, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := NewWith("disktest", filepath.Join(t.TempDir(), "logs"), Options{DiskLayer: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Start(ctx, []backends.ServerSpec{{Kind: "redis", Name: "redis-1", Persistence: persistence}}); err != nil {
+				t.Fatal(err)
+			}
+			rc := redis.NewClient(&redis.Options{Addr: c.Server("redis-1").Addr, MaxRetries: -1})
+			defer rc.Close()
+			if err := rc.Set(ctx, "before", 1, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.DiskFull("redis-1", true); err != nil {
+				t.Fatal(err)
+			}
+			var refusal error
+			for i := 0; i < 300 && refusal == nil; i++ {
+				refusal = rc.Set(ctx, fmt.Sprintf("k%d", i), i, 0).Err()
+				time.Sleep(10 * time.Millisecond)
+			}
+			refused, _ := c.DiskRefused("redis-1")
+			t.Logf("on a full disk: %v (the layer refused %d writes)", refusal, refused)
+			if refusal == nil || refused == 0 {
+				t.Fatalf("Redis took 300 writes on a full disk (refusal %v, %d writes refused by the layer)", refusal, refused)
+			}
+			p := c.Server("redis-1").Process()
+			if persistence == "always" {
+				if _, err := wait.Until(ctx, 10*time.Millisecond, 5*time.Second, func() (bool, error) { return !p.Alive(), nil }); err != nil || p.Alive() {
+					t.Errorf("Redis with appendfsync always still runs on a full disk")
+				}
+				return
+			}
+			if !strings.Contains(refusal.Error(), "MISCONF") {
+				t.Errorf("refusal %q is not Redis's MISCONF", refusal)
+			}
+			if _, err := c.DiskFull("redis-1", false); err != nil {
+				t.Fatal(err)
+			}
+			var err2 error
+			for i := 0; i < 300; i++ { // Redis tries its AOF write again every second
+				if err2 = rc.Set(ctx, "after", 1, 0).Err(); err2 == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err2 != nil || !p.Alive() {
+				t.Errorf("after the disk was freed: %v (alive %v)", err2, p.Alive())
+			}
+		})
 	}
 }

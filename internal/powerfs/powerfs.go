@@ -19,6 +19,9 @@
 //     power loss takes is file data, the part fsync policies decide.
 //     Records follow a file by its inode, so a renamed file still loses its
 //     unsynced tail and an unlinked one is forgotten.
+//   - SetFull plays a full disk on the same layer: every write, allocation
+//     and creation fails with ENOSPC until it is freed (the server sees
+//     its own error; reads and deletions go on).
 //   - The layer runs in the process that mounts it. Lose unmounts it (the
 //     kernel's cache of the old content goes with the mount), reverts the
 //     backing files and mounts it again; a mount left by a process that
@@ -61,6 +64,35 @@ type FS struct {
 	mu      sync.Mutex
 	server  *fuse.Server
 	pending map[uint64][]undo // by backing inode
+	full    bool              // every write is refused with ENOSPC (SetFull)
+	refused int64             // writes refused while full
+}
+
+// SetFull makes the layer a full disk (every write, allocation and
+// creation fails with ENOSPC) or frees it again; it returns how many
+// writes were refused since the last call.
+func (f *FS) SetFull(full bool) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.refused
+	f.full, f.refused = full, 0
+	return n
+}
+
+// Refused is how many writes were refused since SetFull last said full.
+func (f *FS) Refused() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
+// noSpace reports, and counts, a write refused by a full disk. The caller
+// holds f.mu.
+func (f *FS) noSpace() bool {
+	if f.full {
+		f.refused++
+	}
+	return f.full
 }
 
 // Available says whether a layer can be mounted here: /dev/fuse and the
@@ -308,6 +340,12 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	n.fs.mu.Lock()
+	full := n.fs.noSpace()
+	n.fs.mu.Unlock()
+	if full {
+		return nil, nil, 0, syscall.ENOSPC
+	}
 	ch, fh, ff, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	if errno != 0 {
 		return ch, fh, ff, errno
@@ -399,6 +437,9 @@ func (f *file) PassthroughFd() (int, bool) { return -1, false }
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
+	if f.fs.noSpace() {
+		return 0, syscall.ENOSPC
+	}
 	if !f.sync {
 		if err := f.fs.record(f.fd, f.ino, off, int64(len(data)), int64(len(data))); err != nil {
 			return 0, fs.ToErrno(err)
@@ -431,6 +472,9 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
+	if f.fs.noSpace() {
+		return syscall.ENOSPC
+	}
 	if !f.sync {
 		if err := f.fs.record(f.fd, f.ino, int64(off), 0, 0); err != nil {
 			return fs.ToErrno(err)

@@ -2,8 +2,10 @@ package powerfs
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -127,5 +129,36 @@ func TestUnescapeMount(t *testing.T) {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestFullDiskRefusesWrites: while full, writes and creations fail with
+// ENOSPC and are counted; reads go on; freed, writes work again.
+func TestFullDiskRefusesWrites(t *testing.T) {
+	p := mountTemp(t)
+	name := filepath.Join(p.Mountpoint, "aof")
+	if err := os.WriteFile(name, []byte("before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.SetFull(true)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("x")); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("write on a full disk: %v, want ENOSPC", err)
+	}
+	f.Close()
+	if _, err := os.Create(filepath.Join(p.Mountpoint, "new")); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("create on a full disk: %v, want ENOSPC", err)
+	}
+	if got := content(t, name); got != "before" {
+		t.Errorf("read on a full disk: %q", got)
+	}
+	if n := p.SetFull(false); n < 2 {
+		t.Errorf("refused %d writes, want at least 2", n)
+	}
+	if err := os.WriteFile(name, []byte("after"), 0o644); err != nil {
+		t.Errorf("write once freed: %v", err)
 	}
 }

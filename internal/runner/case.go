@@ -54,7 +54,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	logDir := filepath.Join(r.dir, layout.LogsDir, c.Name)
 	plan := planLinks(c)
 	began := time.Now()
-	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c), PowerLoss: needsFuse(c)}
+	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c), DiskLayer: needsFuse(c)}
 	if t := r.sc.Targets; t != nil {
 		co.External = t.Servers
 		if tp := t.Toxiproxy; tp != nil {
@@ -344,7 +344,7 @@ type keptCluster struct {
 // options (so the same servers), the same proxied server-side links,
 // clocks and data-dir layers, on the same network.
 func clusterKey(c *scenario.Case, co cluster.Options) string {
-	return fmt.Sprintf("%s|%s|%q|%q|%v|%v|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Hosts, co.External != nil, co.PowerLoss)
+	return fmt.Sprintf("%s|%s|%q|%q|%v|%v|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Hosts, co.External != nil, co.DiskLayer)
 }
 
 // refreshWait bounds how long a kept cluster may take to answer again.

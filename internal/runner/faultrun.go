@@ -429,6 +429,14 @@ func (e *faultEnv) Kill(target string) error {
 	return e.cr.cl.Kill(target)
 }
 
+// DiskFull fills a server's disk, or frees it.
+func (e *faultEnv) DiskFull(server string, full bool) (int64, error) {
+	return e.cr.cl.DiskFull(server, full)
+}
+
+// DiskRefused is how many writes a server's full disk refused so far.
+func (e *faultEnv) DiskRefused(server string) (int64, error) { return e.cr.cl.DiskRefused(server) }
+
 // PowerLoss kills a server and discards what it never fsynced.
 func (e *faultEnv) PowerLoss(server string) (int64, int, error) {
 	loss, err := e.cr.cl.PowerLoss(server)

@@ -464,6 +464,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		"clock-jump":      {"postgres", "", "{type: clock-jump, jump: 5s, target: postgres-1}"},
 		"cpu-starve":      {"redis", "", "{type: cpu-starve, target: redis-1}"},
 		"disk-stall":      {"etcd", "", "{type: disk-stall, target: etcd-1}"},
+		"disk-full":       {"redis", "", "{type: disk-full, target: redis-1}"},
 		"drop":            {"redis", "", "{type: drop, target: link:redis-1}"},
 		"isolate":         {"etcd", "", "{type: isolate, target: instance-1}"},
 		"kill":            {"redis", "", "{type: kill, target: redis-1}"},
