@@ -70,7 +70,7 @@ test: setup fmt-check vet
 	cd examples/library && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-short
 
-FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./history:FuzzReader ./history:FuzzDecoders ./internal/sim:FuzzSimulate
+FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./history:FuzzReader ./history:FuzzDecoders ./internal/sim:FuzzSimulate ./faults:FuzzTarget
 SIM_SEEDS    ?= 10000
 FUZZTIME ?= 10m
 
