@@ -36,7 +36,7 @@ import (
 // etcd and Consul (Go) read the wall clock through the vDSO, out of
 // libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
+	Register(Info{Name: "clock-jump", Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
 		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
 }

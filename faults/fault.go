@@ -211,6 +211,14 @@ type Info struct {
 	// role. The decision view files a case under its faults' classes.
 	Classes     map[Kind]string
 	LeaderClass string
+	// Claims names what of its target the fault takes over while in
+	// force (ClaimProcess: the process's state, or an answering process;
+	// "cgroup:cpu"; a toxic's own type on a link). Two faults may overlap
+	// on one target unless their claims meet (a kill inside a disk stall,
+	// latency and a bandwidth limit on one link, a pause during CPU
+	// starvation); nil claims the fault's own name, so two of one type
+	// never overlap there.
+	Claims []string
 	// Lasting marks faults that change a server for good (a restart, a
 	// promotion, a moved clock): after a case where one acted on a server,
 	// the next case starts a fresh cluster instead of reusing it. Faults on
@@ -230,6 +238,34 @@ func (i Info) ClassOf(target string) string {
 		return c
 	}
 	return history.ClassMixed
+}
+
+// ClaimProcess is the claim of faults that stop, kill or restart their
+// target's process, or need it answering to be applied.
+const ClaimProcess = "process"
+
+// Conflicts returns what i and j both claim of a target they share
+// ("" when they can overlap there).
+func (i Info) Conflicts(j Info) string {
+	for _, a := range i.claims() {
+		for _, b := range j.claims() {
+			if a == b {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
+// ClaimList is what the fault takes over of its target (Claims, or its
+// own name), as bench list shows it.
+func (i Info) ClaimList() []string { return i.claims() }
+
+func (i Info) claims() []string {
+	if len(i.Claims) == 0 {
+		return []string{i.Name}
+	}
+	return i.Claims
 }
 
 // Accepts reports whether the fault applies to targets of kind k.

@@ -20,7 +20,7 @@ import (
 // exited and the layer discarded what was pending (0 bytes is an
 // observation: everything had been fsynced); heal sees it answer again.
 func init() {
-	Register(Info{Name: "power-loss", Classes: map[Kind]string{Server: history.ClassPower},
+	Register(Info{Name: "power-loss", Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassPower},
 		Summary: "kill a server and discard every write it never fsynced (its data dir is on a FUSE layer); it restarts on what was durable when the window ends",
 		Targets: []Kind{Server}, Instant: true, Lasting: true, NeedsFuse: true, New: newPowerLoss})
 }

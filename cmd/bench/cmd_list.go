@@ -39,8 +39,11 @@ type faultEntry struct {
 	ServerKinds []string `json:"server_kinds,omitempty"`
 	Root        bool     `json:"needs_root"`
 	// Requires lists what the fault needs of the machine (faults.Info).
-	Requires []string        `json:"requires,omitempty"`
-	Options  []config.Option `json:"options,omitempty"`
+	Requires []string `json:"requires,omitempty"`
+	// Claims is what it takes over of its target (faults.Info.Claims): two
+	// faults that claim the same may not overlap on one target.
+	Claims  []string        `json:"claims"`
+	Options []config.Option `json:"options,omitempty"`
 }
 
 type scenarioEntry struct {
@@ -85,7 +88,7 @@ func buildListing(dir string) (*listing, error) {
 		for _, r := range f.Requires() {
 			reqs = append(reqs, string(r))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Options: f.OptionList()})
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Options: f.OptionList()})
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -152,7 +155,7 @@ func (l *listing) write(w io.Writer, options bool) error {
 		if len(f.ServerKinds) > 0 {
 			targets += " of kind " + strings.Join(f.ServerKinds, ", ")
 		}
-		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s)\n", width, f.Name, f.Summary, targets, root)
+		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s; takes over: %s)\n", width, f.Name, f.Summary, targets, root, strings.Join(f.Claims, ", "))
 		if options {
 			ow := 0
 			for _, o := range f.Options {

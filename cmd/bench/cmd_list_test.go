@@ -33,7 +33,13 @@ func TestListSaysWhatEachFaultActsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "(targets: server of kind postgres)") {
-		t.Errorf("promote's line does not say it acts on PostgreSQL only:\n%s", text)
+	if !strings.Contains(text, "(targets: server of kind postgres; takes over: process)") {
+		t.Errorf("promote's line does not say it acts on PostgreSQL only and takes over the process:\n%s", text)
+	}
+	if c := byName["disk-stall"].Claims; !slices.Equal(c, []string{"cgroup:blkio"}) {
+		t.Errorf("disk-stall claims %v", c)
+	}
+	if c := byName["latency"].Claims; !slices.Equal(c, []string{"latency"}) {
+		t.Errorf("latency claims %v, want its own name", c)
 	}
 }

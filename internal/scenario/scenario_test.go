@@ -124,6 +124,9 @@ func TestParseBad(t *testing.T) {
 		{"pause longer than the run", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 5s}]\n"), []string{"ends after the case's duration 2s"}},
 		{"zero fault window", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1s, for: 0s}]\n"), []string{"for: must be a positive duration"}},
 		{"overlapping faults on one target", base("    backend: local\n    faults:\n      - {type: pause, target: instance-1, at: 0s, for: 1s}\n      - {type: kill, target: instance-1, at: 500ms}\n"), []string{"pause-1 and kill-2 overlap on target instance-1"}},
+		{"a role may be the target it overlaps", base("    backend: local\n    faults:\n      - {type: pause, target: holder, at: 0s, for: 1s}\n      - {type: kill, target: instance-2, at: 500ms}\n"), []string{"pause-1 and kill-2 overlap on target holder (as instance-2)", "process"}},
+		{"two latencies on one link", base("    backend: redis\n    faults:\n      - {type: latency, latency: 5ms, target: link:redis-1, at: 0s, for: 1s}\n      - {type: latency, latency: 9ms, target: link:redis-1, at: 500ms, for: 1s}\n"), []string{"latency-1 and latency-2 overlap on target link:redis-1"}},
+		{"memory pressure on a killed server", base("    backend: redis\n    options: {maxmemory: 4mb, maxmemory_policy: volatile-lru}\n    faults:\n      - {type: memory-pressure, target: redis-1, at: 0s, for: 1s}\n      - {type: kill, target: redis-1, at: 500ms, for: 100ms}\n"), []string{"overlap on target redis-1", "process"}},
 		{"duplicate case", "name: t\ncases: [{name: c, backend: local}, {name: c, backend: local}]\n", []string{`"c" is used twice`}},
 		{"bad expectation field", base("    backend: local\n    expect: {violation: true}\n"), []string{"violation"}},
 		{"unknown field after comments", "name: t\n# a comment\n\ncases:\n  - name: c\n    # more\n\n    backend: local\n    workload:\n      # and more\n      clinets: 2\n", []string{"bad.yaml:11:", "clinets"}},
@@ -529,6 +532,27 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 			t.Errorf("%s requires %v but a machine without them gives: %v", info.Name, info.Requires(), err)
 		case !needs && err != nil:
 			t.Errorf("%s requires nothing but a machine with nothing refuses it: %v", info.Name, err)
+		}
+	}
+}
+
+// TestCompatibleFaultsOverlap: faults that take over different things of
+// one target may overlap there (faults.Info.Claims).
+func TestCompatibleFaultsOverlap(t *testing.T) {
+	saved := cluster.Probe
+	defer func() { cluster.Probe = saved }()
+	ok := func() error { return nil }
+	cluster.Probe.Firewall, cluster.Probe.Hosts, cluster.Probe.Netem, cluster.Probe.Faketime, cluster.Probe.Fuse = ok, ok, ok, ok, ok
+	cluster.Probe.Cgroups = func(string) error { return nil }
+	for name, faultsYAML := range map[string]string{
+		"a kill inside a disk stall":    "      - {type: disk-stall, target: redis-1, at: 0s, for: 2s}\n      - {type: kill, target: redis-1, at: 500ms, for: 200ms}\n",
+		"latency and a bandwidth limit": "      - {type: latency, latency: 5ms, target: link:redis-1, at: 0s, for: 2s}\n      - {type: bandwidth, rate: 10, target: link:redis-1, at: 500ms, for: 1s}\n",
+		"a pause during CPU starvation": "      - {type: cpu-starve, target: instance-1, at: 0s, for: 2s}\n      - {type: pause, target: holder, at: 500ms, for: 1s}\n",
+		"a power loss on a full disk":   "      - {type: disk-full, target: redis-1, at: 0s, for: 2s}\n      - {type: power-loss, target: redis-1, at: 500ms, for: 200ms}\n",
+	} {
+		src := "name: t\nworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: redis\n    options: {persistence: everysec}\n    faults:\n" + faultsYAML
+		if _, err := Parse("ok.yaml", []byte(src)); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -478,32 +478,55 @@ func externalFault(target string, info faults.Info, serverLink bool) string {
 	return ""
 }
 
-// checkOverlaps rejects two faults on one target whose windows overlap
-// (each member of a set counts as its target). It sorts by target and
-// start, so a long schedule costs n log n.
+// checkOverlaps rejects two faults whose windows overlap on a target they
+// may share and whose claims on it meet (faults.Info.Claims: a kill inside
+// a pause, two latency toxics on one link); faults that take over
+// different things of a target (a kill inside a disk stall, latency and a
+// bandwidth limit) may overlap. A role may resolve to any target of its
+// kind, so it may share one with each of them. Sorted by start, the sweep
+// compares only windows that overlap.
 func checkOverlaps(errs *Errors, line int, where string, fs []*Fault) {
-	type on struct {
-		f      *Fault
-		target string
-	}
-	var s []on
-	for _, f := range fs {
-		for _, t := range f.Targets {
-			s = append(s, on{f, t})
+	byStart := append([]*Fault(nil), fs...)
+	sort.SliceStable(byStart, func(i, j int) bool { return byStart[i].At < byStart[j].At })
+	for i, a := range byStart {
+		ai, err := faults.Lookup(a.Type)
+		if err != nil {
+			continue
+		}
+		for _, b := range byStart[i+1:] {
+			if b.At >= a.At+a.For && !(a.For == 0 && b.At == a.At) {
+				break
+			}
+			bi, err := faults.Lookup(b.Type)
+			if err != nil {
+				continue
+			}
+			what := ai.Conflicts(bi)
+			if what == "" {
+				continue
+			}
+			if t, ok := shared(a.Targets, b.Targets); ok {
+				errs.add(line, where+".faults", "%s and %s overlap on target %s, and both take over its %s", a.Name, b.Name, t, what)
+			}
 		}
 	}
-	sort.SliceStable(s, func(i, j int) bool {
-		if s[i].target != s[j].target {
-			return s[i].target < s[j].target
-		}
-		return s[i].f.At < s[j].f.At
-	})
-	for i := 1; i < len(s); i++ {
-		a, b := s[i-1], s[i]
-		if a.target == b.target && b.f.At < a.f.At+a.f.For {
-			errs.add(line, where+".faults", "%s and %s overlap on target %s", a.f.Name, b.f.Name, a.target)
+}
+
+// shared returns a target two faults may both act on at once: one they
+// name alike, or a role and a target of the role's kind.
+func shared(as, bs []string) (string, bool) {
+	for _, a := range as {
+		for _, b := range bs {
+			if a == b {
+				return a, true
+			}
+			ka, kb := faults.KindOf(a), faults.KindOf(b)
+			if ka == kb && ka != faults.Link && (faults.IsRole(a) || faults.IsRole(b)) {
+				return a + " (as " + b + ")", true
+			}
 		}
 	}
+	return "", false
 }
 
 // checkFirewall says why an iptables partition cannot be made, or "". An
