@@ -8,11 +8,12 @@ import (
 
 // knownSubset is the part of the known-answer suite that runs inside
 // `make test`, side by side with the other integration tests; `make known`
-// runs all of it.
+// runs all of it. Z2 (twenty ZooKeeper ensembles, 244 s here) was the
+// longest pole of make test by a minute; it runs in make known only.
 var knownSubset = []string{
 	"R1-redis-pause", "R2-release-after-expiry", "R3-redis-clock-jump",
 	"E1-etcd-pause", "Z1-zookeeper-pause", "P1-postgres-pause", "M1-wrong-token-release",
-	"M2-extension-fails", "Z2-zookeeper-member-kill",
+	"M2-extension-fails",
 }
 
 // TestKnownAnswers: the harness reproduces, on this machine, the outcomes
