@@ -15,14 +15,16 @@
 // Links go through toxiproxy only where a fault needs one (toxi.go);
 // address-level faults are iptables rules in a chain of the run's own
 // (firewall.go); CPU and disk faults are cgroups (cgroup.go); PostgreSQL's
-// clock is libfaketime's (faketime.go).
+// clock is libfaketime's (faketime.go); power losses and full disks are a
+// FUSE layer under the data dirs (power.go, on internal/powerfs).
 //
 // Every child runs in its own process group (so a server's own children die
 // with it) and with the parent-death signal set to SIGKILL (so that even a
 // harness killed with SIGKILL takes its children along). Teardown kills each
 // group with SIGKILL: there is nothing a lock server must flush for a
 // benchmark, and a graceful stop could hang on a paused process. What a
-// killed run left the next run removes: data dirs, iptables chains and
-// cgroups named after a harness whose process is gone; namespaces and
+// killed run left the next run removes: data dirs (and the dead FUSE
+// mounts in them), iptables chains and cgroups named after a harness whose
+// process is gone; namespaces and
 // containers of a slot whose flock it now holds (proof their owner is gone).
 package cluster
