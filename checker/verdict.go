@@ -184,6 +184,11 @@ func safety(r Result) (broken, missing []string) {
 	}
 	check(r.Expect.LostUpdates, r.Resource.LostUpdates, where)
 	check(r.Expect.TokenRegressions, r.TokenRegressions, "fencing-token regressions")
+	// A gap at least this long is an outcome (a lock unavailable past
+	// its TTL), judged on the §11 longest gap.
+	if g := r.Expect.MinGapNs; g > 0 && r.Liveness.LongestGapMs*1e6 < float64(g) {
+		missing = append(missing, fmt.Sprintf("expected a gap of at least %s with nobody holding, the longest was %.0fms", time.Duration(g), r.Liveness.LongestGapMs))
+	}
 	// Lost notifications are an outcome, not safety: either way a
 	// mismatch is an expected outcome that did not appear.
 	if want := r.Expect.LeasesLost; want != nil {

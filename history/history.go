@@ -276,6 +276,9 @@ type Expectation struct {
 	// MaxGapNs bounds the longest time without any successful acquisition
 	// (0: not checked).
 	MaxGapNs int64 `json:"max_gap_ns,omitempty" yaml:"-"`
+	// MinGapNs: the longest gap is expected to be at least this long (a
+	// lock that stays unavailable well past its TTL; 0: not checked).
+	MinGapNs int64 `json:"min_gap_ns,omitempty" yaml:"-"`
 	// RecoversWithinNs bounds the time from a fault's heal to the next
 	// successful acquisition (0: any time before the case ends).
 	RecoversWithinNs int64  `json:"recovers_within_ns,omitempty" yaml:"-"`
@@ -326,8 +329,8 @@ func (m CaseMeta) Validate() error {
 		return fmt.Errorf("lease_ns and op_timeout_ns must not be negative")
 	case m.Trials < 0 || m.Trial < 0 || m.Need < 0 || m.Trial > m.Trials || m.Need > m.Trials:
 		return fmt.Errorf("trial %d of %d (need %d): need 0 <= trial <= trials and need <= trials", m.Trial, m.Trials, m.Need)
-	case m.Expect.MaxGapNs < 0 || m.Expect.RecoversWithinNs < 0:
-		return fmt.Errorf("expect: max_gap_ns and recovers_within_ns must not be negative")
+	case m.Expect.MaxGapNs < 0 || m.Expect.RecoversWithinNs < 0 || m.Expect.MinGapNs < 0:
+		return fmt.Errorf("expect: max_gap_ns, min_gap_ns and recovers_within_ns must not be negative")
 	}
 	for i, f := range m.Faults {
 		if f.Name == "" || f.Type == "" {
