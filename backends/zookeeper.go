@@ -45,6 +45,9 @@ type ZooKeeperOptions struct {
 	// only once it reconnects) or disconnected (as soon as the connection
 	// drops, as Curator's SUSPENDED handling advises).
 	LostOn string `yaml:"lost_on" doc:"when a client gives its lease up: expired (default) or disconnected"`
+	// ForceSync: false runs the members with forceSync=no, acknowledging
+	// transactions their log never fsynced (what a power-loss fault takes).
+	ForceSync *bool `yaml:"force_sync" doc:"fsync the transaction log before acknowledging (default true; false: forceSync=no)"`
 }
 
 type zkBackend struct{ opt ZooKeeperOptions }
@@ -80,6 +83,9 @@ func newZooKeeper(decode Decoder) (Backend, error) {
 
 func (b *zkBackend) Servers() []ServerSpec {
 	set := map[string]string{"tickTime": fmt.Sprint(b.opt.TickTime.D().Milliseconds())}
+	if b.opt.ForceSync != nil && !*b.opt.ForceSync {
+		set["forceSync"] = "no"
+	}
 	var out []ServerSpec
 	for i := 1; i <= b.opt.Members; i++ {
 		out = append(out, ServerSpec{Kind: "zookeeper", Name: fmt.Sprintf("zookeeper-%d", i), Settings: set})

@@ -404,6 +404,16 @@ func TestNoChildSurvives(t *testing.T) {
 				b, _ := os.ReadFile(logPath)
 				return bytes.Contains(b, []byte(v.fired))
 			})
+			if sig == syscall.SIGKILL && strings.HasPrefix(v.name, "pause") {
+				// What is asserted below needs instance 2 to have events held
+				// back behind the paused instance-1 when the harness dies:
+				// wait until the tail journal has some (the kill could
+				// otherwise land before instance 2 acted again).
+				waitFor(t, 10*time.Second, "instance 2's events in the tail journal", func() bool {
+					b, _ := os.ReadFile(filepath.Join(out, layout.TailFile))
+					return bytes.Contains(b, []byte(`"proc":"i2`))
+				})
+			}
 			kids := childrenOf(pid)
 			if len(kids) < 2 { // a server and a worker at least
 				t.Fatalf("found %d tagged children of the run (%v), want >= 3", len(kids), kids)

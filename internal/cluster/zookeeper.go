@@ -56,7 +56,8 @@ func zookeeperBinary() (string, error) {
 // startZooKeeper starts an ensemble, each member on its own loopback
 // address with its own data dir and myid. Settings: tickTime (ms, default
 // 500), minSessionTimeout and maxSessionTimeout (ms; ZooKeeper's defaults
-// are 2 and 20 ticks).
+// are 2 and 20 ticks), forceSync ("no": the log is not fsynced before a
+// transaction is acknowledged).
 func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	java, err := zookeeperBinary()
 	if err != nil {
@@ -83,7 +84,7 @@ func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 		cfg := []string{"tickTime=" + tick, "initLimit=10", "syncLimit=5", "dataDir=" + s.Dir,
 			"clientPortAddress=" + s.IP, "clientPort=2181", "4lw.commands.whitelist=srvr,ruok,mntr,conf",
 			"admin.enableServer=false", "quorumListenOnAllIPs=false"}
-		for _, k := range []string{"minSessionTimeout", "maxSessionTimeout"} {
+		for _, k := range []string{"minSessionTimeout", "maxSessionTimeout", "forceSync"} {
 			if v := set[k]; v != "" {
 				cfg = append(cfg, k+"="+v)
 			}
