@@ -235,7 +235,9 @@ func CleanStaleChains() error {
 		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
 			continue // that harness still runs
 		}
-		if err := removeChain(ChainPrefix + chain); err != nil {
+		// Two runs starting together may both remove a dead run's chain:
+		// one that is gone by the end was removed, whoever did it.
+		if err := removeChain(ChainPrefix + chain); err != nil && exec.Command("iptables", "-w", "-S", ChainPrefix+chain).Run() == nil {
 			errs = append(errs, err)
 		}
 	}
