@@ -18,7 +18,13 @@
 //     is accepted but flagged (the token failed to tell them apart; never
 //     flagged for token 0, which means the backend has no tokens), and an
 //     accepted write whose read value had since changed is a stale write
-//     that fencing let through.
+//     that fencing let through. That is the default check, `at-least`
+//     (Check); `greater` is the strict one (`token > last`: another
+//     holder's token equal to the highest seen is refused too), and
+//     `not-equal` the weaker one some storage implements (`token !=
+//     last`): it refuses only a token equal to the last one seen from
+//     another holder, so an older holder's lower token passes, and after
+//     a token regression the new holder's lower token does too.
 //
 // The resource remembers what each client last read, so a write carries no
 // values: a client whose work takes no time sends its read and its write
@@ -40,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,9 +55,31 @@ import (
 	"github.com/lockbench/lockbench/internal/monoclock"
 )
 
+// Check is the fenced register's rule for a request's token.
+type Check string
+
+// The checks a resource can apply (the workload's fencing_check). Every
+// check passes a holder's own token again (its read and its write carry
+// the same one), and token 0 (no token) always.
+const (
+	// CheckAtLeast passes a token at least the highest seen; an equal one
+	// from another holder passes too, flagged as a reuse (the default:
+	// it shows what a repeated token lets through).
+	CheckAtLeast Check = "at-least"
+	// CheckGreater passes another holder's token only above the highest
+	// seen: `token > last`, the check fencing calls for.
+	CheckGreater Check = "greater"
+	// CheckNotEqual passes a token unless it equals the last token seen and
+	// comes from another holder: `token != last`.
+	CheckNotEqual Check = "not-equal"
+)
+
+// Checks are the names a workload may give, the default first.
+var Checks = []Check{CheckAtLeast, CheckGreater, CheckNotEqual}
+
 type fencedReg struct {
 	value  int64
-	max    uint64
+	max    uint64 // the highest token seen (greater) or the last (not-equal)
 	holder string
 }
 
@@ -62,8 +91,9 @@ type read struct {
 
 // Server is the protected resource.
 type Server struct {
-	ln   net.Listener
-	emit func(*history.Event)
+	ln    net.Listener
+	emit  func(*history.Event)
+	check Check
 
 	mu       sync.Mutex
 	unfenced map[string]int64
@@ -74,14 +104,21 @@ type Server struct {
 	closed   bool
 }
 
-// Listen starts the resource on a free port of host. emit receives a
-// res-read or res-write mark for every request (T is left for emit to set).
-func Listen(host string, emit func(*history.Event)) (*Server, error) {
+// Listen starts the resource on a free port of host; its fenced register
+// applies check ("" is CheckAtLeast). emit receives a res-read or
+// res-write mark for every request (T is left for emit to set).
+func Listen(host string, check Check, emit func(*history.Event)) (*Server, error) {
+	if check == "" {
+		check = CheckAtLeast
+	}
+	if !slices.Contains(Checks, check) {
+		return nil, fmt.Errorf("resource: unknown fencing check %q", check)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("resource listen: %w", err)
 	}
-	s := &Server{ln: ln, emit: emit, unfenced: map[string]int64{}, fenced: map[string]*fencedReg{},
+	s := &Server{ln: ln, emit: emit, check: check, unfenced: map[string]int64{}, fenced: map[string]*fencedReg{},
 		reads: map[string]read{}, conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
@@ -236,12 +273,25 @@ func (s *Server) handle(out, line []byte) ([]byte, error) {
 	return out, fmt.Errorf("bad request %q", strings.TrimSpace(string(line)))
 }
 
-// check applies the fencing rule to a request with tok from proc and
+// check applies the fencing rule c to a request with tok from proc and
 // records the token as seen. It returns whether the request passes and
 // whether it reused the highest token from another holder (token 0 is no
-// token: never a reuse).
-func (reg *fencedReg) check(tok uint64, proc string) (ok, reuse bool) {
+// token: never a reuse, and never refused by not-equal, which then has
+// nothing to compare).
+func (reg *fencedReg) check(c Check, tok uint64, proc string) (ok, reuse bool) {
+	if c == CheckNotEqual {
+		if tok > 0 && tok == reg.max && reg.holder != "" && reg.holder != proc {
+			return false, false
+		}
+		if tok > 0 {
+			reg.max, reg.holder = tok, proc
+		}
+		return true, false
+	}
 	if tok < reg.max {
+		return false, false
+	}
+	if c == CheckGreater && tok > 0 && tok == reg.max && reg.holder != "" && reg.holder != proc {
 		return false, false
 	}
 	reuse = tok > 0 && tok == reg.max && reg.holder != "" && reg.holder != proc
@@ -262,7 +312,7 @@ func (s *Server) read(key string, tok uint64, proc string) (u, f int64, verdict 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	reg := s.reg(key)
-	ok, reuse := reg.check(tok, proc)
+	ok, reuse := reg.check(s.check, tok, proc)
 	u, f, verdict = s.unfenced[key], reg.value, history.FencedAccepted
 	if !ok {
 		f, verdict, reuse = -1, history.FencedRejected, false
@@ -282,7 +332,7 @@ func (s *Server) write(key string, tok uint64, proc string) (lost bool, verdict 
 	lost = s.unfenced[key] != rd.u
 	s.unfenced[key] = rd.u + 1
 	reg := s.reg(key)
-	passed, reuse := reg.check(tok, proc)
+	passed, reuse := reg.check(s.check, tok, proc)
 	if !passed || rd.f < 0 {
 		return lost, history.FencedRejected, false, nil
 	}

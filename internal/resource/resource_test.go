@@ -24,7 +24,7 @@ func (r *recorder) emit(e *history.Event) {
 func start(t *testing.T) (*Server, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	s, err := Listen("127.0.0.1", rec.emit)
+	s, err := Listen("127.0.0.1", "", rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestManyClientsShareOneConnection(t *testing.T) {
 // a read-and-write round trip on a key of its own against a real server
 // on loopback. One op is one critical section.
 func BenchmarkResourceReadWrite(b *testing.B) {
-	s, err := Listen("127.0.0.1", func(*history.Event) {})
+	s, err := Listen("127.0.0.1", "", func(*history.Event) {})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -273,4 +273,60 @@ func BenchmarkResourceReadWrite(b *testing.B) {
 		}()
 	}
 	next.Wait()
+}
+
+// TestChecks runs the same requests through both fencing checks: the
+// older holder's lower token (Kleppmann's pause), a token regression (the
+// counter went back: the new holder presents a lower token, then the old
+// holder writes) and a reuse of the same token by another holder.
+func TestChecks(t *testing.T) {
+	type step struct {
+		op, proc string
+		token    uint64
+		want     string // the fenced verdict
+	}
+	const acc, rej, stale = history.FencedAccepted, history.FencedRejected, history.FencedStale
+	for _, tt := range []struct {
+		name  string
+		check Check
+		steps []step
+	}{
+		{"pause/at-least", CheckAtLeast, []step{{"R", "A", 33, acc}, {"R", "B", 34, acc}, {"W", "B", 34, acc}, {"W", "A", 33, rej}}},
+		{"pause/greater", CheckGreater, []step{{"R", "A", 33, acc}, {"R", "B", 34, acc}, {"W", "B", 34, acc}, {"W", "A", 33, rej}}},
+		{"pause/not-equal", CheckNotEqual, []step{{"R", "A", 33, acc}, {"R", "B", 34, acc}, {"W", "B", 34, acc}, {"W", "A", 33, stale}}},
+		{"regression/at-least", CheckAtLeast, []step{{"R", "A", 10, acc}, {"R", "B", 4, rej}, {"W", "B", 4, rej}, {"W", "A", 10, acc}}},
+		{"regression/greater", CheckGreater, []step{{"R", "A", 10, acc}, {"R", "B", 4, rej}, {"W", "B", 4, rej}, {"W", "A", 10, acc}}},
+		{"regression/not-equal", CheckNotEqual, []step{{"R", "A", 10, acc}, {"R", "B", 4, acc}, {"W", "B", 4, acc}, {"W", "A", 10, stale}}},
+		{"reuse/at-least", CheckAtLeast, []step{{"R", "A", 7, acc}, {"R", "B", 7, acc}, {"W", "B", 7, acc}, {"W", "A", 7, stale}}},
+		{"reuse/greater", CheckGreater, []step{{"R", "A", 7, acc}, {"R", "B", 7, rej}, {"W", "B", 7, rej}, {"W", "A", 7, acc}}},
+		{"own token again/greater", CheckGreater, []step{{"R", "A", 7, acc}, {"W", "A", 7, acc}, {"R", "A", 7, acc}, {"W", "A", 7, acc}}},
+		{"no tokens/greater", CheckGreater, []step{{"R", "A", 0, acc}, {"R", "B", 0, acc}, {"W", "B", 0, acc}, {"W", "A", 0, stale}}},
+		{"reuse/not-equal", CheckNotEqual, []step{{"R", "A", 7, acc}, {"R", "B", 7, rej}, {"W", "B", 7, rej}, {"W", "A", 7, acc}}},
+		{"no tokens/not-equal", CheckNotEqual, []step{{"R", "A", 0, acc}, {"R", "B", 0, acc}, {"W", "B", 0, acc}, {"W", "A", 0, stale}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Listen("127.0.0.1", tt.check, func(*history.Event) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i, st := range tt.steps {
+				var got string
+				if st.op == "R" {
+					_, _, got, _ = s.read("k", st.token, st.proc)
+				} else {
+					_, got, _, err = s.write("k", st.token, st.proc)
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got != st.want {
+					t.Errorf("step %d (%s %s token %d) = %s, want %s", i, st.op, st.proc, st.token, got, st.want)
+				}
+			}
+		})
+	}
+	if _, err := Listen("127.0.0.1", "bigger", func(*history.Event) {}); err == nil {
+		t.Error("an unknown check was accepted")
+	}
 }

@@ -101,7 +101,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		}
 	}
 	startup := time.Since(began)
-	cr.res, err = resource.Listen(cl.HarnessIP(), func(e *history.Event) { r.m.emit(*e) })
+	cr.res, err = resource.Listen(cl.HarnessIP(), resource.Check(c.Workload.FencingCheck), func(e *history.Event) { r.m.emit(*e) })
 	if err != nil {
 		return err
 	}

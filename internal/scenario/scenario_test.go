@@ -103,6 +103,8 @@ func TestParseBad(t *testing.T) {
 		{"override with a bad hold", base("    backend: local\n    workload: {overrides: [{instances: [1], hold: {min: 5ms, max: 1ms}}]}\n"), []string{"workload.overrides[0].hold"}},
 		{"zero instances", base("    backend: local\n    workload: {instances: 0}\n"), []string{"instances: 0 is outside"}},
 		{"bad key pick", base("    backend: local\n    workload: {keys: {count: 2, pick: random}}\n"), []string{"keys.pick"}},
+		{"bad fencing check", base("    backend: local\n    workload: {fencing_check: bigger}\n"), []string{"workload.fencing_check", "not one of at-least, greater, not-equal"}},
+		{"fencing check without a resource", base("    backend: local\n    workload: {fencing_check: not-equal, resource: false}\n"), []string{"workload.fencing_check", "no resource"}},
 		{"bad distribution", base("    backend: local\n    workload: {hold: {min: 10ms, max: 1ms}}\n"), []string{"hold: need 0 <= min <= max"}},
 		{"unknown fault type", base("    backend: local\n    faults: [{type: meteor, target: instance-1, at: 1s, for: 1s}]\n"), []string{"faults[0].type", `unknown fault type "meteor"`}},
 		{"unknown fault option", base("    backend: redis\n    faults: [{type: latency, target: link:redis-1, at: 0s, for: 1s, latency: 5ms, jiter: 1ms}]\n"), []string{"faults[0]", "jiter"}},

@@ -5,10 +5,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/pacer"
+	"github.com/lockbench/lockbench/internal/resource"
 )
 
 // Workload is what the clients do. A scenario's top-level workload is the
@@ -54,6 +56,11 @@ type Workload struct {
 	// resource (default true). false measures the lock alone: no lost
 	// updates or stale writes can then be seen.
 	Resource *bool `yaml:"resource" json:"resource"`
+	// FencingCheck is the rule the resource's fenced register applies to a
+	// token: greater (default: at least the highest seen) or not-equal
+	// (`token != last`, which some storage implements and which lets an
+	// older holder's lower token through). See package resource.
+	FencingCheck string `yaml:"fencing_check" json:"fencing_check,omitempty"`
 	// ProxyAll routes every client link through toxiproxy, even those no
 	// fault acts on (default false: such links are direct). For measuring
 	// what the proxy costs.
@@ -169,6 +176,14 @@ func (r *Rate) validate(d time.Duration) []Problem {
 		return []Problem{{"rate.steps", fmt.Sprintf("the steps last %s, longer than the case's %s", total, d)}}
 	}
 	return nil
+}
+
+func joinChecks() string {
+	var names []string
+	for _, c := range resource.Checks {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
 }
 
 // UsesResource reports whether the critical section touches the resource.
@@ -289,6 +304,14 @@ func (w *Workload) Validate() []Problem {
 	}
 	if w.Rate != nil {
 		p = append(p, w.Rate.validate(w.Duration.D())...)
+	}
+	if w.FencingCheck != "" {
+		switch {
+		case !slices.Contains(resource.Checks, resource.Check(w.FencingCheck)):
+			add("fencing_check", "%q is not one of %s", w.FencingCheck, joinChecks())
+		case !w.UsesResource():
+			add("fencing_check", "the workload has no resource (resource: false) to check tokens")
+		}
 	}
 	for i, o := range w.Overrides {
 		f := fmt.Sprintf("overrides[%d]", i)
