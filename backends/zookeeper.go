@@ -48,6 +48,15 @@ type ZooKeeperOptions struct {
 	// ForceSync: false runs the members with forceSync=no, acknowledging
 	// transactions their log never fsynced (what a power-loss fault takes).
 	ForceSync *bool `yaml:"force_sync" doc:"fsync the transaction log before acknowledging (default true; false: forceSync=no)"`
+	// Create is how the recipe makes its node: protected (default: a
+	// unique prefix in the name, looked for after a create whose reply was
+	// lost, as the ZooKeeper recipe's error-handling note and Curator's
+	// protection do) or plain (create again, as recipes without the guid
+	// did: samuel/go-zookeeper #229, Curator's first LockInternals,
+	// zk-ruby #54). A plain create whose reply was lost leaves a node
+	// nobody knows, ahead of every later one, for as long as the session
+	// lives.
+	Create string `yaml:"create" doc:"how the recipe creates its node: protected (default: a unique prefix, found again after a lost reply) or plain (created again: a lost reply leaves an orphan node ahead of everyone while the session lives)"`
 }
 
 type zkBackend struct{ opt ZooKeeperOptions }
@@ -76,6 +85,9 @@ func newZooKeeper(decode Decoder) (Backend, error) {
 		return nil, err
 	}
 	if err := oneOf("lost_on", &o.LostOn, "expired", "disconnected"); err != nil {
+		return nil, err
+	}
+	if err := oneOf("create", &o.Create, "protected", "plain"); err != nil {
 		return nil, err
 	}
 	return &zkBackend{opt: o}, nil
@@ -275,7 +287,7 @@ func (b *zkBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &zkLocker{s: v.(*zkSession), wait: b.opt.Wait, onDisconnect: b.opt.LostOn == "disconnected"}, nil
+	return &zkLocker{s: v.(*zkSession), wait: b.opt.Wait, onDisconnect: b.opt.LostOn == "disconnected", plain: b.opt.Create == "plain"}, nil
 }
 
 func ensurePath(conn *zk.Conn, p string) error {
@@ -312,6 +324,7 @@ type zkLocker struct {
 	s            *zkSession
 	wait         string
 	onDisconnect bool
+	plain        bool // create: plain (no prefix, created again after a lost reply)
 }
 
 type zkLease struct {
@@ -334,12 +347,17 @@ func seqOf(name string) string {
 }
 
 // create makes the client's protected ephemeral sequential node, retrying
-// through connection loss. A create whose reply was lost may have happened:
+// through connection loss; the key's parent node is made only when the
+// create says it is missing (the first acquisition of a key), so that the
+// create is each acquisition's first request. A create whose reply was lost may have happened:
 // before creating again, the node is looked for by its unique prefix (as
 // Curator's protection does), so a client never leaves a twin of its node
 // in the queue, where it would block every later client for as long as the
 // session lives.
 func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
+	if z.plain {
+		return z.createPlain(ctx, base)
+	}
 	var g [16]byte
 	if _, err := rand.Read(g[:]); err != nil {
 		return "", err
@@ -376,6 +394,11 @@ func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
 		switch {
 		case err == nil:
 			return node, nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := retryZK(ctx, func() error { return ensurePath(z.s.conn, base) }); err != nil {
+				return "", err
+			}
+			continue
 		case errors.Is(err, zk.ErrConnectionClosed):
 			uncertain = true // sent, maybe done, reply lost
 		case !transientZK(err) && !errors.Is(err, zk.ErrSessionExpired):
@@ -386,12 +409,33 @@ func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
 	}
 }
 
+// createPlain is the recipe without protection: a create whose reply was
+// lost is simply made again, and the first node, if the server made it,
+// stays in the queue unknown to anyone (the create: plain option).
+func (z *zkLocker) createPlain(ctx context.Context, base string) (string, error) {
+	for {
+		node, err := z.s.conn.Create(base+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		switch {
+		case err == nil:
+			return node, nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := retryZK(ctx, func() error { return ensurePath(z.s.conn, base) }); err != nil {
+				return "", err
+			}
+			continue
+		case !transientZK(err) && !errors.Is(err, zk.ErrSessionExpired):
+			return "", fmt.Errorf("zookeeper create under %s: %w", base, err)
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("zookeeper create under %s: %v (gave up: %v)", base, err, ctx.Err())
+		}
+		wait.Sleep(ctx, 20*time.Millisecond)
+	}
+}
+
 func (z *zkLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 	conn := z.s.conn
 	base := "/lockbench/" + key
-	if err := retryZK(ctx, func() error { return ensurePath(conn, base) }); err != nil {
-		return nil, err
-	}
 	epoch := z.s.epoch(z.onDisconnect)
 	node, err := z.create(ctx, base)
 	if err != nil {
