@@ -104,35 +104,9 @@ func (b *etcdBackend) ttlSeconds(workloadTTL time.Duration) int {
 
 func (b *etcdBackend) Open(ctx context.Context, env Env) (Locker, error) {
 	v, err := env.Shared.Get("etcd", func() (any, func() error, error) {
-		var eps []string
-		for i := 1; i <= b.opt.Members; i++ {
-			name := fmt.Sprintf("etcd-%d", i)
-			addr, ok := env.Endpoints[name]
-			if !ok {
-				return nil, nil, fmt.Errorf("no endpoint for %s", name)
-			}
-			eps = append(eps, addr)
-		}
-		creds := env.Credentials("etcd")
-		tlsCfg, err := creds.TLSConfig()
+		cli, err := b.client(env)
 		if err != nil {
 			return nil, nil, err
-		}
-		scheme := "http://"
-		if tlsCfg != nil {
-			scheme = "https://"
-		}
-		for i := range eps {
-			eps[i] = scheme + eps[i]
-		}
-		dial := env.Dialer()
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: b.opt.DialTimeout.D(), Logger: zap.NewNop(),
-			Username: creds.Username(), Password: creds.Password(), TLS: tlsCfg,
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				return dial(ctx, "tcp", addr)
-			})}})
-		if err != nil {
-			return nil, nil, fmt.Errorf("etcd client for %s: %w", strings.Join(eps, ","), err)
 		}
 		return cli, cli.Close, nil
 	})
@@ -140,6 +114,41 @@ func (b *etcdBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		return nil, err
 	}
 	return &etcdLocker{cli: v.(*clientv3.Client), ttl: b.ttlSeconds(env.TTL), wait: b.opt.Wait}, nil
+}
+
+// client is a client of every member, through env's dialer.
+func (b *etcdBackend) client(env Env) (*clientv3.Client, error) {
+	var eps []string
+	for i := 1; i <= b.opt.Members; i++ {
+		name := fmt.Sprintf("etcd-%d", i)
+		addr, ok := env.Endpoints[name]
+		if !ok {
+			return nil, fmt.Errorf("no endpoint for %s", name)
+		}
+		eps = append(eps, addr)
+	}
+	creds := env.Credentials("etcd")
+	tlsCfg, err := creds.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
+	for i := range eps {
+		eps[i] = scheme + eps[i]
+	}
+	dial := env.Dialer()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: b.opt.DialTimeout.D(), Logger: zap.NewNop(),
+		Username: creds.Username(), Password: creds.Password(), TLS: tlsCfg,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		})}})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %s: %w", strings.Join(eps, ","), err)
+	}
+	return cli, nil
 }
 
 // etcdLocker is one client with its own session: two clients sharing a

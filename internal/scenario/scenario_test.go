@@ -90,7 +90,7 @@ func TestParseBad(t *testing.T) {
 		{"unknown top-level field", "name: t\nseeed: 3\ncases: [{name: c, backend: local}]\n", []string{"bad.yaml:2:", "seeed"}},
 		{"no name", "cases: [{name: c, backend: local}]\n", []string{"name: missing"}},
 		{"no cases", "name: t\n", []string{"no cases"}},
-		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: consul, etcd, local"}},
+		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: consul, etcd, etcd-txn, local"}},
 		{"missing backend", base("    faults: []\n"), []string{"cases[0] (c).backend: missing"}},
 		{"unknown backend option", base("    backend: redis\n    options: {persistance: none}\n"), []string{"bad.yaml:6:", "cases[0] (c).options", "persistance"}},
 		{"bad backend option value", base("    backend: redis\n    options: {persistence: sometimes}\n"), []string{"persistence", "sometimes"}},
