@@ -137,4 +137,3 @@ func (e *etcdTxnLocker) Release(ctx context.Context, lease Lease) error {
 	}
 	return nil
 }
-
