@@ -213,6 +213,22 @@ func LeaseTime(b Backend, ttl time.Duration) time.Duration {
 	return 0
 }
 
+// MemberBound is implemented by backends whose instance keeps one
+// connection to one member at a time, moving to another when it fails (a
+// ZooKeeper session, a Consul agent, etcd's client with balancer:
+// pick-first): OneMember true lets a fault target the member an instance
+// is connected to (faults.RoleConnectedMember). A client spreading its
+// requests over every member has no such member.
+type MemberBound interface {
+	OneMember() bool
+}
+
+// OneMember reports whether b's instances talk to one member at a time.
+func OneMember(b Backend) bool {
+	m, ok := b.(MemberBound)
+	return ok && m.OneMember()
+}
+
 // Router is implemented by backends whose clients do not dial every server
 // of the cluster: Dials lists the servers that instance n of instances
 // connects to. A fault aimed at a link an instance never uses is rejected

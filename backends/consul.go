@@ -72,6 +72,9 @@ func (b *consulBackend) Servers() []ServerSpec {
 
 func (b *consulBackend) Fenced() bool { return true }
 
+// OneMember: each instance talks to one agent.
+func (b *consulBackend) OneMember() bool { return true }
+
 // Dials: each instance talks to one agent, as applications talk to their
 // local agent; instances are spread over the servers.
 func (b *consulBackend) Dials(instance, _ int) []string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ type EtcdOptions struct {
 	// UnsafeNoFsync runs the members with --unsafe-no-fsync: they
 	// acknowledge writes they never fsync (what a power-loss fault takes).
 	UnsafeNoFsync bool `yaml:"unsafe_no_fsync" doc:"run the members with --unsafe-no-fsync: writes acknowledged, never fsynced (default false)"`
+	// Balancer is how the client spreads its requests: round-robin (the
+	// library's: a connection to every member, requests rotated) or
+	// pick-first (one connection, to the first member that answers in an
+	// order rotated by instance, moving on when it fails: what the
+	// connected-member role needs).
+	Balancer string `yaml:"balancer" doc:"round-robin (the library's: every member, requests rotated; default) or pick-first (one member at a time, in an order rotated per instance)"`
 	// DialTimeout of the client (default 5s).
 	DialTimeout config.Duration `yaml:"dial_timeout" doc:"client dial timeout (default 5s)"`
 }
@@ -59,6 +66,9 @@ func newEtcd(decode Decoder) (Backend, error) {
 		return nil, err
 	}
 	if err := oneOf("wait", &o.Wait, "block", "try"); err != nil {
+		return nil, err
+	}
+	if err := oneOf("balancer", &o.Balancer, "round-robin", "pick-first"); err != nil {
 		return nil, err
 	}
 	if o.SessionTTL < 0 || o.HeartbeatInterval < 0 || o.ElectionTimeout < 0 {
@@ -92,6 +102,10 @@ func (b *etcdBackend) Servers() []ServerSpec {
 }
 
 func (b *etcdBackend) Fenced() bool { return true }
+
+// OneMember: with balancer: pick-first the instance's client keeps one
+// connection, to one member.
+func (b *etcdBackend) OneMember() bool { return b.opt.Balancer == "pick-first" }
 
 // ttlSeconds is the session TTL in whole seconds, never below 1.
 func (b *etcdBackend) ttlSeconds(workloadTTL time.Duration) int {
@@ -140,11 +154,21 @@ func (b *etcdBackend) client(env Env) (*clientv3.Client, error) {
 		eps[i] = scheme + eps[i]
 	}
 	dial := env.Dialer()
+	opts := []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		return dial(ctx, "tcp", addr)
+	})}
+	if b.opt.Balancer == "pick-first" {
+		// The client's resolver asks for round_robin in its service
+		// config; ignoring it leaves gRPC's default, pick_first. Each
+		// instance starts from another member.
+		if env.Instance > 0 {
+			r := (env.Instance - 1) % len(eps)
+			eps = slices.Concat(eps[r:], eps[:r])
+		}
+		opts = append(opts, grpc.WithDisableServiceConfig())
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: b.opt.DialTimeout.D(), Logger: zap.NewNop(),
-		Username: creds.Username(), Password: creds.Password(), TLS: tlsCfg,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return dial(ctx, "tcp", addr)
-		})}})
+		Username: creds.Username(), Password: creds.Password(), TLS: tlsCfg, DialOptions: opts})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", strings.Join(eps, ","), err)
 	}

@@ -107,6 +107,9 @@ func (b *zkBackend) Servers() []ServerSpec {
 
 func (b *zkBackend) Fenced() bool { return true }
 
+// OneMember: an instance's clients share one session, on one member.
+func (b *zkBackend) OneMember() bool { return true }
+
 // zkSession tracks the session of one connection. done closes when the
 // session expires (a new channel serves the next session); down closes
 // when the connection is lost (the client cannot tell yet whether the

@@ -52,6 +52,12 @@ const (
 	RoleLeader   = "leader"
 	RoleFollower = "follower"
 	RoleMaster   = "master"
+	// RoleConnectedMember, scoped to an instance or an instance role
+	// (connected-member@instance-2, connected-member@holder), is the server
+	// that instance's clients are connected to when the fault is injected,
+	// as the kernel lists its connections; in a cut's from or to list,
+	// unscoped, it is the target instance's own.
+	RoleConnectedMember = "connected-member"
 )
 
 // IsRole reports whether target is a role rather than a name.
@@ -60,7 +66,7 @@ func IsRole(target string) bool {
 	case RoleHolder, RoleWaiter, RoleLeader, RoleFollower, RoleMaster:
 		return true
 	}
-	return strings.HasPrefix(target, RoleHolderOf)
+	return strings.HasPrefix(target, RoleHolderOf) || strings.HasPrefix(target, RoleConnectedMember+"@")
 }
 
 // KindOf classifies a concrete or role target name (see Target).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/lockbench/lockbench/history"
 	"slices"
+	"strings"
 )
 
 // Partitions below TCP: iptables DROP rules between addresses, so that TCP
@@ -92,6 +93,9 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 	if f.p > 0 && f.p < 1 {
 		seen = fmt.Sprintf("%d rule(s) dropping %.0f%% of the packets in place", len(cuts), 100*f.p)
 	}
+	if slices.Contains(f.names, RoleConnectedMember) {
+		seen += fmt.Sprintf(" (%s with %s)", target, strings.Join(otherSides(pairs, target), ", "))
+	}
 	return &Effect{
 		Seen: seen,
 		Check: func(context.Context) (string, error) {
@@ -120,7 +124,7 @@ type LossOptions struct {
 	Percent float64 `yaml:"percent" doc:"share of the packets dropped, 0 < percent < 100"` // share of the packets dropped, 0 < percent < 100
 	// From are the servers (of any kind) whose packets with the target are
 	// dropped (default: its peers; for an instance, the servers it talks to).
-	From []string `yaml:"from" doc:"servers cut from the target (default: its peers; for an instance, the servers it talks to)"`
+	From []string `yaml:"from" doc:"servers cut from the target (default: its peers; for an instance, the servers it talks to; connected-member: the member the target instance is connected to at injection)"`
 	// Direction: both (default), out (what the target sends), in (what it
 	// receives).
 	Direction string `yaml:"direction" doc:"both (default), out (what the target sends) or in"`
@@ -140,9 +144,9 @@ func newLoss(decode Decoder) (Fault, error) {
 		return nil, fmt.Errorf("direction: %q is not both, out or in", o.Direction)
 	}
 	return cutFault{names: o.From, p: o.Percent / 100, plan: func(env Env, target string) ([][2]string, error) {
-		from := o.From
-		if len(from) == 0 {
-			from = env.Peers(target)
+		from, err := cutNames(env, target, o.From)
+		if err != nil {
+			return nil, err
 		}
 		var out [][2]string
 		for _, f := range from {
@@ -160,6 +164,51 @@ func newLoss(decode Decoder) (Fault, error) {
 	}}, nil
 }
 
+// otherSides lists, once each and in order, the nodes paired with target.
+func otherSides(pairs [][2]string, target string) []string {
+	var out []string
+	for _, p := range pairs {
+		for _, n := range p {
+			if n != target && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// MemberFinder is implemented by Envs that can tell which server an
+// instance's clients are connected to now (RoleConnectedMember).
+type MemberFinder interface {
+	ConnectedMember(instance string) (string, error)
+}
+
+// cutNames is the other side of a cut of target: names as written, with
+// connected-member standing for the member the target instance is
+// connected to at injection, or the target's peers when names is empty.
+func cutNames(env Env, target string, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return env.Peers(target), nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if n != RoleConnectedMember {
+			out = append(out, n)
+			continue
+		}
+		mf, ok := env.(MemberFinder)
+		if !ok {
+			return nil, fmt.Errorf("%s: this run cannot tell which member %s is connected to", n, target)
+		}
+		m, err := mf.ConnectedMember(target)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 func both(a, b []string) [][2]string {
 	var out [][2]string
 	for _, x := range a {
@@ -175,7 +224,7 @@ type IsolateOptions struct {
 	// From are the servers to cut the target from, of any kind (default:
 	// its peers): a Redis master from its Sentinels only, say, while the
 	// clients and the replicas still reach it.
-	From []string `yaml:"from" doc:"servers cut from the target (default: its peers; for an instance, the servers it talks to)"`
+	From []string `yaml:"from" doc:"servers cut from the target (default: its peers; for an instance, the servers it talks to; connected-member: the member the target instance is connected to at injection)"`
 	// Protocol cuts only "udp" (Consul's gossip) or "tcp" (its RPC);
 	// default both.
 	Protocol string `yaml:"protocol" doc:"cut only tcp or udp (default both)"`
@@ -195,9 +244,9 @@ func newIsolate(decode Decoder) (Fault, error) {
 		return nil, err
 	}
 	return cutFault{names: o.From, proto: o.Protocol, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
-		from := o.From
-		if len(from) == 0 {
-			from = env.Peers(target)
+		from, err := cutNames(env, target, o.From)
+		if err != nil {
+			return nil, err
 		}
 		var others []string
 		for _, f := range from {
@@ -253,7 +302,7 @@ func newSplit(decode Decoder) (Fault, error) {
 
 // OneWayOptions configure the one-way fault.
 type OneWayOptions struct {
-	To      []string `yaml:"to" doc:"servers what the target sends to is dropped (default: every peer)"` // default: every peer
+	To      []string `yaml:"to" doc:"servers what the target sends to is dropped (default: every peer; connected-member: the member the target instance is connected to)"` // default: every peer
 	Observe string   `yaml:"observe" doc:"drops (default) or no-traffic, as for isolate"`
 }
 
@@ -267,9 +316,9 @@ func newOneWay(decode Decoder) (Fault, error) {
 		return nil, err
 	}
 	return cutFault{names: o.To, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
-		to := o.To
-		if len(to) == 0 {
-			to = env.Peers(target)
+		to, err := cutNames(env, target, o.To)
+		if err != nil {
+			return nil, err
 		}
 		var out [][2]string
 		for _, t := range to {

@@ -19,6 +19,9 @@ import (
 //	                          redis-1-repl) or the resource (Link)
 //	link:redis-1@instance-2   that link, for one instance only (Link)
 //	link:redis-1@holder       for the instance a role names at injection
+//	connected-member@instance-2   the server instance 2's clients are
+//	                          connected to at injection (Server; the scope
+//	                          may be an instance role: connected-member@holder)
 //
 // Globs (etcd-*) and lists are the scenario's, expanded before parsing.
 // A Target says what a string is; whether such a server, instance or link
@@ -29,7 +32,9 @@ type Target struct {
 	// name (without "link:" and without its scope).
 	Name string
 	// Scope is a link's instance ("instance-2") or instance role
-	// ("holder"), or "" for a link every instance shares.
+	// ("holder"), or "" for a link every instance shares; and the
+	// instance (or instance role) whose connected member a
+	// connected-member target is.
 	Scope string
 }
 
@@ -43,6 +48,9 @@ func ParseTarget(s string) Target {
 		}
 		return Target{Kind: Link, Name: name, Scope: scope}
 	}
+	if name, scope, ok := strings.Cut(s, "@"); ok && name == RoleConnectedMember {
+		return Target{Kind: Server, Name: name, Scope: scope}
+	}
 	if strings.HasPrefix(s, "instance-") || s == RoleHolder || s == RoleWaiter || strings.HasPrefix(s, RoleHolderOf) {
 		return Target{Kind: Instance, Name: s}
 	}
@@ -54,6 +62,9 @@ func ParseTarget(s string) Target {
 func (t Target) String() string {
 	if t.Kind == Link {
 		return "link:" + t.Link()
+	}
+	if t.Scope != "" {
+		return t.Name + "@" + t.Scope
 	}
 	return t.Name
 }
@@ -73,7 +84,7 @@ func (t Target) Role() bool {
 	if t.Kind == Link {
 		return IsRole(t.Scope)
 	}
-	return IsRole(t.Name)
+	return IsRole(t.String())
 }
 
 // Instance is the number of the instance the target is or is scoped to

@@ -24,6 +24,12 @@ func TestParseTarget(t *testing.T) {
 		{"link:etcd-2@holder", Target{Kind: Link, Name: "etcd-2", Scope: "holder"}, true, 0, true},
 		// A link scoped to a server role is no lane's and no instance's.
 		{"link:etcd-2@leader", Target{Kind: Link, Name: "etcd-2", Scope: "leader"}, true, 0, false},
+		// A connected member is a server, resolved at injection; it acts
+		// on a server every side-by-side trial shares: no lane's.
+		{"connected-member@instance-2", Target{Kind: Server, Name: "connected-member", Scope: "instance-2"}, true, 0, false},
+		{"connected-member@holder", Target{Kind: Server, Name: "connected-member", Scope: "holder"}, true, 0, false},
+		// A server name with an @ is a (bad) name, for validation.
+		{"redis-1@instance-2", Target{Kind: Server, Name: "redis-1@instance-2"}, false, 0, false},
 		// instance-02 is not instance-2: the name must round-trip.
 		{"instance-02", Target{Kind: Instance, Name: "instance-02"}, false, 0, true},
 	} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -279,6 +280,24 @@ func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []str
 // lane, for a fault of a side-by-side trial, keeps the pick among that
 // lane's instances.
 func (cr *caseRun) resolveRole(ctx context.Context, role string, lane int, choice uint64) (string, error) {
+	if pt := faults.ParseTarget(role); pt.Kind == faults.Server && pt.Name == faults.RoleConnectedMember {
+		inst := pt.Scope
+		if faults.IsRole(inst) {
+			var err error
+			if inst, err = cr.resolveRole(ctx, inst, lane, choice); err != nil {
+				return "", err
+			}
+		}
+		for {
+			m, err := cr.connectedMember(inst)
+			if err != nil || m != "" {
+				return m, err
+			}
+			if !wait.Sleep(ctx, 10*time.Millisecond) {
+				return "", fmt.Errorf("%s had no connection to any member before the case ended", inst)
+			}
+		}
+	}
 	for {
 		var cands []string
 		switch {
@@ -322,6 +341,73 @@ func (cr *caseRun) resolveRole(ctx context.Context, role string, lane int, choic
 			return "", fmt.Errorf("role %s could not be resolved before the case ended", role)
 		}
 	}
+}
+
+// connectedMember is the server instance inst's clients are connected to
+// now, as the kernel lists its worker's established connections (matched
+// to the addresses its routes dial, direct or through a proxy); "" while
+// it has none (between reconnections), and an error when they go to
+// several servers (a client that spreads its requests has no one member).
+func (cr *caseRun) connectedMember(inst string) (string, error) {
+	w := cr.workers[inst]
+	if w == nil {
+		return "", fmt.Errorf("connected member: no instance %s", inst)
+	}
+	conns, err := cluster.Connections(w.proc.Pid())
+	if err != nil {
+		return "", fmt.Errorf("connected member of %s: %w", inst, err)
+	}
+	byAddr := map[string]string{}
+	for _, r := range w.routes {
+		if r.Name == links.Resource {
+			continue
+		}
+		a := r.Addr
+		if r.Via != "" {
+			a = r.Via
+		}
+		byAddr[canonAddr(a)] = r.Name
+	}
+	var found []string
+	for _, c := range conns {
+		if name, ok := byAddr[canonAddr(c)]; ok && !slices.Contains(found, name) {
+			found = append(found, name)
+		}
+	}
+	sort.Strings(found)
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%s is connected to %s at once: its clients have no one member", inst, strings.Join(found, ", "))
+}
+
+// canonAddr writes an "ip:port" address the way the kernel's list gives
+// it (an IPv4 address in its dotted form, never as IPv6).
+func canonAddr(a string) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return a
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if v4 := ip.To4(); v4 != nil {
+			ip = v4
+		}
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// ConnectedMember is the member instance is connected to now (for a cut's
+// connected-member).
+func (e *faultEnv) ConnectedMember(instance string) (string, error) {
+	m, err := e.cr.connectedMember(instance)
+	if err == nil && m == "" {
+		err = fmt.Errorf("%s has no connection to any member now", instance)
+	}
+	return m, err
 }
 
 // instanceOf maps a client "i2c0" to its instance "instance-2".

@@ -543,7 +543,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
 		serverLinks["link:"+l] = true
 	}
-	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose}
+	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose, oneMember: backends.OneMember(c.Backend)}
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])

@@ -558,3 +558,42 @@ func TestCompatibleFaultsOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectedMember: the connected-member role is accepted only for
+// backends whose instances talk to one member at a time, scoped to an
+// instance or an instance role, and in a cut's from list only for an
+// instance target.
+func TestConnectedMember(t *testing.T) {
+	doc := func(backend, fault string) string {
+		return "name: t\nworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: " + backend + "\n    faults:\n      - " + fault + "\n"
+	}
+	for _, tt := range []struct {
+		backend, fault string
+		want           string // "" valid, else part of the error
+	}{
+		{"zookeeper", "{type: pause, target: connected-member@holder, at: 1s, for: 1s}", ""},
+		{"zookeeper", "{type: kill, target: connected-member@instance-2, at: 1s, for: 1s}", ""},
+		{"consul", "{type: pause, target: connected-member@instance-1, at: 1s, for: 1s}", ""},
+		{"{backend: etcd, options: {balancer: pick-first}}", "{type: pause, target: connected-member@holder, at: 1s, for: 1s}", ""},
+		{"etcd", "{type: pause, target: connected-member@holder, at: 1s, for: 1s}", "do not talk to one member at a time"},
+		{"redis", "{type: pause, target: connected-member@holder, at: 1s, for: 1s}", "do not talk to one member at a time"},
+		{"zookeeper", "{type: pause, target: connected-member@instance-3, at: 1s, for: 1s}", `"instance-3" is no instance of this case`},
+		{"zookeeper", "{type: pause, target: connected-member@leader, at: 1s, for: 1s}", `"leader" is no instance of this case`},
+		{"zookeeper", "{type: pause, target: connected-member@holder-of:k9, at: 1s, for: 1s}", "names no key"},
+		{"zookeeper", "{type: isolate, target: holder, from: [connected-member], at: 1s, for: 1s}", ""},
+		{"zookeeper", "{type: isolate, target: zookeeper-1, from: [connected-member], at: 1s, for: 1s}", "zookeeper-1 is no instance"},
+		{"redis", "{type: one-way, target: instance-1, to: [connected-member], at: 1s, for: 1s}", "do not talk to one member at a time"},
+	} {
+		src := doc(tt.backend, tt.fault)
+		if strings.HasPrefix(tt.backend, "{") {
+			src = strings.Replace(src, "    backend: "+tt.backend, "    backend: etcd\n    options: {balancer: pick-first}", 1)
+		}
+		_, err := Parse("c.yaml", []byte(src))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s / %s: %v", tt.backend, tt.fault, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s / %s: error %v, want one saying %q", tt.backend, tt.fault, err, tt.want)
+		}
+	}
+}

@@ -70,6 +70,7 @@ type scheduleCtx struct {
 	hosts       bool // every server and instance on a host of its own
 	external    bool // the servers are not lockbench's (bench run -targets)
 	compose     bool // the servers are containers lockbench controls
+	oneMember   bool // the backend's instances talk to one member at a time
 }
 
 // validateNemesis returns the field and the problem, or "" when valid.
@@ -186,7 +187,7 @@ func (sc scheduleCtx) expandTargets(doc targetDoc) ([]string, string) {
 		// expanded over instance 1's links and keeps its role: the role is
 		// resolved when the fault is injected, once for every link.
 		if link, role, ok := linkRole(t); ok {
-			if msg := checkRole(role, sc.targets, sc.serverKinds, sc.keys); msg != "" {
+			if msg := sc.checkRole(role); msg != "" {
 				return nil, msg
 			}
 			members, msg := sc.expandTargets(targetDoc{link + "@instance-1"})
@@ -242,7 +243,11 @@ func (sc scheduleCtx) expandTargets(doc targetDoc) ([]string, string) {
 }
 
 // checkRole says why a role cannot be resolved in this case, or "".
-func checkRole(role string, targets map[string]faults.Kind, kindOfServer map[string]string, keys int) string {
+func (sc scheduleCtx) checkRole(role string) string {
+	targets, kindOfServer, keys := sc.targets, sc.serverKinds, sc.keys
+	if pt := faults.ParseTarget(role); pt.Kind == faults.Server && pt.Name == faults.RoleConnectedMember {
+		return sc.checkConnected(pt.Scope)
+	}
 	if key, ok := strings.CutPrefix(role, faults.RoleHolderOf); ok {
 		var n int
 		if _, err := fmt.Sscanf(key, "k%d", &n); err != nil || fmt.Sprintf("k%d", n) != key || n < 0 || n >= keys {
@@ -267,6 +272,24 @@ func checkRole(role string, targets map[string]faults.Kind, kindOfServer map[str
 		return `role "master" cannot be resolved: only redis-sentinel has a master that can change`
 	}
 	return ""
+}
+
+// checkConnected says why the member an instance (or the instance a role
+// names) is connected to cannot be resolved, or "".
+func (sc scheduleCtx) checkConnected(scope string) string {
+	switch {
+	case !sc.oneMember:
+		return fmt.Sprintf("%q: this backend's clients do not talk to one member at a time (zookeeper and consul do, etcd with balancer: pick-first)", faults.RoleConnectedMember)
+	case sc.compose || sc.external:
+		return fmt.Sprintf("%q reads the connections of worker processes on this machine; with -compose or a targets file they are not", faults.RoleConnectedMember)
+	case scope == "":
+		return fmt.Sprintf("%q names no instance: write connected-member@instance-N or connected-member@holder", faults.RoleConnectedMember)
+	case faults.IsRole(scope) && faults.KindOf(scope) == faults.Instance:
+		return sc.checkRole(scope)
+	case sc.targets[scope] == faults.Instance:
+		return ""
+	}
+	return fmt.Sprintf("%q: %q is no instance of this case, nor an instance role", faults.RoleConnectedMember+"@"+scope, scope)
 }
 
 func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
@@ -348,6 +371,21 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 	}
 	if named, ok := ft.(faults.Named); ok && err == nil {
 		for _, name := range named.Names() {
+			if name == faults.RoleConnectedMember {
+				// The target instance's own member: the target must be
+				// an instance (or an instance role).
+				msg := sc.checkConnected("instance-1")
+				for _, t := range f.Targets {
+					if msg == "" && faults.KindOf(t) != faults.Instance {
+						msg = fmt.Sprintf("%q stands for the member the target instance is connected to; %s is no instance", name, t)
+					}
+				}
+				if msg != "" {
+					errs.add(n.Line, fw, "%s", msg)
+					bad = true
+				}
+				continue
+			}
 			if sc.targets[name] != faults.Server {
 				errs.add(n.Line, fw, "%q does not exist in this case's cluster (servers: %s)", name, serverNames(sc.targets))
 				bad = true
@@ -432,7 +470,7 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 	}
 	switch {
 	case faults.IsRole(target):
-		if msg := checkRole(target, sc.targets, sc.serverKinds, sc.keys); msg != "" {
+		if msg := sc.checkRole(target); msg != "" {
 			errs.add(at, fw+".target", "%s", msg)
 			return false
 		}
