@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
+	"time"
+
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/wait"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,6 +43,222 @@ func init() {
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
 		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
 }
+
+// clock-drift makes a server's wall clock run fast (rate > 1) or slow
+// (rate < 1) for the window; at heal it runs at the real pace again,
+// keeping what it drifted (a drifting clock is not set right by itself).
+//
+// PostgreSQL: for real, through libfaketime's speed factor, switched on
+// and off without a step (cluster.DriftClock); observed by asking the
+// server for its time at the start and at the end of the window: the pace
+// it kept must be within a tenth of the drift asked.
+//
+// Redis: emulated, as clock-jump is: every 20 ms of the window, every live
+// lock key's remaining TTL is moved by what a clock at that rate would
+// have gained, (rate − 1) × 20 ms (fractions carried over), so a lease
+// set at rate 1.5 expires after two thirds of its TTL. Observed when a
+// live lock was there to move.
+//
+// Not the others, for the same reasons as clock-jump (Go servers read
+// the clock through the vDSO; ZooKeeper times sessions on the monotonic
+// clock).
+func init() {
+	Register(Info{Name: "clock-drift", Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
+		Summary: "make a server's wall clock run fast or slow for the window (rate 1.5, 0.5): PostgreSQL for real (libfaketime's speed factor), Redis emulated (every live lock's TTL moved as the window goes)",
+		Targets: []Kind{Server}, Emulated: "emulated on Redis by moving the PTTL of every live lock key every 20 ms by what the drift gained; real on PostgreSQL", New: newClockDrift,
+		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
+}
+
+// ClockDrifter is implemented by Envs that can set the pace of a server's
+// wall clock.
+type ClockDrifter interface {
+	DriftClock(server string, rate float64) error
+}
+
+// ClockDriftOptions configure the clock-drift fault.
+type ClockDriftOptions struct {
+	Rate float64 `yaml:"rate" doc:"the clock's pace against real time: 1.5 runs 50% fast, 0.5 at half speed (0 < rate <= 10, not 1)"`
+}
+
+type clockDrift struct{ rate float64 }
+
+func newClockDrift(decode Decoder) (Fault, error) {
+	var o ClockDriftOptions
+	if err := decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Rate <= 0 || o.Rate > 10 || o.Rate == 1 {
+		return nil, fmt.Errorf("rate: %g must be above 0, at most 10 and not 1 (1.5: 50%% fast; 0.5: half speed)", o.Rate)
+	}
+	return clockDrift{rate: o.Rate}, nil
+}
+
+// driftTick is how often an emulated drift moves the live leases.
+const driftTick = 20 * time.Millisecond
+
+func (d clockDrift) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+	addr, kind, err := env.Server(target)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "postgres":
+		return d.postgres(ctx, env, target, addr)
+	case "redis", "redis-replicated":
+		return d.redis(ctx, target, addr)
+	}
+	return nil, fmt.Errorf("clock-drift: %s is a %s server; only PostgreSQL's clock can drift and Redis expiry be emulated", target, kind)
+}
+
+// redis moves every live lock's TTL as the window goes, from a goroutine
+// that the heal stops.
+func (d clockDrift) redis(ctx context.Context, target, addr string) (*Effect, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("clock-drift on %s: %w", target, err)
+	}
+	var (
+		mu      sync.Mutex
+		moved   int64 // key adjustments
+		gained  time.Duration
+		lastErr error
+	)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(driftTick)
+		defer t.Stop()
+		last, carry := time.Now(), 0.0
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				carry += float64(now.Sub(last)) / float64(time.Millisecond) * (d.rate - 1)
+				last = now
+				step := int64(carry) // whole ms, the rest carried over
+				if step == 0 {
+					continue
+				}
+				n, err := jumpScript.Run(context.Background(), c, nil, "lockbench:lock:*", step).Int64()
+				mu.Lock()
+				if err != nil {
+					lastErr = err
+				} else {
+					carry -= float64(step)
+					gained += time.Duration(step) * time.Millisecond
+					moved += n
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	halt := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-done
+		c.Close()
+	}
+	return &Effect{
+		Seen: fmt.Sprintf("%s's lock TTLs move as a clock at x%g would (emulated)", target, d.rate),
+		Check: func(context.Context) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if moved == 0 {
+				if lastErr != nil {
+					return "", fmt.Errorf("clock-drift on %s: %w", target, lastErr)
+				}
+				return "", &IdleError{Msg: fmt.Sprintf("no lock was held on %s while its clock drifted: no lease was moved", target)}
+			}
+			return fmt.Sprintf("the clock gained %s over the window; %d live-lock adjustments", gained.Round(time.Millisecond), moved), nil
+		},
+		Heal:     func(context.Context) (string, error) { halt(); return "", nil },
+		Emulated: "emulated by moving the PTTL of every live lock key every 20 ms by what the drift gained (libfaketime makes redis-server 7.0 abort)",
+	}, nil
+}
+
+// postgres sets the server's clock pace and sees it kept.
+func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) (*Effect, error) {
+	cd, ok := env.(ClockDrifter)
+	if !ok {
+		return nil, fmt.Errorf("clock-drift: %s's clock cannot be made to drift here", target)
+	}
+	was, err := pgSkew(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
+	}
+	if err := cd.DriftClock(target, d.rate); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	at, err := pgSkew(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
+	}
+	// The switch must not step the clock (what the drift gained in the
+	// few milliseconds between the reads aside).
+	if step := (at - was).Abs(); step > 100*time.Millisecond {
+		return nil, fmt.Errorf("clock-drift on %s: its clock stepped %s when the drift began", target, step.Round(time.Millisecond))
+	}
+	return &Effect{
+		Seen: fmt.Sprintf("%s's clock set to run at x%g", target, d.rate),
+		Check: func(ctx context.Context) (string, error) {
+			now, err := pgSkew(ctx, addr)
+			if err != nil {
+				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
+			}
+			real := time.Since(began)
+			pace := 1 + float64(now-at)/float64(real)
+			if want := d.rate - 1; math.Abs(pace-d.rate) > math.Abs(want)/10 {
+				return "", fmt.Errorf("clock-drift on %s: its clock ran at x%.3f over %s, not the x%g asked", target, pace, real.Round(time.Millisecond), d.rate)
+			}
+			return fmt.Sprintf("%s's clock_timestamp() ran at x%.3f over %s (moved %s against real time)", target, pace, real.Round(time.Millisecond), (now - at).Round(time.Millisecond)), nil
+		},
+		Heal: func(ctx context.Context) (string, error) {
+			before, err := pgSkew(ctx, addr)
+			if err != nil {
+				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
+			}
+			if err := cd.DriftClock(target, 1); err != nil {
+				return "", err
+			}
+			// Back at the real pace, the clock keeps what it drifted: it
+			// neither steps nor drifts on.
+			time.Sleep(200 * time.Millisecond)
+			after, err := pgSkew(ctx, addr)
+			if err != nil {
+				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
+			}
+			if d := (after - before).Abs(); d > 100*time.Millisecond {
+				return "", fmt.Errorf("clock-drift on %s: its clock moved %s more when set back to the real pace", target, d.Round(time.Millisecond))
+			}
+			return fmt.Sprintf("%s's clock runs at the real pace again, %s off", target, after.Round(time.Millisecond)), nil
+		},
+	}, nil
+}
+
+// pgSkew is how far a PostgreSQL server's clock_timestamp() is from this
+// machine's clock (read just before the query).
+func pgSkew(ctx context.Context, addr string) (time.Duration, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var t time.Time
+	before := time.Now()
+	if err := conn.QueryRow(cctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
+		return 0, err
+	}
+	return t.Sub(before), nil
+}
+
 
 // ClockJumper is implemented by Envs that can move a server's wall clock.
 type ClockJumper interface {
@@ -119,21 +338,7 @@ func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (
 	if !ok {
 		return nil, fmt.Errorf("clock-jump: %s's clock cannot be moved here", target)
 	}
-	skew := func() (time.Duration, error) {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close(context.Background())
-		var t time.Time
-		before := time.Now()
-		if err := conn.QueryRow(cctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
-			return 0, err
-		}
-		return t.Sub(before), nil
-	}
+	skew := func() (time.Duration, error) { return pgSkew(ctx, addr) }
 	was, err := skew()
 	if err != nil {
 		return nil, fmt.Errorf("clock-jump on %s: read its clock: %w", target, err)

@@ -369,6 +369,11 @@ func TestBadOptions(t *testing.T) {
 		{"drop", "direction: up"},
 		{"pause", "length: 3s"},
 		{"clock-jump", "jump: 0s"},
+		{"clock-drift", "rate: 1"},
+		{"clock-drift", "rate: 0"},
+		{"clock-drift", "rate: -2"},
+		{"clock-drift", "rate: 11"},
+		{"clock-drift", ""},
 	} {
 		info, _ := faults.Lookup(tt.typ)
 		_, err := info.New(func(v any) error {
@@ -471,6 +476,62 @@ func TestClockJumpShortensLeases(t *testing.T) {
 	}
 	if ttl := c.PTTL(ctx, "lockbench:lock:a").Val(); ttl > 11*time.Second || ttl < 10*time.Second {
 		t.Errorf("a: PTTL %s after a 4s step back from about 7s, want about 11s", ttl)
+	}
+}
+
+// TestClockDriftEmulated runs the emulated drift on a real redis-server:
+// at x3 a live lock's TTL runs out three times as fast, with no lock
+// held the fault saw nothing (idle), and the heal stops it.
+func TestClockDriftEmulated(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make setup): %v", err)
+	}
+	cl, err := cluster.New("drifttest", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Start(context.Background(), []backends.ServerSpec{{Kind: "redis", Name: "redis-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := cl.Server("redis-1").Addr
+	env := &testEnv{toxi: cl.Toxi, servers: map[string]string{"redis-1": addr}}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	idle, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, "redis-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	var ie *faults.IdleError
+	if _, err := idle.Check(ctx); !errors.As(err, &ie) {
+		t.Errorf("a drift with no lock held: %v, want an idle error", err)
+	}
+	heal(t, idle)
+	c.Set(ctx, "lockbench:lock:a", "x", 10*time.Second)
+	c.Set(ctx, "other", "w", 10*time.Second)
+	eff, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, "redis-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	obs, err := eff.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heal(t, eff)
+	// One real second at x3 took three seconds off the lease.
+	if ttl := c.PTTL(ctx, "lockbench:lock:a").Val(); ttl > 7300*time.Millisecond || ttl < 6500*time.Millisecond {
+		t.Errorf("a: PTTL %s after 1s at x3 from 10s, want about 7s (%s)", ttl, obs)
+	}
+	if ttl := c.PTTL(ctx, "other").Val(); ttl < 8500*time.Millisecond {
+		t.Errorf("a non-lock key was touched: PTTL %s", ttl)
+	}
+	before := c.PTTL(ctx, "lockbench:lock:a").Val()
+	time.Sleep(200 * time.Millisecond)
+	if d := before - c.PTTL(ctx, "lockbench:lock:a").Val(); d > 300*time.Millisecond {
+		t.Errorf("after the heal the lease still ran fast: %s in 200ms", d)
 	}
 }
 

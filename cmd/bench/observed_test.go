@@ -210,3 +210,33 @@ func eventsAfter(t *testing.T, path string, after int64, proc string) (count, n 
 	}
 	return count, n
 }
+
+const clockDrift = `
+name: clock-drift
+workload: {duration: 4s, instances: 2, clients: 1, ttl: 2s, hold: {min: 50ms, max: 100ms}}
+cases:
+  - name: postgres
+    backend: postgres-lease
+    faults: [{type: clock-drift, target: postgres-1, at: 500ms, for: 2s, rate: 1.5}]
+    expect: {measure: true}
+`
+
+// TestClockDriftOnPostgres: libfaketime's speed factor makes a real
+// PostgreSQL's clock_timestamp() run 50% fast for the window, with no step
+// at the switch, and the fault says what pace it observed.
+func TestClockDriftOnPostgres(t *testing.T) {
+	integration(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, err := runInProcess(t, "run", "-dir", dir, writeScenario(t, clockDrift))
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, stdout, stderr)
+	}
+	rec := faultRecords(t, dir)["postgres/clock-drift-1"]
+	obs := strings.Join(rec.Observed, "; ")
+	if !rec.Applied || rec.Error != "" || !strings.Contains(obs, "ran at x1.") || !strings.Contains(obs, "real pace again") {
+		t.Errorf("faults.jsonl: %+v", rec)
+	}
+	if c := byCase(readSummary(t, dir))["postgres"]; c.Check.Status == "invalid" {
+		t.Errorf("invalid: %v", c.Check.Invalid)
+	}
+}

@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // Libfaketime is Debian's libfaketime, which moves the wall clock of the
@@ -55,23 +59,119 @@ func (s *Server) useFaketime(env []string) ([]string, error) {
 		"FAKETIME_NO_CACHE=1", "DONT_FAKE_MONOTONIC=1"), nil
 }
 
-// JumpClock moves a server's wall clock by d more (back when d < 0) (it must have
-// been started with its clock under libfaketime): its processes see the
-// jump at their next clock read.
-func (c *Cluster) JumpClock(name string, d time.Duration) error {
+// fakeClock is what a server's faketime file says: an offset in seconds
+// and a rate (1: the clock runs at the real pace).
+type fakeClock struct {
+	offset, rate float64
+}
+
+// parseFakeClock reads "+5s", "-1.5s" or "+0.2s x1.5" (libfaketime's
+// relative offset, with its speed factor).
+func parseFakeClock(s string) (fakeClock, error) {
+	fc := fakeClock{rate: 1}
+	f := strings.Fields(s)
+	if len(f) == 0 || len(f) > 2 {
+		return fc, fmt.Errorf("faketime file %q: want an offset and at most a rate", s)
+	}
+	off, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(f[0], "+"), "s"), 64)
+	if err != nil {
+		return fc, fmt.Errorf("faketime file %q: offset: %v", s, err)
+	}
+	fc.offset = off
+	if len(f) == 2 {
+		r, err := strconv.ParseFloat(strings.TrimPrefix(f[1], "x"), 64)
+		if err != nil || r <= 0 || !strings.HasPrefix(f[1], "x") {
+			return fc, fmt.Errorf("faketime file %q: rate %q", s, f[1])
+		}
+		fc.rate = r
+	}
+	return fc, nil
+}
+
+// String writes the file's line back: "+5s x1", "-0.25s x1.5". The rate
+// is always written: libfaketime keeps the last rate it read when a line
+// has none, so a drift set back to the real pace without "x1" would go on.
+func (fc fakeClock) String() string {
+	return fmt.Sprintf("%+gs x%g", fc.offset, fc.rate)
+}
+
+// withRate is fc running at rate from now on without a step: libfaketime
+// scales the time since its process started (elapsed seconds ago), so
+// the fake time start + elapsed·rate + offset stays where it is when the
+// offset takes up the difference of rates over elapsed.
+func (fc fakeClock) withRate(rate, elapsed float64) fakeClock {
+	return fakeClock{offset: fc.offset + elapsed*(fc.rate-rate), rate: rate}
+}
+
+func (c *Cluster) fakeClockOf(op, name string) (*Server, fakeClock, error) {
 	s := c.Server(name)
 	if s == nil {
-		return fmt.Errorf("clock jump: no server %q", name)
+		return nil, fakeClock{}, fmt.Errorf("%s: no server %q", op, name)
 	}
 	if !c.faketime[name] {
-		return fmt.Errorf("clock jump: %s was not started with its clock under libfaketime", name)
+		return nil, fakeClock{}, fmt.Errorf("%s: %s was not started with its clock under libfaketime", op, name)
 	}
 	b, err := os.ReadFile(s.faketimeFile())
 	if err != nil {
+		return nil, fakeClock{}, err
+	}
+	fc, err := parseFakeClock(strings.TrimSpace(string(b)))
+	return s, fc, err
+}
+
+// JumpClock moves a server's wall clock by d more (back when d < 0) (it must have
+// been started with its clock under libfaketime): its processes see the
+// jump at their next clock read. A drift in force goes on.
+func (c *Cluster) JumpClock(name string, d time.Duration) error {
+	s, fc, err := c.fakeClockOf("clock jump", name)
+	if err != nil {
 		return err
 	}
-	var cur float64
-	fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(b)), "+"), "%g", &cur)
-	// libfaketime reads a signed offset: "+5s" ahead, "-5s" back.
-	return os.WriteFile(s.faketimeFile(), []byte(fmt.Sprintf("%+gs\n", cur+d.Seconds())), 0o644)
+	fc.offset += d.Seconds()
+	return os.WriteFile(s.faketimeFile(), []byte(fc.String()+"\n"), 0o644)
+}
+
+// DriftClock makes a server's wall clock run at rate times the real pace
+// from now on (1: the real pace again, keeping what it drifted), with no
+// step. libfaketime applies its rate to the time since the process
+// started, which is read from the kernel (the process's start in clock
+// ticks since boot, against CLOCK_BOOTTIME now): a server restarted while
+// its clock drifts starts with a step of the drift its old process had
+// not accumulated yet, which DriftClock does not correct.
+func (c *Cluster) DriftClock(name string, rate float64) error {
+	if rate <= 0 {
+		return fmt.Errorf("clock drift: rate %g must be positive", rate)
+	}
+	s, fc, err := c.fakeClockOf("clock drift", name)
+	if err != nil {
+		return err
+	}
+	elapsed, err := processAge(s.Process().Pid())
+	if err != nil {
+		return fmt.Errorf("clock drift on %s: %w", name, err)
+	}
+	return os.WriteFile(s.faketimeFile(), []byte(fc.withRate(rate, elapsed).String()+"\n"), 0o644)
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of a process's start time
+// in /proc/<pid>/stat (100 on Linux for every architecture lockbench runs
+// on).
+const clockTicks = 100
+
+// processAge is how many seconds ago process pid started.
+func processAge(pid int) (float64, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0, err
+	}
+	now := float64(ts.Sec) + float64(ts.Nsec)/1e9
+	return now - float64(st.Starttime)/clockTicks, nil
 }

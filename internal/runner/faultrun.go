@@ -716,6 +716,11 @@ func (e *faultEnv) JumpClock(server string, d time.Duration) error {
 	return e.cr.cl.JumpClock(server, d)
 }
 
+// DriftClock sets the pace of a server's wall clock (faults.ClockDrifter).
+func (e *faultEnv) DriftClock(server string, rate float64) error {
+	return e.cr.cl.DriftClock(server, rate)
+}
+
 // laneOf is the lane (1-based) an instance "instance-N" belongs to in a
 // batch of side-by-side trials, 0 outside one.
 func (cr *caseRun) laneOf(instance string) int {
