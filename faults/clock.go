@@ -259,7 +259,6 @@ func pgSkew(ctx context.Context, addr string) (time.Duration, error) {
 	return t.Sub(before), nil
 }
 
-
 // ClockJumper is implemented by Envs that can move a server's wall clock.
 type ClockJumper interface {
 	JumpClock(server string, d time.Duration) error

@@ -467,6 +467,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 	uses := map[string]struct{ backend, network, fault string }{
 		"bandwidth":       {"redis", "", "{type: bandwidth, rate: 10, target: link:redis-1}"},
 		"clock-jump":      {"postgres", "", "{type: clock-jump, jump: 5s, target: postgres-1}"},
+		"clock-drift":     {"postgres", "", "{type: clock-drift, rate: 1.5, target: postgres-1}"},
 		"cpu-starve":      {"redis", "", "{type: cpu-starve, target: redis-1}"},
 		"disk-stall":      {"etcd", "", "{type: disk-stall, target: etcd-1}"},
 		"disk-full":       {"redis", "", "{type: disk-full, target: redis-1}"},
