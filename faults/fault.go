@@ -200,6 +200,11 @@ type Info struct {
 	// layer of the harness's (power-loss): /dev/fuse and root, servers
 	// lockbench starts itself.
 	NeedsFuse bool
+	// Remote marks faults that can act on a server lockbench did not
+	// start, through the control plane a targets file gives it (SSH to its
+	// host: signals to its process group, its start command, iptables
+	// there); the others are refused on such servers.
+	Remote bool
 	// Kinds limits the server kinds a fault can act on ("": any).
 	Kinds []string
 	// NeedsFaketime names the server kinds whose processes must run under

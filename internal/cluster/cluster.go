@@ -110,6 +110,10 @@ type Options struct {
 	// DiskLayer puts every server's data dir on the powerfs layer (see
 	// PowerLoss and DiskFull): a power-loss or disk-full fault needs it.
 	DiskLayer bool
+	// Control, with External, gives some of the external servers a
+	// control plane (SSH to their hosts): the server faults then act on
+	// them (see Control).
+	Control map[string]*Control
 	// Compose, with External, is the docker compose topology the external
 	// servers are services of: lockbench may then pause, kill, restart and
 	// cut them through the engine, and runs worker instances as containers
@@ -187,6 +191,8 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		c.Hosts = containerHosts()
 		cleanStaleContainers(slot.N)
 		c.place = &onCompose{external: ext, cfg: o.Compose, h: c.Hosts, runID: runID}
+	case o.External != nil && len(o.Control) > 0:
+		c.place = newOnSSH(ext, o.Control)
 	case o.External != nil:
 		c.place = &ext
 	case hosts != nil:

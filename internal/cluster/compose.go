@@ -42,8 +42,13 @@ func (o *onCompose) start(ctx context.Context, c *Cluster, specs []backends.Serv
 	if err := o.register(ctx, c, specs, o.attach); err != nil {
 		return err
 	}
-	// A topology just brought up may still be electing: wait for a leader
-	// where the servers have one.
+	return awaitLeader(ctx, c, specs)
+}
+
+// awaitLeader waits for a leader where the servers have one: servers just
+// brought up (a topology, or a control plane's repair) may still be
+// electing.
+func awaitLeader(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
 	for _, sp := range specs {
 		if HasLeader(sp.Kind) {
 			return poll(ctx, nil, 60*time.Second, func() error {

@@ -39,6 +39,20 @@ type Process struct {
 	// engine, and docker pause freezes the whole container as SIGSTOP
 	// freezes a process group.
 	container string
+	// remote, when set, is the server process on another host this
+	// Process stands for (a targets file's control plane): it has no
+	// local command; signals, kills and the stopped state go over SSH, and
+	// done closes when the remote process has exited.
+	remote     *remoteProc
+	stopWatch  chan struct{}
+	detachOnce sync.Once
+}
+
+// newRemoteProcess stands for r, watching it until it exits or Detach.
+func newRemoteProcess(name string, r *remoteProc) *Process {
+	p := &Process{Name: name, done: make(chan struct{}), remote: r, stopWatch: make(chan struct{})}
+	go r.watch(p.done, p.stopWatch)
+	return p
 }
 
 // StartContainerProcess starts cmd, a docker client attached to container
@@ -56,6 +70,11 @@ func StartContainerProcess(name, runID, container string, cmd *exec.Cmd) (*Proce
 // Detach ends the local docker client of a container process (the
 // container itself keeps running) and waits for it.
 func (p *Process) Detach() {
+	if p.remote != nil {
+		p.detachOnce.Do(func() { close(p.stopWatch) })
+		<-p.done
+		return
+	}
 	if p.Alive() {
 		syscall.Kill(-p.Pid(), syscall.SIGKILL)
 		<-p.done
@@ -123,7 +142,12 @@ func OutputPipe(cmd *exec.Cmd) (io.ReadCloser, error) {
 var parentEnds sync.Map
 
 // Pid returns the process id (also its process group id).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int {
+	if p.remote != nil {
+		return p.remote.pid()
+	}
+	return p.cmd.Process.Pid
+}
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -146,7 +170,11 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	if !p.Alive() {
 		return fmt.Errorf("signal %s: %s has exited", sig, p.Name)
 	}
-	if p.container != "" {
+	if p.remote != nil {
+		if err := p.remote.signal(sig); err != nil {
+			return fmt.Errorf("signal %s to %s: %w", sig, p.Name, err)
+		}
+	} else if p.container != "" {
 		var err error
 		switch sig {
 		case syscall.SIGSTOP:
@@ -188,7 +216,11 @@ func (p *Process) Kill(timeout time.Duration) error {
 	if !p.Alive() {
 		return nil
 	}
-	if p.container != "" {
+	if p.remote != nil {
+		if err := p.remote.kill(timeout); err != nil {
+			return err
+		}
+	} else if p.container != "" {
 		// A paused container must be let go before it can be killed.
 		dockerCmd("unpause", p.container)
 		if _, err := dockerCmd("kill", p.container); err != nil && !strings.Contains(err.Error(), "is not running") {
@@ -211,6 +243,9 @@ func (p *Process) Kill(timeout time.Duration) error {
 func (p *Process) Stopped() (bool, error) {
 	if !p.Alive() {
 		return false, fmt.Errorf("%s has exited", p.Name)
+	}
+	if p.remote != nil {
+		return p.remote.stopped()
 	}
 	if p.container != "" {
 		out, err := dockerCmd("inspect", "-f", "{{.State.Paused}}", p.container)

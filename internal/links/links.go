@@ -175,6 +175,15 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	}
 	c := d.counter(name)
 	nd := net.Dialer{LocalAddr: d.src}
+	// A loopback source reaches loopback only: a server on another host
+	// (a targets file's) is dialled from the address the kernel picks.
+	if src, ok := d.src.(*net.TCPAddr); ok && src.IP.IsLoopback() {
+		if host, _, err := net.SplitHostPort(target); err == nil {
+			if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
+				nd.LocalAddr = nil
+			}
+		}
+	}
 	conn, err := nd.DialContext(ctx, network, target)
 	if err != nil {
 		c.dialErrs.Add(1)

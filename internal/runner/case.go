@@ -57,6 +57,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c), DiskLayer: needsFuse(c)}
 	if t := r.sc.Targets; t != nil {
 		co.External = t.Servers
+		co.Control = t.Control
 		if tp := t.Toxiproxy; tp != nil {
 			co.ExternalToxi = &cluster.ExternalToxi{API: tp.API, ListenHost: tp.ListenHost}
 		}

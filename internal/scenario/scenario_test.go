@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/targets"
 )
 
 const good = `
@@ -596,5 +597,37 @@ func TestConnectedMember(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s / %s: error %v, want one saying %q", tt.backend, tt.fault, err, tt.want)
 		}
+	}
+}
+
+// TestControlPlaneFaults: with a targets file, the faults a control plane
+// can carry (faults.Info.Remote) are accepted on the servers that have
+// one, roles only when every server has one, and refused otherwise.
+func TestControlPlaneFaults(t *testing.T) {
+	ctl := &cluster.Control{PidFile: "/run/x.pid", Start: "x"}
+	tf := &targets.File{Path: "t.yaml", Servers: map[string]string{"etcd-1": "10.0.0.1:2379", "etcd-2": "10.0.0.2:2379", "etcd-3": "10.0.0.3:2379"},
+		Control: map[string]*cluster.Control{"etcd-1": ctl, "etcd-2": ctl}}
+	doc := func(fault string) []byte {
+		return []byte("name: t\nworkload: {duration: 3s}\ncases:\n  - name: c\n    backend: etcd\n    faults: [" + fault + "]\n")
+	}
+	for _, tt := range []struct{ fault, want string }{
+		{"{type: pause, target: etcd-1, at: 1s, for: 1s}", ""},
+		{"{type: kill, target: etcd-2, at: 1s, for: 1s}", ""},
+		{"{type: isolate, target: etcd-1, from: [etcd-2], at: 1s, for: 1s}", ""},
+		{"{type: pause, target: etcd-3, at: 1s, for: 1s}", "unavailable with a targets file"},
+		{"{type: pause, target: leader, at: 1s, for: 1s}", "unavailable with a targets file"},
+		{"{type: disk-stall, target: etcd-1, at: 1s, for: 1s}", "unavailable with a targets file"},
+	} {
+		_, err := ParseWith("c.yaml", doc(tt.fault), Options{Targets: tf})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.fault, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want an error saying %q", tt.fault, err, tt.want)
+		}
+	}
+	tf.Control["etcd-3"] = ctl
+	if _, err := ParseWith("c.yaml", doc("{type: pause, target: leader, at: 1s, for: 1s}"), Options{Targets: tf}); err != nil {
+		t.Errorf("the leader role with every server controlled: %v", err)
 	}
 }

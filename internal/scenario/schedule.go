@@ -71,6 +71,26 @@ type scheduleCtx struct {
 	external    bool // the servers are not lockbench's (bench run -targets)
 	compose     bool // the servers are containers lockbench controls
 	oneMember   bool // the backend's instances talk to one member at a time
+	// controlled: a targets file's server with a control plane (SSH).
+	controlled func(server string) bool
+}
+
+// remoteTarget reports whether a server fault on target reaches it over
+// a control plane: a controlled server, or a server role when every server
+// of the case is controlled.
+func (sc scheduleCtx) remoteTarget(target string) bool {
+	if sc.controlled == nil {
+		return false
+	}
+	if !faults.IsRole(target) {
+		return sc.controlled(target)
+	}
+	for name, k := range sc.targets {
+		if k == faults.Server && !sc.controlled(name) {
+			return false
+		}
+	}
+	return true
 }
 
 // validateNemesis returns the field and the problem, or "" when valid.
@@ -440,6 +460,9 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		if !info.NeedsFirewall || bad {
 			break
 		}
+		if sc.remoteTarget(t) {
+			continue // the rules are made on the server's own host
+		}
 		if msg := checkFirewall(t, sc.serverKinds, sc.targets, sc.hosts); msg != "" {
 			errs.add(line("target"), fw+".target", "%s", msg)
 			bad = true
@@ -493,7 +516,7 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 		errs.add(at, fw+".target", "%s: links between the containers of a compose topology go through no proxy; cut them with isolate, split or one-way", target)
 		return false
 	}
-	if sc.external {
+	if sc.external && !(info.Remote && faults.KindOf(target) == faults.Server && sc.remoteTarget(target)) {
 		if msg := externalFault(target, info, sc.serverLinks[target]); msg != "" {
 			errs.add(at, fw+".target", "%s", msg)
 			return false
@@ -506,7 +529,7 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 // start, or "": their processes, firewalls, clocks and peer links are not
 // lockbench's; its own worker instances and the links from them are.
 func externalFault(target string, info faults.Info, serverLink bool) string {
-	const why = "unavailable with a targets file: lockbench does not run those servers (no pause, kill, firewall rule, clock or peer link of theirs); fault the worker instances or their client links instead"
+	const why = "unavailable with a targets file: lockbench does not run those servers (no pause, kill, firewall rule, clock or peer link of theirs) unless the file gives them a control section (pause, kill and the cuts then act over SSH); fault the worker instances or their client links instead"
 	switch kind := faults.KindOf(target); {
 	case kind == faults.Server:
 		return fmt.Sprintf("%s on %s: %s", info.Name, target, why)

@@ -9,6 +9,11 @@
 //	  etcd: {username_env: LB_ETCD_USER, password_env: LB_ETCD_PASSWORD}
 //	  postgres: {username_env: PGUSER, password_env: PGPASSWORD, database: locks}
 //	toxiproxy: {api: http://127.0.0.1:8474, listen_host: 127.0.0.1}   # optional
+//	control:                 # optional, per server: how the server faults reach it (cluster.Control)
+//	  redis-1:
+//	    ssh: {host: 10.0.0.5, user: root, key_env: LB_SSH_KEY, known_hosts: known_hosts}
+//	    pid_file: /run/redis.pid
+//	    start: "redis-server /etc/redis/redis.conf --daemonize yes"
 //
 // A credential is never in the file, in run.json, in a log or in a
 // report: the file names environment variables, and each process reads
@@ -22,10 +27,12 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/suggest"
 	"go.yaml.in/yaml/v3"
@@ -37,7 +44,13 @@ type File struct {
 	Servers   map[string]string                `yaml:"servers" json:"servers"`
 	Auth      map[string]*backends.Credentials `yaml:"auth" json:"auth,omitempty"`
 	Toxiproxy *Toxiproxy                       `yaml:"toxiproxy" json:"toxiproxy,omitempty"`
+	// Control gives servers a control plane: with it, the faults that act
+	// on servers (pause, kill, the cuts) act on these ones over SSH.
+	Control map[string]*cluster.Control `yaml:"control" json:"control,omitempty"`
 }
+
+// Controlled reports whether server name has a control plane.
+func (f *File) Controlled(name string) bool { return f != nil && f.Control[name] != nil }
 
 // Toxiproxy is an external toxiproxy server for link faults: its API, and
 // the host its proxies listen on (which the workers must reach).
@@ -84,6 +97,23 @@ func Load(path string) (*File, error) {
 		}
 		if err := f.Auth[fam].Check(); err != nil {
 			add("auth", "%s: %v", fam, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.Control)) {
+		if _, ok := f.Servers[name]; !ok {
+			add("control", "%s: no such server in servers", name)
+			continue
+		}
+		if f.Control[name] == nil {
+			add("control", "%s: empty", name)
+			continue
+		}
+		if err := f.Control[name].Check(); err != nil {
+			add("control", "%s: %v", name, err)
+		}
+		// A relative known_hosts file is the targets file's neighbour.
+		if kh := f.Control[name].SSH.KnownHosts; kh != "" && !filepath.IsAbs(kh) {
+			f.Control[name].SSH.KnownHosts = filepath.Join(filepath.Dir(path), kh)
 		}
 	}
 	if t := f.Toxiproxy; t != nil {

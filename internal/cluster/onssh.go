@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+// onSSH is the placement of a targets file's servers that have a control
+// plane (Control): found at the file's addresses like any external
+// server, and acted on over SSH on the hosts they run on. Before the first
+// case it repairs what a dead run of this machine left on each host (its
+// chains, the groups it stopped) and makes sure every controlled server
+// runs, unstopped; at Close it removes its chains and leaves every server
+// running and resumed. Servers without a control section are as external
+// ones: nothing acts on them.
+type onSSH struct {
+	external
+	ctl   map[string]*Control
+	hosts map[string]*sshHost        // by SSH address
+	fws   map[string]*remoteFirewall // by SSH address
+	byIP  map[string]string          // a controlled server's IP -> its SSH address
+	log   func(format string, args ...any)
+}
+
+func newOnSSH(ext external, ctl map[string]*Control) *onSSH {
+	return &onSSH{external: ext, ctl: ctl, hosts: map[string]*sshHost{}, fws: map[string]*remoteFirewall{}, byIP: map[string]string{},
+		log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "control: "+format+"\n", args...) }}
+}
+
+// host is the connection to the host of a controlled server, made (and
+// repaired) the first time.
+func (o *onSSH) hostOf(ctl *Control) (*sshHost, error) {
+	a := ctl.SSH.addr()
+	if h := o.hosts[a]; h != nil {
+		return h, nil
+	}
+	h, err := newSSHHost(ctl.SSH)
+	if err != nil {
+		return nil, err
+	}
+	did, err := repairHost(h)
+	for _, d := range did {
+		o.log("%s (left by a run that is gone)", d)
+	}
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	o.hosts[a] = h
+	o.fws[a] = &remoteFirewall{h: h, chain: fmt.Sprintf("%s%d", ChainPrefix, os.Getpid())}
+	return h, nil
+}
+
+func (o *onSSH) start(ctx context.Context, c *Cluster, specs []backends.ServerSpec) error {
+	if err := o.register(ctx, c, specs, o.attach); err != nil {
+		return err
+	}
+	return awaitLeader(ctx, c, specs)
+}
+
+// attach finds a controlled server's process (starting it if a dead run
+// left it dead, resuming it if one left it stopped) and watches it.
+func (o *onSSH) attach(s *Server) error {
+	ctl := o.ctl[s.Spec.Name]
+	if ctl == nil {
+		return nil
+	}
+	h, err := o.hostOf(ctl)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Spec.Name, err)
+	}
+	o.byIP[s.IP] = ctl.SSH.addr()
+	r, err := locate(h, ctl, s.Spec.Name)
+	if err != nil {
+		o.log("%s: %v; starting it", s.Spec.Name, err)
+		if r, err = o.startRemote(context.Background(), s, h, ctl); err != nil {
+			return err
+		}
+	}
+	p := newRemoteProcess(s.Spec.Name, r)
+	if stopped, err := p.Stopped(); err == nil && stopped {
+		o.log("%s was stopped; resuming it", s.Spec.Name)
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			p.Detach()
+			return err
+		}
+	}
+	s.setProcess(p)
+	return nil
+}
+
+// startRemote runs the server's start command and waits until its port
+// answers and its process can be found.
+func (o *onSSH) startRemote(ctx context.Context, s *Server, h *sshHost, ctl *Control) (*remoteProc, error) {
+	if _, err := h.runT(ctl.startCmd()); err != nil {
+		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h.name, err)
+	}
+	var r *remoteProc
+	err := poll(ctx, nil, 60*time.Second, func() error {
+		conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+		if err != nil {
+			return err
+		}
+		conn.Close()
+		r, err = locate(h, ctl, s.Spec.Name)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h.name, err)
+	}
+	return r, nil
+}
+
+func (o *onSSH) controlled(s *Server) (*sshHost, *Control, error) {
+	ctl := o.ctl[s.Spec.Name]
+	if ctl == nil || s.Process() == nil {
+		return nil, nil, fmt.Errorf("%s has no control section in the targets file: lockbench does not act on it", s.Spec.Name)
+	}
+	return o.hosts[ctl.SSH.addr()], ctl, nil
+}
+
+func (o *onSSH) kill(s *Server) error {
+	if _, _, err := o.controlled(s); err != nil {
+		return err
+	}
+	return s.Process().Kill(10 * time.Second)
+}
+
+func (o *onSSH) signal(s *Server, sig syscall.Signal) error {
+	if _, _, err := o.controlled(s); err != nil {
+		return err
+	}
+	return s.Process().Signal(sig)
+}
+
+func (o *onSSH) restart(ctx context.Context, _ *Cluster, s *Server) error {
+	h, ctl, err := o.controlled(s)
+	if err != nil {
+		return err
+	}
+	if s.Process().Alive() {
+		return fmt.Errorf("restart %s: still running", s.Spec.Name)
+	}
+	r, err := o.startRemote(ctx, s, h, ctl)
+	if err != nil {
+		return err
+	}
+	s.setProcess(newRemoteProcess(s.Spec.Name, r))
+	return nil
+}
+
+func (o *onSSH) separable(s *Server) error {
+	_, _, err := o.controlled(s)
+	return err
+}
+
+// drop cuts where the packets leave: in this harness's chain on the host
+// of a controlled server they leave from, else on this machine.
+func (o *onSSH) drop(a, b Endpoint, p float64) (Cut, error) {
+	if addr, ok := o.byIP[a.IP]; ok {
+		return o.fws[addr].DropSome(a, b, p)
+	}
+	return o.fw.DropSome(a, b, p)
+}
+
+// release leaves a controlled server running and resumed, restarting one
+// a fault left dead, and stops watching it.
+func (o *onSSH) release(s *Server) error {
+	h, ctl, err := o.controlled(s)
+	if err != nil {
+		return nil
+	}
+	p := s.Process()
+	var errs []error
+	if !p.Alive() {
+		if _, err := o.startRemote(context.Background(), s, h, ctl); err != nil {
+			errs = append(errs, err)
+		}
+	} else if stopped, err := p.Stopped(); err == nil && stopped {
+		errs = append(errs, p.Signal(syscall.SIGCONT))
+	}
+	p.Detach()
+	return errors.Join(errs...)
+}
+
+// close removes this harness's chains from every host.
+func (o *onSSH) close() error {
+	var errs []error
+	for a, f := range o.fws {
+		errs = append(errs, f.close())
+		errs = append(errs, o.hosts[a].close())
+	}
+	return errors.Join(errs...)
+}

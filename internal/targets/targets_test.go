@@ -1,0 +1,53 @@
+package targets
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestControlSection: a control plane is checked field by field, every
+// problem reported at once with the file, and a relative known_hosts is
+// the targets file's neighbour.
+func TestControlSection(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "t.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := `servers: {redis-1: "10.0.0.5:6379"}
+control:
+  redis-1:
+    ssh: {host: 10.0.0.5, user: root, key_env: LB_SSH_KEY, known_hosts: kh}
+    pid_file: /run/redis.pid
+    start: "redis-server /etc/redis.conf --daemonize yes"
+`
+	f, err := Load(write(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Controlled("redis-1") || f.Controlled("redis-2") {
+		t.Errorf("controlled: %v %v", f.Controlled("redis-1"), f.Controlled("redis-2"))
+	}
+	if kh := f.Control["redis-1"].SSH.KnownHosts; kh != filepath.Join(dir, "kh") {
+		t.Errorf("known_hosts = %q, want it next to the targets file", kh)
+	}
+	for _, tt := range []struct{ body, want string }{
+		{strings.Replace(good, "pid_file: /run/redis.pid", "", 1), "exactly one of pid_file, pattern or unit"},
+		{strings.Replace(good, "    start: \"redis-server /etc/redis.conf --daemonize yes\"\n", "", 1), "start: missing"},
+		{strings.Replace(good, ", known_hosts: kh", "", 1), "known_hosts: missing"},
+		{strings.Replace(good, "key_env: LB_SSH_KEY, ", "", 1), "key_env: missing"},
+		{strings.Replace(good, "control:\n  redis-1:", "control:\n  redis-9:", 1), "redis-9: no such server"},
+		{strings.Replace(good, "pid_file:", "pidfile:", 1), "pidfile"},
+		{strings.Replace(good, "pid_file: /run/redis.pid", "pid_file: /run/redis.pid\n    unit: redis", 1), "exactly one"},
+	} {
+		_, err := Load(write(tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "t.yaml") {
+			t.Errorf("want an error saying %q, got %v", tt.want, err)
+		}
+	}
+}
