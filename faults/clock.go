@@ -199,9 +199,11 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
-	// The switch must not step the clock (what the drift gained in the
-	// few milliseconds between the reads aside).
-	if step := (at - was).Abs(); step > 100*time.Millisecond {
+	// The switch must not step the clock: beyond what the drift gained
+	// between the switch and the read (a loaded machine's read can take a
+	// while), it moved by no more than a read's own error.
+	gained := time.Duration(float64(time.Since(began)) * math.Abs(d.rate-1))
+	if step := (at - was).Abs(); step > gained+100*time.Millisecond {
 		return nil, fmt.Errorf("clock-drift on %s: its clock stepped %s when the drift began", target, step.Round(time.Millisecond))
 	}
 	return &Effect{
@@ -219,22 +221,23 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 			return fmt.Sprintf("%s's clock_timestamp() ran at x%.3f over %s (moved %s against real time)", target, pace, real.Round(time.Millisecond), (now - at).Round(time.Millisecond)), nil
 		},
 		Heal: func(ctx context.Context) (string, error) {
-			before, err := pgSkew(ctx, addr)
-			if err != nil {
-				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
-			}
 			if err := cd.DriftClock(target, 1); err != nil {
 				return "", err
 			}
-			// Back at the real pace, the clock keeps what it drifted: it
-			// neither steps nor drifts on.
-			time.Sleep(200 * time.Millisecond)
+			// Back at the real pace, the clock keeps what it drifted and
+			// drifts no more: two reads half a second apart agree (within
+			// a read's error, a tenth of what the drift would add).
+			first, err := pgSkew(ctx, addr)
+			if err != nil {
+				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
+			}
+			time.Sleep(500 * time.Millisecond)
 			after, err := pgSkew(ctx, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
-			if d := (after - before).Abs(); d > 100*time.Millisecond {
-				return "", fmt.Errorf("clock-drift on %s: its clock moved %s more when set back to the real pace", target, d.Round(time.Millisecond))
+			if moved := (after - first).Abs(); moved > time.Duration(float64(500*time.Millisecond)*math.Abs(d.rate-1)/10)+50*time.Millisecond {
+				return "", fmt.Errorf("clock-drift on %s: set back to the real pace, its clock still moved %s in 500ms", target, moved.Round(time.Millisecond))
 			}
 			return fmt.Sprintf("%s's clock runs at the real pace again, %s off", target, after.Round(time.Millisecond)), nil
 		},

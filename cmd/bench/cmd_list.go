@@ -42,7 +42,10 @@ type faultEntry struct {
 	Requires []string `json:"requires,omitempty"`
 	// Claims is what it takes over of its target (faults.Info.Claims): two
 	// faults that claim the same may not overlap on one target.
-	Claims  []string        `json:"claims"`
+	Claims []string `json:"claims"`
+	// Remote: it acts on a targets file's server through its control
+	// plane (faults.Info.Remote).
+	Remote  bool            `json:"remote"`
 	Options []config.Option `json:"options,omitempty"`
 }
 
@@ -88,7 +91,7 @@ func buildListing(dir string) (*listing, error) {
 		for _, r := range f.Requires() {
 			reqs = append(reqs, string(r))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Options: f.OptionList()})
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Remote: f.Remote, Options: f.OptionList()})
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -155,7 +158,11 @@ func (l *listing) write(w io.Writer, options bool) error {
 		if len(f.ServerKinds) > 0 {
 			targets += " of kind " + strings.Join(f.ServerKinds, ", ")
 		}
-		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s; takes over: %s)\n", width, f.Name, f.Summary, targets, root, strings.Join(f.Claims, ", "))
+		remote := ""
+		if f.Remote {
+			remote = "; on a targets file's servers too, over their control plane"
+		}
+		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s; takes over: %s%s)\n", width, f.Name, f.Summary, targets, root, strings.Join(f.Claims, ", "), remote)
 		if options {
 			ow := 0
 			for _, o := range f.Options {

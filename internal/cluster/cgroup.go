@@ -54,10 +54,7 @@ func Confine(ctrl string, pgid int, settings [][2]string) (*Confinement, error) 
 	if err != nil {
 		return nil, err
 	}
-	cgroupSeq.Lock()
-	cgroupSeq.n++
-	name := fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.n)
-	cgroupSeq.Unlock()
+	name := cgroupName()
 	c := &Confinement{ctrl: ctrl, dir: filepath.Join(CgroupRoot, ctrl, name)}
 	if err := os.Mkdir(c.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make cgroup %s: %w", c.dir, err)
@@ -79,14 +76,42 @@ func Confine(ctrl string, pgid int, settings [][2]string) (*Confinement, error) 
 // Stat returns the value of a line of one of the cgroup's files ("cpu.stat"
 // "nr_throttled"; for blkio files, the sum over devices of a field).
 func (c *Confinement) Stat(file, key string) (int64, error) {
-	f, err := os.Open(filepath.Join(c.dir, file))
+	b, err := os.ReadFile(filepath.Join(c.dir, file))
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	return statValue(string(b), key, filepath.Join(c.dir, file))
+}
+
+// Confined is a process group in a cgroup of the harness's own, here or
+// on a remote host (faults.Confined).
+type Confined interface {
+	Stat(file, key string) (int64, error)
+	Undo() error
+}
+
+// ConfineProcess confines p's process group: on this machine, or over
+// its control plane on the host of a targets file's server.
+func ConfineProcess(p *Process, ctrl string, settings [][2]string) (Confined, error) {
+	if p.remote != nil {
+		return p.remote.confine(ctrl, settings)
+	}
+	return Confine(ctrl, p.Pid(), settings)
+}
+
+// cgroupName is a new cgroup's name: lockbench-<pid>-<n>.
+func cgroupName() string {
+	cgroupSeq.Lock()
+	defer cgroupSeq.Unlock()
+	cgroupSeq.n++
+	return fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.n)
+}
+
+// statValue sums the values that follow key in a cgroup file's text.
+func statValue(text, key, file string) (int64, error) {
 	var total int64
 	found := false
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
 		for i := 0; i+1 < len(fs); i++ {
@@ -99,7 +124,7 @@ func (c *Confinement) Stat(file, key string) (int64, error) {
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("no %s in %s", key, filepath.Join(c.dir, file))
+		return 0, fmt.Errorf("no %s in %s", key, file)
 	}
 	return total, nil
 }

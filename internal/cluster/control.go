@@ -286,10 +286,15 @@ func procFields(pid int) string {
 	return fmt.Sprintf("sed 's/.*) //' /proc/%d/stat | cut -d' ' -f1,3", pid)
 }
 
-// aliveCmd succeeds while a process runs (a zombie does not: it has
-// exited, and only waits for a parent that may never reap it).
+// goneStatus is the exit status of aliveCmd when the process is gone:
+// one no failure of the check itself gives.
+const goneStatus = 3
+
+// aliveCmd exits 0 while a process runs and goneStatus once it has gone
+// (a zombie has gone too: it only waits for a parent that may never reap
+// it).
 func aliveCmd(pid int) string {
-	return fmt.Sprintf("s=$(sed 's/.*) //' /proc/%d/stat 2>/dev/null | cut -d' ' -f1); [ -n \"$s\" ] && [ \"$s\" != Z ]", pid)
+	return fmt.Sprintf("[ -e /proc/%[1]d ] || exit %[2]d; s=$(sed 's/.*) //' /proc/%[1]d/stat 2>/dev/null | cut -d' ' -f1); [ \"$s\" = Z ] && exit %[2]d; exit 0", pid, goneStatus)
 }
 
 // locate finds the server's process on its host: its main pid, which must
@@ -352,7 +357,7 @@ func (r *remoteProc) kill(timeout time.Duration) error {
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if _, err := r.h.runT(aliveCmd(r.main)); exitedWith(err) {
+		if r.exited() {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -379,11 +384,15 @@ func (r *remoteProc) stopped() (bool, error) {
 	return true, nil
 }
 
-// watch closes done when the main process has exited (polled; an SSH
-// error is not an exit), or when stop closes.
+// watch closes done when the main process has exited, or when stop
+// closes. It polls every quarter second (each poll is an SSH session and
+// three processes on the host); only the check's own exit status says
+// the process is gone, seen twice in a row (an SSH error, or a check
+// killed by a signal, is no answer).
 func (r *remoteProc) watch(done chan struct{}, stop <-chan struct{}) {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	gone := 0
 	for {
 		select {
 		case <-stop:
@@ -391,11 +400,61 @@ func (r *remoteProc) watch(done chan struct{}, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if _, err := r.h.runT(aliveCmd(r.main)); exitedWith(err) {
-			close(done)
-			return
+		if r.exited() {
+			if gone++; gone == 2 {
+				close(done)
+				return
+			}
+			continue
 		}
+		gone = 0
 	}
+}
+
+// exited reports whether the host says the main process is gone (the
+// alive check's own answer, not a failure of it).
+func (r *remoteProc) exited() bool {
+	_, err := r.h.runT(aliveCmd(r.main))
+	var ee *ssh.ExitError
+	return errors.As(err, &ee) && ee.ExitStatus() == goneStatus
+}
+
+// remoteConfinement is a remote process group in a cgroup of the
+// harness's own on its host.
+type remoteConfinement struct {
+	h         *sshHost
+	ctrl, dir string
+}
+
+// confine moves every process of the group into a new cgroup of ctrl on
+// the host (cgroup v1, as locally), with settings written in order.
+func (r *remoteProc) confine(ctrl string, settings [][2]string) (Confined, error) {
+	c := &remoteConfinement{h: r.h, ctrl: ctrl, dir: fmt.Sprintf("%s/%s/%s", CgroupRoot, ctrl, cgroupName())}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[ -e %s/%s/cgroup.procs ] || { echo 'no cgroup v1 %s controller on this host' >&2; exit 1; }; mkdir %s", CgroupRoot, ctrl, ctrl, c.dir)
+	for _, kv := range settings {
+		fmt.Fprintf(&b, " && echo %s > %s/%s", shellQuote(kv[1]), c.dir, kv[0])
+	}
+	fmt.Fprintf(&b, ` && for p in $(cat /proc/[0-9]*/stat 2>/dev/null | sed 's/^\([0-9]*\) (.*) [^ ]* [0-9]* \([0-9]*\) .*/\1 \2/' | awk '$2 == %d { print $1 }'); do echo $p > %s/cgroup.procs 2>/dev/null; done; [ -n "$(cat %s/cgroup.procs)" ]`, r.pgid, c.dir, c.dir)
+	if _, err := r.h.runT(b.String()); err != nil {
+		return nil, errors.Join(fmt.Errorf("confine group %d on %s (%s): %w", r.pgid, r.h.name, ctrl, err), c.Undo())
+	}
+	return c, nil
+}
+
+func (c *remoteConfinement) Stat(file, key string) (int64, error) {
+	out, err := c.h.runT("cat " + c.dir + "/" + file)
+	if err != nil {
+		return 0, err
+	}
+	return statValue(out, key, c.h.name+":"+c.dir+"/"+file)
+}
+
+// Undo moves the processes back to the controller's root and removes the
+// cgroup.
+func (c *remoteConfinement) Undo() error {
+	_, err := c.h.runT(fmt.Sprintf("[ -d %[1]s ] || exit 0; for p in $(cat %[1]s/cgroup.procs); do echo $p > %[2]s/%[3]s/cgroup.procs 2>/dev/null; done; rmdir %[1]s", c.dir, CgroupRoot, c.ctrl))
+	return err
 }
 
 // remoteFirewall is this harness's chain on one host, jumped to from the
@@ -508,7 +567,7 @@ func (r *remoteRule) Packets() (int64, error) {
 // they stopped (resumed). A host is driven from one control machine at a
 // time: a chain or note of a pid not running here is a dead run's.
 func repairHost(h *sshHost) ([]string, error) {
-	out, err := h.runT("iptables -w -S | sed -n 's/^-N " + ChainPrefix + "\\([0-9]*\\)$/chain \\1/p'; for f in /tmp/lockbench-stopped-*; do [ -e \"$f\" ] && echo \"note $f $(cat $f)\"; done; true")
+	out, err := h.runT("iptables -w -S | sed -n 's/^-N " + ChainPrefix + "\\([0-9]*\\)$/chain \\1/p'; for f in /tmp/lockbench-stopped-*; do [ -e \"$f\" ] && echo \"note $f $(cat $f)\"; done; for d in " + CgroupRoot + "/cpu/" + cgroupPrefix + "*; do [ -d \"$d\" ] && echo \"cgroup $d\"; done; true")
 	if err != nil {
 		return nil, fmt.Errorf("repair %s: %w", h.name, err)
 	}
@@ -531,6 +590,16 @@ func repairHost(h *sshHost) ([]string, error) {
 				continue
 			}
 			did = append(did, fmt.Sprintf("removed chain %s%s on %s", ChainPrefix, f[1], h.name))
+		case len(f) == 2 && f[0] == "cgroup":
+			var pid, n int
+			if _, err := fmt.Sscanf(f[1], CgroupRoot+"/cpu/"+cgroupPrefix+"%d-%d", &pid, &n); err != nil || alive(pid) {
+				continue
+			}
+			if err := (&remoteConfinement{h: h, ctrl: "cpu", dir: f[1]}).Undo(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			did = append(did, fmt.Sprintf("removed cgroup %s on %s", f[1], h.name))
 		case len(f) == 3 && f[0] == "note":
 			var pid, pgid int
 			if _, err := fmt.Sscanf(f[1], "/tmp/lockbench-stopped-%d-%d", &pid, &pgid); err != nil || alive(pid) {

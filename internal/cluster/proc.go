@@ -220,6 +220,8 @@ func (p *Process) Kill(timeout time.Duration) error {
 		if err := p.remote.kill(timeout); err != nil {
 			return err
 		}
+		// The host said it is gone: the watcher need not see it too.
+		p.detachOnce.Do(func() { close(p.stopWatch) })
 	} else if p.container != "" {
 		// A paused container must be let go before it can be killed.
 		dockerCmd("unpause", p.container)

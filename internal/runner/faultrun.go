@@ -685,7 +685,7 @@ func (e *faultEnv) Confine(target, ctrl string, settings [][2]string) (faults.Co
 	if p.Container() != "" {
 		return nil, fmt.Errorf("confine %s: a container; use the engine's own limits", target)
 	}
-	return cluster.Confine(ctrl, p.Pid(), settings)
+	return cluster.ConfineProcess(p, ctrl, settings)
 }
 
 // DataDevice is the disk holding a server's data directory.
