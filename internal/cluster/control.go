@@ -497,18 +497,7 @@ func (f *remoteFirewall) DropSome(src, dst Endpoint, p float64) (Cut, error) {
 	}
 	f.next++
 	r := &remoteRule{f: f, comment: fmt.Sprintf("lockbench-%d", f.next)}
-	r.spec = []string{"-s", src.IP, "-d", dst.IP}
-	if p := proto(src, dst); p != "" {
-		r.spec = append(r.spec, "-p", p)
-	}
-	if src.Port != 0 {
-		r.spec = append(r.spec, "--sport", fmt.Sprint(src.Port))
-	}
-	if dst.Port != 0 {
-		r.spec = append(r.spec, "--dport", fmt.Sprint(dst.Port))
-	}
-	r.spec = append(r.spec, probability(p)...)
-	r.spec = append(r.spec, "-m", "comment", "--comment", r.comment, "-j", "DROP")
+	r.spec = dropSpec(src, dst, p, r.comment)
 	if _, err := f.ipt(append([]string{"-A", f.chain}, r.spec...)...); err != nil {
 		return nil, err
 	}

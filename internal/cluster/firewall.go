@@ -115,22 +115,30 @@ func (f *Firewall) DropSome(src, dst Endpoint, p float64) (*Rule, error) {
 	}
 	f.next++
 	r := &Rule{f: f, comment: fmt.Sprintf("lockbench-%d", f.next)}
-	r.spec = []string{"-s", src.IP, "-d", dst.IP}
-	if p := proto(src, dst); p != "" {
-		r.spec = append(r.spec, "-p", p)
-	}
-	if src.Port != 0 {
-		r.spec = append(r.spec, "--sport", fmt.Sprint(src.Port))
-	}
-	if dst.Port != 0 {
-		r.spec = append(r.spec, "--dport", fmt.Sprint(dst.Port))
-	}
-	r.spec = append(r.spec, probability(p)...)
-	r.spec = append(r.spec, "-m", "comment", "--comment", r.comment, "-j", "DROP")
+	r.spec = dropSpec(src, dst, p, r.comment)
 	if err := iptables(append([]string{"-A", f.chain}, r.spec...)...); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// dropSpec is the iptables rule (after the chain) that drops a share p of
+// the packets from src to dst, tagged with comment: the one rule every
+// firewall of the harness's writes (here, in a host's namespace, on a
+// remote host).
+func dropSpec(src, dst Endpoint, p float64, comment string) []string {
+	spec := []string{"-s", src.IP, "-d", dst.IP}
+	if pr := proto(src, dst); pr != "" {
+		spec = append(spec, "-p", pr)
+	}
+	if src.Port != 0 {
+		spec = append(spec, "--sport", fmt.Sprint(src.Port))
+	}
+	if dst.Port != 0 {
+		spec = append(spec, "--dport", fmt.Sprint(dst.Port))
+	}
+	spec = append(spec, probability(p)...)
+	return append(spec, "-m", "comment", "--comment", comment, "-j", "DROP")
 }
 
 // proto is the protocol a rule between src and dst is limited to: the one

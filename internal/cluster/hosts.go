@@ -197,18 +197,7 @@ func (h *Hosts) DropSome(src, dst Endpoint, p float64) (*HostRule, error) {
 	h.next++
 	comment := fmt.Sprintf("lockbench-%d", h.next)
 	h.mu.Unlock()
-	spec := []string{"-s", src.IP, "-d", dst.IP}
-	if p := proto(src, dst); p != "" {
-		spec = append(spec, "-p", p)
-	}
-	if src.Port != 0 {
-		spec = append(spec, "--sport", fmt.Sprint(src.Port))
-	}
-	if dst.Port != 0 {
-		spec = append(spec, "--dport", fmt.Sprint(dst.Port))
-	}
-	spec = append(spec, probability(p)...)
-	spec = append(spec, "-m", "comment", "--comment", comment, "-j", "DROP")
+	spec := dropSpec(src, dst, p, comment)
 	if _, err := InNS(ns, "iptables", append([]string{"-w", "-A", chain}, spec...)...); err != nil {
 		return nil, err
 	}
