@@ -187,7 +187,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 	if !ok {
 		return nil, fmt.Errorf("clock-drift: %s's clock cannot be made to drift here", target)
 	}
-	was, err := pgSkew(ctx, addr)
+	was, errWas, err := pgSkewErr(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
@@ -195,27 +195,31 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 		return nil, err
 	}
 	began := time.Now()
-	at, err := pgSkew(ctx, addr)
+	at, errAt, err := pgSkewErr(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
 	// The switch must not step the clock: beyond what the drift gained
-	// between the switch and the read (a loaded machine's read can take a
-	// while), it moved by no more than a read's own error.
+	// between the switch and the read, it moved by no more than the two
+	// reads' own errors (a step of the clock since the process started
+	// would be seconds).
 	gained := time.Duration(float64(time.Since(began)) * math.Abs(d.rate-1))
-	if step := (at - was).Abs(); step > gained+100*time.Millisecond {
+	if step := (at - was).Abs(); step > gained+errWas+errAt+50*time.Millisecond {
 		return nil, fmt.Errorf("clock-drift on %s: its clock stepped %s when the drift began", target, step.Round(time.Millisecond))
 	}
 	return &Effect{
 		Seen: fmt.Sprintf("%s's clock set to run at x%g", target, d.rate),
 		Check: func(ctx context.Context) (string, error) {
-			now, err := pgSkew(ctx, addr)
+			now, errNow, err := pgSkewErr(ctx, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
 			real := time.Since(began)
 			pace := 1 + float64(now-at)/float64(real)
-			if want := d.rate - 1; math.Abs(pace-d.rate) > math.Abs(want)/10 {
+			// Within a tenth of the drift asked, the reads' own errors
+			// spread over the window aside.
+			slack := math.Abs(d.rate-1)/10 + float64(errAt+errNow)/float64(real)
+			if math.Abs(pace-d.rate) > slack {
 				return "", fmt.Errorf("clock-drift on %s: its clock ran at x%.3f over %s, not the x%g asked", target, pace, real.Round(time.Millisecond), d.rate)
 			}
 			return fmt.Sprintf("%s's clock_timestamp() ran at x%.3f over %s (moved %s against real time)", target, pace, real.Round(time.Millisecond), (now - at).Round(time.Millisecond)), nil
@@ -227,16 +231,16 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 			// Back at the real pace, the clock keeps what it drifted and
 			// drifts no more: two reads half a second apart agree (within
 			// a read's error, a tenth of what the drift would add).
-			first, err := pgSkew(ctx, addr)
+			first, errFirst, err := pgSkewErr(ctx, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
 			time.Sleep(500 * time.Millisecond)
-			after, err := pgSkew(ctx, addr)
+			after, errAfter, err := pgSkewErr(ctx, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
-			if moved := (after - first).Abs(); moved > time.Duration(float64(500*time.Millisecond)*math.Abs(d.rate-1)/10)+50*time.Millisecond {
+			if moved := (after - first).Abs(); moved > time.Duration(float64(500*time.Millisecond)*math.Abs(d.rate-1)/10)+errFirst+errAfter+20*time.Millisecond {
 				return "", fmt.Errorf("clock-drift on %s: set back to the real pace, its clock still moved %s in 500ms", target, moved.Round(time.Millisecond))
 			}
 			return fmt.Sprintf("%s's clock runs at the real pace again, %s off", target, after.Round(time.Millisecond)), nil
@@ -247,19 +251,27 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 // pgSkew is how far a PostgreSQL server's clock_timestamp() is from this
 // machine's clock (read just before the query).
 func pgSkew(ctx context.Context, addr string) (time.Duration, error) {
+	s, _, err := pgSkewErr(ctx, addr)
+	return s, err
+}
+
+// pgSkewErr is pgSkew and how long its query took: the server read its
+// clock somewhere in that time, so the skew is known to within it (on a
+// loaded machine, hundreds of milliseconds).
+func pgSkewErr(ctx context.Context, addr string) (time.Duration, time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conn.Close(context.Background())
 	var t time.Time
 	before := time.Now()
 	if err := conn.QueryRow(cctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return t.Sub(before), nil
+	return t.Sub(before), time.Since(before), nil
 }
 
 // ClockJumper is implemented by Envs that can move a server's wall clock.

@@ -231,8 +231,11 @@ func TestAlternativesAgainstPostgres(t *testing.T) {
 				t.Errorf("for-update with a session timeout: status %s, %d violations", c.Check.Status, c.Check.Violations)
 			}
 		case "etcd-txn-pause":
-			if c.Check.Violations == 0 || c.Check.Status != "ok" || st.RolledBack == 0 {
-				t.Errorf("etcd-txn, holder paused past its lease: status %s, %d violations, %d rolled back", c.Check.Status, c.Check.Violations, st.RolledBack)
+			// The paused holder's late work is refused with its release,
+			// or (its release timing out after the pause on a loaded
+			// machine) unknown; never committed, as the counters show.
+			if c.Check.Violations == 0 || c.Check.Status != "ok" || st.RolledBack+st.Unknown == 0 {
+				t.Errorf("etcd-txn, holder paused past its lease: status %s, %d violations, %d rolled back, %d unknown", c.Check.Status, c.Check.Violations, st.RolledBack, st.Unknown)
 			}
 		}
 	}

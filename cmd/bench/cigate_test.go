@@ -48,8 +48,15 @@ func runGate(t *testing.T, args ...string) (string, int) {
 // baseline; an unchanged candidate passes; a candidate with a planted
 // latency regression fails with the threshold exit code; too few runs a
 // side fail -min-runs.
+//
+// It runs alone: twice in three CI runs, beside the other integration
+// tests on two cores, a candidate run's harness missed its own deadlines
+// (resource requests late outside any fault) and the run was invalid.
 func TestCIGateScript(t *testing.T) {
-	needRedis(t)
+	alone(t)
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make setup installs it): %v", err)
+	}
 	dir := t.TempDir()
 	fast, slow := filepath.Join(dir, "fast.yaml"), filepath.Join(dir, "slow.yaml")
 	os.WriteFile(fast, []byte(gateScenario(false)), 0o644)

@@ -48,6 +48,17 @@ func integration(t *testing.T) {
 	t.Parallel()
 }
 
+// alone marks an integration test that must not share the machine with
+// the others: it measures (a throughput gate) or is a load of its own.
+// Go runs such a test, which does not call t.Parallel, before the
+// parallel ones start.
+func alone(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test (real servers): not with -short")
+	}
+}
+
 func needRedis(t *testing.T) {
 	t.Helper()
 	integration(t)

@@ -217,9 +217,7 @@ cases:
 // cluster and an SSH session per check are a load of their own, and on two
 // cores they made a neighbour's harness miss its deadlines (a CI run).
 func TestSSHControlPlane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test (real servers): not with -short")
-	}
+	alone(t)
 	r := startRemoteHosts(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, err := runBench(t, r.env(), "run", "-dir", dir, "-targets", r.targets, writeScenario(t, sshFaults))
