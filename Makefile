@@ -67,6 +67,11 @@ bench: setup build
 # it, side by side: under -race they cost five times the CPU of two cores).
 # They run only there, one at a time: two of them time what they measure.
 RACE_TESTS := ^(TestControlsAgainstRealRedis|TestConcurrentRunsAreIsolated|TestOpenLoopKeepsItsSchedule)$$
+# ALONE_TESTS run after the others, one at a time, with nothing beside
+# them (not even another package's tests): the CI gate measures throughput,
+# and the SSH control plane's test is a load of its own whose remote
+# commands slow down tenfold on a busy machine.
+ALONE_TESTS := ^(TestCIGateScript|TestSSHControlPlane)$$
 # PARALLEL integration tests share the two cores. Four at a time, five
 # fresh-clone runs in a row on this machine each failed somewhere a test
 # times what it sees (a Sentinel switch, a ZooKeeper re-election, an etcd
@@ -77,7 +82,8 @@ PARALLEL   ?= 3
 ## test: install, then gofmt, go vet, every unit test with -race, the integration tests against real servers side by side, and a short fuzz of each parser
 test: setup fmt-check vet
 	$(GO) test -race -short -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) -skip '$(RACE_TESTS)' ./backends ./cmd/bench ./internal/sim
+	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) -skip '$(RACE_TESTS)|$(ALONE_TESTS)' ./backends ./cmd/bench ./internal/sim
+	$(GO) test -count=1 -timeout 10m -parallel 1 -run '$(ALONE_TESTS)' ./cmd/bench
 	$(GO) test -race -count=1 -timeout 20m -parallel 1 -run '$(RACE_TESTS)' ./cmd/bench
 	cd examples/library && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-short

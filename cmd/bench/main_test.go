@@ -50,8 +50,9 @@ func integration(t *testing.T) {
 
 // alone marks an integration test that must not share the machine with
 // the others: it measures (a throughput gate) or is a load of its own.
-// Go runs such a test, which does not call t.Parallel, before the
-// parallel ones start.
+// It does not call t.Parallel, and make test runs it in a stage of its own
+// (ALONE_TESTS), after the others: go test runs packages side by side, so
+// a test of one package is never alone while another package's run.
 func alone(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
