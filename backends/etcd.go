@@ -248,16 +248,23 @@ func (e *etcdLocker) Release(ctx context.Context, lease Lease) error {
 		// its keep-alives stop at once, and revoking its lease deletes
 		// the key as soon as the cluster answers. Later acquisitions get
 		// a new session, so this can never remove a lock taken again.
-		if e.sess == l.sess {
-			e.sess = nil
-		}
-		go revokeLater(e.cli, l.sess, time.Duration(e.ttl)*time.Second)
+		e.abandon(l.sess)
 		return fmt.Errorf("etcd release %s: %w", l.key, err)
 	}
 	if !resp.Succeeded {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// abandon gives sess up after a release whose outcome is unknown: later
+// acquisitions get a new session, and its lease is revoked as soon as the
+// cluster answers.
+func (e *etcdLocker) abandon(sess *concurrency.Session) {
+	if e.sess == sess {
+		e.sess = nil
+	}
+	go revokeLater(e.cli, sess, time.Duration(e.ttl)*time.Second)
 }
 
 // revokeLater abandons sess and retries revoking its lease until the

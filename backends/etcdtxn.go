@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -126,10 +125,7 @@ func (e *etcdTxnLocker) Release(ctx context.Context, lease Lease) error {
 	}
 	resp, err := e.cli.Txn(ctx).If(l.m.IsOwner()).Then(ops...).Commit()
 	if err != nil {
-		if e.sess == l.sess {
-			e.sess = nil
-		}
-		go revokeLater(e.cli, l.sess, time.Duration(e.ttl)*time.Second)
+		e.abandon(l.sess)
 		return fmt.Errorf("etcd-txn release %s: %w", l.key, err)
 	}
 	if !resp.Succeeded {

@@ -393,15 +393,12 @@ func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
 			}
 			uncertain = false
 		}
-		node, err := z.s.conn.Create(base+"/"+prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		node, again, err := z.createIn(ctx, base, prefix+"lock-")
 		switch {
+		case again:
+			continue
 		case err == nil:
 			return node, nil
-		case errors.Is(err, zk.ErrNoNode):
-			if err := retryZK(ctx, func() error { return ensurePath(z.s.conn, base) }); err != nil {
-				return "", err
-			}
-			continue
 		case errors.Is(err, zk.ErrConnectionClosed):
 			uncertain = true // sent, maybe done, reply lost
 		case !transientZK(err) && !errors.Is(err, zk.ErrSessionExpired):
@@ -412,20 +409,31 @@ func (z *zkLocker) create(ctx context.Context, base string) (string, error) {
 	}
 }
 
+// createIn creates an ephemeral sequential node name under base. When
+// base is missing (the key's first acquisition) it makes it and says to
+// try again; an error making it is returned as is.
+func (z *zkLocker) createIn(ctx context.Context, base, name string) (node string, again bool, err error) {
+	node, err = z.s.conn.Create(base+"/"+name, nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := retryZK(ctx, func() error { return ensurePath(z.s.conn, base) }); err != nil {
+			return "", false, err
+		}
+		return "", true, nil
+	}
+	return node, false, err
+}
+
 // createPlain is the recipe without protection: a create whose reply was
 // lost is simply made again, and the first node, if the server made it,
 // stays in the queue unknown to anyone (the create: plain option).
 func (z *zkLocker) createPlain(ctx context.Context, base string) (string, error) {
 	for {
-		node, err := z.s.conn.Create(base+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		node, again, err := z.createIn(ctx, base, "lock-")
 		switch {
+		case again:
+			continue
 		case err == nil:
 			return node, nil
-		case errors.Is(err, zk.ErrNoNode):
-			if err := retryZK(ctx, func() error { return ensurePath(z.s.conn, base) }); err != nil {
-				return "", err
-			}
-			continue
 		case !transientZK(err) && !errors.Is(err, zk.ErrSessionExpired):
 			return "", fmt.Errorf("zookeeper create under %s: %w", base, err)
 		}
