@@ -195,7 +195,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 		return nil, err
 	}
 	began := time.Now()
-	at, errAt, err := pgSkewErr(ctx, addr)
+	at, errAt, atWhen, err := pgSkewAt(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
@@ -210,11 +210,14 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 	return &Effect{
 		Seen: fmt.Sprintf("%s's clock set to run at x%g", target, d.rate),
 		Check: func(ctx context.Context) (string, error) {
-			now, errNow, err := pgSkewErr(ctx, addr)
+			now, errNow, nowWhen, err := pgSkewAt(ctx, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
-			real := time.Since(began)
+			// The pace between the two reads, timed from when each
+			// query began (not from the switch: a slow connection
+			// before the first read would count as time not drifted).
+			real := nowWhen.Sub(atWhen)
 			pace := 1 + float64(now-at)/float64(real)
 			// Within a tenth of the drift asked, the reads' own errors
 			// spread over the window aside.
@@ -251,27 +254,34 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 // pgSkew is how far a PostgreSQL server's clock_timestamp() is from this
 // machine's clock (read just before the query).
 func pgSkew(ctx context.Context, addr string) (time.Duration, error) {
-	s, _, err := pgSkewErr(ctx, addr)
+	s, _, _, err := pgSkewAt(ctx, addr)
 	return s, err
 }
 
-// pgSkewErr is pgSkew and how long its query took: the server read its
-// clock somewhere in that time, so the skew is known to within it (on a
-// loaded machine, hundreds of milliseconds).
+// pgSkewErr is pgSkewAt without the instant.
 func pgSkewErr(ctx context.Context, addr string) (time.Duration, time.Duration, error) {
+	s, e, _, err := pgSkewAt(ctx, addr)
+	return s, e, err
+}
+
+// pgSkewAt is pgSkew, how long its query took (the server read its clock
+// somewhere in that time, so the skew is known to within it: on a loaded
+// machine, hundreds of milliseconds), and when the query began (after the
+// connection, which on a loaded machine can take longer still).
+func pgSkewAt(ctx context.Context, addr string) (time.Duration, time.Duration, time.Time, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, time.Time{}, err
 	}
 	defer conn.Close(context.Background())
 	var t time.Time
 	before := time.Now()
 	if err := conn.QueryRow(cctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
-		return 0, 0, err
+		return 0, 0, time.Time{}, err
 	}
-	return t.Sub(before), time.Since(before), nil
+	return t.Sub(before), time.Since(before), before, nil
 }
 
 // ClockJumper is implemented by Envs that can move a server's wall clock.
