@@ -39,7 +39,7 @@ import (
 // etcd and Consul (Go) read the wall clock through the vDSO, out of
 // libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
+	Register(Info{Name: "clock-jump", Action: ActClock, Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
 		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
 }
@@ -63,7 +63,7 @@ func init() {
 // the clock through the vDSO; ZooKeeper times sessions on the monotonic
 // clock).
 func init() {
-	Register(Info{Name: "clock-drift", Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
+	Register(Info{Name: "clock-drift", Action: ActClockRate, Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
 		Summary: "make a server's wall clock run fast or slow for the window (rate 1.5, 0.5): PostgreSQL for real (libfaketime's speed factor), Redis emulated (every live lock's TTL moved as the window goes)",
 		Targets: []Kind{Server}, Emulated: "emulated on Redis by moving the PTTL of every live lock key every 20 ms by what the drift gained; real on PostgreSQL", New: newClockDrift,
 		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})

@@ -200,11 +200,10 @@ type Info struct {
 	// layer of the harness's (power-loss): /dev/fuse and root, servers
 	// lockbench starts itself.
 	NeedsFuse bool
-	// Remote marks faults that can act on a server lockbench did not
-	// start, through the control plane a targets file gives it (SSH to its
-	// host: signals to its process group, its start command, iptables
-	// there); the others are refused on such servers.
-	Remote bool
+	// Action is what the fault does to its target (see Action): what a
+	// deployment mode must offer for the fault to run there. A fault that
+	// acts on links only defaults to ActProxy.
+	Action Action
 	// Kinds limits the server kinds a fault can act on ("": any).
 	Kinds []string
 	// NeedsFaketime names the server kinds whose processes must run under
@@ -295,6 +294,12 @@ var registry = config.NewRegistry[Info]("fault type")
 func Register(info Info) {
 	if info.New == nil || len(info.Targets) == 0 {
 		panic("faults: Register with a nil constructor or no targets")
+	}
+	if info.Action == "" && len(info.Targets) == 1 && info.Targets[0] == Link {
+		info.Action = ActProxy
+	}
+	if info.Action == "" {
+		panic("faults: Register " + info.Name + " with no Action")
 	}
 	registry.Register(info.Name, info)
 }

@@ -24,7 +24,7 @@ import (
 // key or refused a write; heal deletes the filler and sees the server
 // below its limit again.
 func init() {
-	Register(Info{Name: "memory-pressure", Claims: []string{ClaimProcess, "memory"}, Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
+	Register(Info{Name: "memory-pressure", Action: ActAdmin, Claims: []string{ClaimProcess, "memory"}, Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
 		Summary: "fill a Redis server to its maxmemory with other keys and keep writing them (evictions or OOM refusals, per its maxmemory_policy)",
 		Targets: []Kind{Server}, Kinds: []string{"redis", "redis-replicated"}, New: newMemoryPressure})
 }

@@ -15,7 +15,7 @@ import (
 // quorum, etcd's Raft, Consul's gossip), and the server on the other side
 // sees the real thing. `to` limits it to some peers.
 func init() {
-	Register(Info{Name: "netem", Options: NetemOptions{}, Classes: map[Kind]string{Server: history.ClassSlow, Instance: history.ClassSlow}, Summary: "delay, jitter and loss on what a server or instance sends, to `to` or everyone (tc netem; network: hosts)",
+	Register(Info{Name: "netem", Action: ActShape, Options: NetemOptions{}, Classes: map[Kind]string{Server: history.ClassSlow, Instance: history.ClassSlow}, Summary: "delay, jitter and loss on what a server or instance sends, to `to` or everyone (tc netem; network: hosts)",
 		Targets: []Kind{Server, Instance}, NeedsHosts: true, NeedsNetem: true, New: newNetem})
 }
 

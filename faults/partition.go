@@ -18,10 +18,10 @@ import (
 // its rules dropped packets.
 
 func init() {
-	Register(Info{Name: "isolate", Remote: true, Options: IsolateOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
-	Register(Info{Name: "split", Remote: true, Options: SplitOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
-	Register(Info{Name: "loss", Remote: true, Options: LossOptions{}, Classes: map[Kind]string{Server: history.ClassLossy, Instance: history.ClassLossy}, Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
-	Register(Info{Name: "one-way", Remote: true, Options: OneWayOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
+	Register(Info{Name: "isolate", Action: ActCut, Options: IsolateOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
+	Register(Info{Name: "split", Action: ActCut, Options: SplitOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
+	Register(Info{Name: "loss", Action: ActCut, Options: LossOptions{}, Classes: map[Kind]string{Server: history.ClassLossy, Instance: history.ClassLossy}, Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
+	Register(Info{Name: "one-way", Action: ActCut, Options: OneWayOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
 }
 
 // cutFault cuts, for a resolved target, the directed pairs that plan

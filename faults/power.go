@@ -20,7 +20,7 @@ import (
 // exited and the layer discarded what was pending (0 bytes is an
 // observation: everything had been fsynced); heal sees it answer again.
 func init() {
-	Register(Info{Name: "power-loss", Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassPower},
+	Register(Info{Name: "power-loss", Action: ActPowerLoss, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassPower},
 		Summary: "kill a server and discard every write it never fsynced (its data dir is on a FUSE layer); it restarts on what was durable when the window ends",
 		Targets: []Kind{Server}, Instant: true, Lasting: true, NeedsFuse: true, New: newPowerLoss})
 }
@@ -74,7 +74,7 @@ func (powerLoss) Start(ctx context.Context, env Env, target string) (*Effect, er
 // in force (a server that wrote nothing meanwhile was not affected: idle);
 // heal frees it.
 func init() {
-	Register(Info{Name: "disk-full", Classes: map[Kind]string{Server: history.ClassDiskFull},
+	Register(Info{Name: "disk-full", Action: ActDiskFull, Classes: map[Kind]string{Server: history.ClassDiskFull},
 		Summary: "make a server's data dir a full disk (every write fails with ENOSPC) for the window, then free it",
 		Targets: []Kind{Server}, NeedsFuse: true, New: newDiskFull})
 }

@@ -15,8 +15,8 @@ import (
 // stop-the-world GC pause) or a server.
 
 func init() {
-	Register(Info{Name: "pause", Remote: true, Claims: []string{ClaimProcess}, Options: PauseOptions{}, Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
-	Register(Info{Name: "kill", Remote: true, Claims: []string{ClaimProcess}, Options: KillOptions{}, Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
+	Register(Info{Name: "pause", Action: ActSignal, Claims: []string{ClaimProcess}, Options: PauseOptions{}, Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
+	Register(Info{Name: "kill", Action: ActKill, Claims: []string{ClaimProcess}, Options: KillOptions{}, Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
 }
 
 // stopWait bounds how long a signal may take to show its effect.

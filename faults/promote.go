@@ -15,7 +15,7 @@ import (
 // old primary's memory (every advisory lock and its holder's session) is
 // not on the new one.
 func init() {
-	Register(Info{Name: "promote", Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
+	Register(Info{Name: "promote", Action: ActAdmin, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
 		Targets: []Kind{Server}, Instant: true, Kinds: []string{"postgres"}, New: newPromote})
 }
 

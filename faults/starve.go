@@ -18,9 +18,9 @@ import (
 //     throttle), as on a failing or saturated disk. Raft and ZooKeeper
 //     fsync before acknowledging, so a stalled member cannot commit.
 func init() {
-	Register(Info{Name: "cpu-starve", Remote: true, Claims: []string{"cgroup:cpu"}, Options: CPUStarveOptions{}, Classes: map[Kind]string{Instance: history.ClassStarve, Server: history.ClassStarveSrv}, Summary: "give a server or instance only `percent` of one CPU for the window (cgroup CPU quota): it runs, slowly",
+	Register(Info{Name: "cpu-starve", Action: ActCPUQuota, Claims: []string{"cgroup:cpu"}, Options: CPUStarveOptions{}, Classes: map[Kind]string{Instance: history.ClassStarve, Server: history.ClassStarveSrv}, Summary: "give a server or instance only `percent` of one CPU for the window (cgroup CPU quota): it runs, slowly",
 		Targets: []Kind{Server, Instance}, NeedsCgroup: "cpu", New: newCPUStarve})
-	Register(Info{Name: "disk-stall", Claims: []string{"cgroup:blkio"}, Options: DiskStallOptions{}, Classes: map[Kind]string{Server: history.ClassDisk}, Summary: "throttle a server's writes and fsyncs to `write_iops` on its data disk for the window (cgroup blkio)",
+	Register(Info{Name: "disk-stall", Action: ActDiskThrottle, Claims: []string{"cgroup:blkio"}, Options: DiskStallOptions{}, Classes: map[Kind]string{Server: history.ClassDisk}, Summary: "throttle a server's writes and fsyncs to `write_iops` on its data disk for the window (cgroup blkio)",
 		Targets: []Kind{Server}, NeedsCgroup: "blkio", New: newDiskStall})
 }
 

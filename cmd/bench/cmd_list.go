@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/scenario"
@@ -43,10 +44,10 @@ type faultEntry struct {
 	// Claims is what it takes over of its target (faults.Info.Claims): two
 	// faults that claim the same may not overlap on one target.
 	Claims []string `json:"claims"`
-	// Remote: it acts on a targets file's server through its control
-	// plane (faults.Info.Remote).
-	Remote  bool            `json:"remote"`
-	Options []config.Option `json:"options,omitempty"`
+	// Modes lists, per deployment mode (cluster.Mode), the classes of its
+	// targets the fault acts on there; a mode that carries none is left out.
+	Modes   map[string][]cluster.On `json:"modes"`
+	Options []config.Option         `json:"options,omitempty"`
 }
 
 type scenarioEntry struct {
@@ -60,7 +61,12 @@ func listCmd() *command {
 	c := newCommand("list", "[SCENARIO_DIR]", "list backends with their options, fault types and scenario files", 0, 1)
 	jsonOut := c.fs.Bool("json", false, "print the listing as JSON")
 	brief := c.fs.Bool("brief", false, "leave the backends' options out")
+	modes := c.fs.Bool("modes", false, "print which faults each deployment mode carries, as the README's table (markdown)")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
+		if *modes {
+			_, err := io.WriteString(cio.stdout, modesTable())
+			return err
+		}
 		dir := "scenarios"
 		if len(args) > 0 {
 			dir = args[0]
@@ -91,7 +97,7 @@ func buildListing(dir string) (*listing, error) {
 		for _, r := range f.Requires() {
 			reqs = append(reqs, string(r))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Remote: f.Remote, Options: f.OptionList()})
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Modes: modesOf(f), Options: f.OptionList()})
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -158,10 +164,13 @@ func (l *listing) write(w io.Writer, options bool) error {
 		if len(f.ServerKinds) > 0 {
 			targets += " of kind " + strings.Join(f.ServerKinds, ", ")
 		}
-		remote := ""
-		if f.Remote {
-			remote = "; on a targets file's servers too, over their control plane"
+		var in []string
+		for _, m := range cluster.Modes() {
+			if ons := f.Modes[m.Name]; len(ons) > 0 {
+				in = append(in, fmt.Sprintf("%s (%s)", m.Name, joinOns(ons)))
+			}
 		}
+		remote := "; runs in: " + strings.Join(in, ", ")
 		fmt.Fprintf(&b, "  %-*s  %s (targets: %s%s; takes over: %s%s)\n", width, f.Name, f.Summary, targets, root, strings.Join(f.Claims, ", "), remote)
 		if options {
 			ow := 0
@@ -190,6 +199,26 @@ func (l *listing) write(w io.Writer, options bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// modesOf maps each deployment mode to the target classes the fault acts
+// on there.
+func modesOf(f faults.Info) map[string][]cluster.On {
+	out := map[string][]cluster.On{}
+	for _, m := range cluster.Modes() {
+		if ons := m.Carries(f); len(ons) > 0 {
+			out[m.Name] = ons
+		}
+	}
+	return out
+}
+
+func joinOns(ons []cluster.On) string {
+	s := make([]string, len(ons))
+	for i, on := range ons {
+		s[i] = string(on)
+	}
+	return strings.Join(s, ", ")
 }
 
 func firstLine(s string) string {

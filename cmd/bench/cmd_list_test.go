@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/lockbench/lockbench/internal/cluster"
 	"slices"
 	"strings"
 	"testing"
@@ -33,8 +34,11 @@ func TestListSaysWhatEachFaultActsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "(targets: server of kind postgres; takes over: process)") {
-		t.Errorf("promote's line does not say it acts on PostgreSQL only and takes over the process:\n%s", text)
+	if !strings.Contains(text, "(targets: server of kind postgres; takes over: process; runs in: local (servers), hosts (servers), compose (servers))") {
+		t.Errorf("promote's line does not say it acts on PostgreSQL only, takes over the process and runs on lockbench's own servers only:\n%s", text)
+	}
+	if m := byName["pause"].Modes; !slices.Equal(m["targets"], []cluster.On{cluster.OnInstance}) || len(m["ssh"]) != 2 {
+		t.Errorf("pause's modes %v: want instances only with a targets file, servers and instances over SSH", m)
 	}
 	if c := byName["disk-stall"].Claims; !slices.Equal(c, []string{"cgroup:blkio"}) {
 		t.Errorf("disk-stall claims %v", c)

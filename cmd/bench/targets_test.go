@@ -181,7 +181,7 @@ cases:
 	}
 
 	kill := writeScenario(t, "name: x\ncases: [{name: k, backend: redis, faults: [{type: kill, target: redis-1, at: 1s, for: 1s}]}]\n")
-	if _, _, err := runBench(t, creds, "run", "-targets", targets, "-dir", filepath.Join(dir, "k"), kill); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "unavailable with a targets file") {
+	if _, _, err := runBench(t, creds, "run", "-targets", targets, "-dir", filepath.Join(dir, "k"), kill); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "the targets mode cannot kill and restart servers") {
 		t.Errorf("a kill of a server lockbench does not run: %v", err)
 	}
 	if _, _, err := runBench(t, creds[:2], "validate", "-targets", targets, scen); exitcode.Of(err) != exitcode.Config || !strings.Contains(err.Error(), "LB_TEST_ETCD_PASSWORD is not set") {

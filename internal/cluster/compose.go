@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockbench/lockbench/faults"
 	"net"
 	"os/exec"
 	"strings"
@@ -12,6 +13,20 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 )
+
+// The compose mode: the topology's containers are paused, killed,
+// restarted, cut and shaped through the engine and their namespaces; the
+// harness cannot confine them in cgroups of its own, put their data dirs
+// on its disk layer, or start them under libfaketime, and their links to
+// each other go through no proxy.
+func init() {
+	RegisterMode(Mode{Name: ModeCompose, Title: "compose",
+		Offers: map[faults.Action][]On{
+			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActShape: every,
+			faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer}, faults.ActAdmin: {OnServer},
+			faults.ActProxy: {OnClientLink}},
+		Why: "with -compose the servers and instances are containers of the topology: no cgroup, disk layer or libfaketime of the harness's reaches them, and the links between containers go through no proxy (cut them with isolate, split or one-way)"})
+}
 
 // Compose names a running compose topology (make compose-bench brings one
 // up from compose/).

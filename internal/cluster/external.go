@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/lockbench/lockbench/faults"
 	"net"
 	"os/exec"
 	"strings"
@@ -11,6 +12,17 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 )
+
+// The targets mode: a targets file's servers without a control section.
+// lockbench only talks to them; its own worker instances, and the client
+// links from them, it can fault as anywhere.
+func init() {
+	RegisterMode(Mode{Name: ModeTargets, Title: "targets",
+		Offers: map[faults.Action][]On{
+			faults.ActSignal: {OnInstance}, faults.ActKill: {OnInstance}, faults.ActCut: {OnInstance},
+			faults.ActCPUQuota: {OnInstance}, faults.ActProxy: {OnClientLink}},
+		Why: "lockbench does not run a targets file's servers (no pause, kill, firewall rule, cgroup, clock or peer link of theirs, and nothing written beyond the run's own keys) unless the file gives them a control section; fault the worker instances or their client links instead"})
+}
 
 // external is the placement of a targets file's servers (bench run
 // -targets): lockbench only talks to them. Start checks that each answers

@@ -3,12 +3,26 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/lockbench/lockbench/faults"
 	"os/exec"
 	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
 )
+
+// The local mode: every action on lockbench's own servers and instances,
+// but netem (it needs a host per server), and cuts between servers only
+// of kinds that send from their own address.
+func init() {
+	RegisterMode(Mode{Name: ModeLocal, Title: "local", Faketime: true, SourceCuts: true,
+		Offers: map[faults.Action][]On{
+			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActCPUQuota: every,
+			faults.ActDiskThrottle: {OnServer}, faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer},
+			faults.ActPowerLoss: {OnServer}, faults.ActDiskFull: {OnServer}, faults.ActAdmin: {OnServer},
+			faults.ActProxy: {OnClientLink, OnServerLink}},
+		Why: "netem needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts"})
+}
 
 // loopback is the placement of servers lockbench starts itself, each on an
 // address of its own in the run's loopback slot, with cuts as rules in the

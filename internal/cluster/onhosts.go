@@ -2,8 +2,21 @@ package cluster
 
 import (
 	"fmt"
+	"github.com/lockbench/lockbench/faults"
 	"os/exec"
 )
+
+// The hosts mode: everything the local mode does, cuts between any two
+// servers, and netem.
+func init() {
+	RegisterMode(Mode{Name: ModeHosts, Title: "hosts", Faketime: true,
+		Offers: map[faults.Action][]On{
+			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActShape: every, faults.ActCPUQuota: every,
+			faults.ActDiskThrottle: {OnServer}, faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer},
+			faults.ActPowerLoss: {OnServer}, faults.ActDiskFull: {OnServer}, faults.ActAdmin: {OnServer},
+			faults.ActProxy: {OnClientLink, OnServerLink}},
+	})
+}
 
 // onHosts is the placement of hosts mode: lockbench's own servers, as on
 // loopback, but each server and each worker instance in a network

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockbench/lockbench/faults"
 	"net"
 	"os"
 	"syscall"
@@ -11,6 +12,17 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 )
+
+// The SSH mode: a targets file's servers with a control section, acted on
+// over SSH on their hosts; the worker instances are this machine's, as in
+// the targets mode.
+func init() {
+	RegisterMode(Mode{Name: ModeSSH, Title: "targets + SSH", Remote: []On{OnServer},
+		Offers: map[faults.Action][]On{
+			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActCPUQuota: every,
+			faults.ActProxy: {OnClientLink}},
+		Why: "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables and confines it in a cgroup on its host; it does not reach its clock, its disk or its data beyond the run's keys, and a server's peer links go through no proxy"})
+}
 
 // onSSH is the placement of a targets file's servers that have a control
 // plane (Control): found at the file's addresses like any external

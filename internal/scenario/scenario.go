@@ -547,6 +547,12 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	if ext != nil && !compose {
 		sc.controlled = ext.Controlled
 	}
+	mode, err := cluster.LookupMode(modeName(network, ext, compose))
+	if err != nil {
+		errs.add(n.Line, where, "%v", err)
+		return nil
+	}
+	sc.mode = mode
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])
@@ -580,6 +586,21 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	return c
+}
+
+// modeName is the deployment mode of a case (cluster.Mode).
+func modeName(network string, ext *targets.File, compose bool) string {
+	switch {
+	case compose:
+		return cluster.ModeCompose
+	case ext != nil && len(ext.Control) > 0:
+		return cluster.ModeSSH
+	case ext != nil:
+		return cluster.ModeTargets
+	case network == NetworkHosts:
+		return cluster.ModeHosts
+	}
+	return cluster.ModeLocal
 }
 
 // baseProblem reports whether p is a problem of the scenario's workload

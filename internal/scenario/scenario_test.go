@@ -614,9 +614,9 @@ func TestControlPlaneFaults(t *testing.T) {
 		{"{type: pause, target: etcd-1, at: 1s, for: 1s}", ""},
 		{"{type: kill, target: etcd-2, at: 1s, for: 1s}", ""},
 		{"{type: isolate, target: etcd-1, from: [etcd-2], at: 1s, for: 1s}", ""},
-		{"{type: pause, target: etcd-3, at: 1s, for: 1s}", "unavailable with a targets file"},
-		{"{type: pause, target: leader, at: 1s, for: 1s}", "unavailable with a targets file"},
-		{"{type: disk-stall, target: etcd-1, at: 1s, for: 1s}", "unavailable with a targets file"},
+		{"{type: pause, target: etcd-3, at: 1s, for: 1s}", "the targets mode cannot stop and resume servers"},
+		{"{type: pause, target: leader, at: 1s, for: 1s}", "the targets mode cannot stop and resume servers"},
+		{"{type: power-loss, target: etcd-1, at: 1s, for: 1s}", "the ssh mode cannot cut the power of servers"},
 	} {
 		_, err := ParseWith("c.yaml", doc(tt.fault), Options{Targets: tf})
 		switch {

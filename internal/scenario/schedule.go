@@ -71,8 +71,44 @@ type scheduleCtx struct {
 	external    bool // the servers are not lockbench's (bench run -targets)
 	compose     bool // the servers are containers lockbench controls
 	oneMember   bool // the backend's instances talk to one member at a time
+	// mode is the deployment mode of the case (cluster.Mode): what it can
+	// do to each class of target.
+	mode cluster.Mode
 	// controlled: a targets file's server with a control plane (SSH).
 	controlled func(server string) bool
+}
+
+// classOf is the class of target t as a deployment mode sees it.
+func (sc scheduleCtx) classOf(t string) cluster.On {
+	pt := faults.ParseTarget(t)
+	switch {
+	case pt.Kind == faults.Instance:
+		return cluster.OnInstance
+	case pt.Kind == faults.Server:
+		return cluster.OnServer
+	case sc.serverLinks["link:"+pt.Name]:
+		return cluster.OnServerLink
+	}
+	return cluster.OnClientLink
+}
+
+// modeFor is the mode that acts on target t of class on: the case's, but
+// for a server of a targets file that has no control plane (or a server
+// role when some server has none), which is in the targets mode.
+func (sc scheduleCtx) modeFor(t string, on cluster.On) cluster.Mode {
+	if on == cluster.OnServer && sc.controlled != nil && !sc.remoteTarget(t) {
+		if m, err := cluster.LookupMode(cluster.ModeTargets); err == nil {
+			return m
+		}
+	}
+	return sc.mode
+}
+
+// here reports whether the mode performs the fault's action on target t
+// on this machine, whose requirements then apply.
+func (sc scheduleCtx) here(t string) bool {
+	on := sc.classOf(t)
+	return sc.modeFor(t, on).Here(on)
 }
 
 // remoteTarget reports whether a server fault on target reaches it over
@@ -412,45 +448,42 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 			}
 		}
 	}
-	if info.NeedsHosts && !sc.hosts && !bad {
-		errs.add(n.Line, fw+".type", "%s needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts", f.Type)
-		bad = true
-	}
 	for _, t := range f.Targets {
 		if len(info.Kinds) == 0 || bad || faults.KindOf(t) != faults.Server || faults.IsRole(t) {
 			continue
 		}
-		if k := sc.serverKinds[t]; !slices.Contains(info.Kinds, k) {
+		switch k := sc.serverKinds[t]; {
+		case !slices.Contains(info.Kinds, k):
 			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), t, k)
 			bad = true
-		} else if slices.Contains(info.NeedsFaketime, k) {
+		case slices.Contains(info.NeedsFaketime, k) && !sc.modeFor(t, cluster.OnServer).Faketime:
+			errs.add(line("target"), fw+".target", "%s moves the clock of a %s server through libfaketime, which the %s mode cannot start %s under", f.Type, k, sc.modeFor(t, cluster.OnServer).Name, t)
+			bad = true
+		case slices.Contains(info.NeedsFaketime, k) && sc.here(t):
 			if err := cluster.Probe.Faketime(); err != nil {
 				errs.add(line("type"), fw+".type", "%v", err)
 				bad = true
 			}
 		}
 	}
-	if info.NeedsCgroup != "" && !bad {
-		switch err := cluster.Probe.Cgroups(info.NeedsCgroup); {
-		case sc.compose:
-			errs.add(line("type"), fw+".type", "%s confines processes with a cgroup of the harness's; with -compose the targets are containers", f.Type)
-			bad = true
-		case err != nil:
+	// What the fault needs of the machine, where the mode performs it here.
+	here := false
+	for _, t := range f.Targets {
+		here = here || sc.here(t)
+	}
+	if info.NeedsCgroup != "" && here && !bad {
+		if err := cluster.Probe.Cgroups(info.NeedsCgroup); err != nil {
 			errs.add(line("type"), fw+".type", "%v", err)
 			bad = true
 		}
 	}
-	if info.NeedsFuse && !bad {
-		switch err := cluster.Probe.Fuse(); {
-		case sc.compose:
-			errs.add(line("type"), fw+".type", "%s puts the servers' data dirs on a FUSE layer of the harness's; with -compose the servers are containers", f.Type)
-			bad = true
-		case err != nil:
+	if info.NeedsFuse && here && !bad {
+		if err := cluster.Probe.Fuse(); err != nil {
 			errs.add(line("type"), fw+".type", "%v", err)
 			bad = true
 		}
 	}
-	if info.NeedsNetem && sc.hosts && !bad {
+	if info.NeedsNetem && here && !bad {
 		if err := cluster.Probe.Netem(); err != nil {
 			errs.add(n.Line, fw+".type", "%v (the loss fault drops packets with iptables instead; latency on TCP links is the latency fault)", err)
 			bad = true
@@ -460,10 +493,10 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		if !info.NeedsFirewall || bad {
 			break
 		}
-		if sc.remoteTarget(t) {
+		if !sc.here(t) {
 			continue // the rules are made on the server's own host
 		}
-		if msg := checkFirewall(t, sc.serverKinds, sc.targets, sc.hosts); msg != "" {
+		if msg := checkFirewall(t, sc.serverKinds, sc.targets, sc.hosts, sc.modeFor(t, sc.classOf(t)).SourceCuts); msg != "" {
 			errs.add(line("target"), fw+".target", "%s", msg)
 			bad = true
 		}
@@ -512,31 +545,16 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 			return false
 		}
 	}
-	if sc.compose && sc.serverLinks[target] {
-		errs.add(at, fw+".target", "%s: links between the containers of a compose topology go through no proxy; cut them with isolate, split or one-way", target)
+	on := sc.classOf(target)
+	if m := sc.modeFor(target, on); !m.Does(info.Action, on) {
+		why := m.Why
+		if why == "" {
+			why = "it has no way to"
+		}
+		errs.add(at, fw+".target", "%s on %s: the %s mode cannot %s %s: %s", info.Name, target, m.Name, info.Action.Verb(), on, why)
 		return false
 	}
-	if sc.external && !(info.Remote && faults.KindOf(target) == faults.Server && sc.remoteTarget(target)) {
-		if msg := externalFault(target, info, sc.serverLinks[target]); msg != "" {
-			errs.add(at, fw+".target", "%s", msg)
-			return false
-		}
-	}
 	return true
-}
-
-// externalFault says why a fault cannot act on servers lockbench did not
-// start, or "": their processes, firewalls, clocks and peer links are not
-// lockbench's; its own worker instances and the links from them are.
-func externalFault(target string, info faults.Info, serverLink bool) string {
-	const why = "unavailable with a targets file: lockbench does not run those servers (no pause, kill, firewall rule, clock or peer link of theirs) unless the file gives them a control section (pause, kill and the cuts then act over SSH); fault the worker instances or their client links instead"
-	switch kind := faults.KindOf(target); {
-	case kind == faults.Server:
-		return fmt.Sprintf("%s on %s: %s", info.Name, target, why)
-	case serverLink:
-		return fmt.Sprintf("%s: a link between servers: %s", target, why)
-	}
-	return ""
 }
 
 // checkOverlaps rejects two faults whose windows overlap on a target they
@@ -590,10 +608,11 @@ func shared(as, bs []string) (string, bool) {
 	return "", false
 }
 
-// checkFirewall says why an iptables partition cannot be made, or "". An
-// instance can always be cut (its clients use its own address); servers
-// must use their own address as the source of their peer connections.
-func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind, hosts bool) string {
+// checkFirewall says why an iptables partition cannot be made here, or
+// "". An instance can always be cut (its clients use its own address, or
+// its mark); where the mode says cuts need servers that send from their
+// own address (cluster.Mode.SourceCuts), a server must.
+func checkFirewall(target string, serverKinds map[string]string, targets map[string]faults.Kind, hosts, sourceCuts bool) string {
 	if hosts {
 		// Every server sends from its own host (a namespace, or a
 		// container): any pair can be cut.
@@ -605,7 +624,7 @@ func checkFirewall(target string, serverKinds map[string]string, targets map[str
 	if err := cluster.Probe.Firewall(); err != nil {
 		return err.Error()
 	}
-	if targets[target] == faults.Instance || (faults.IsRole(target) && faults.KindOf(target) == faults.Instance) {
+	if !sourceCuts || targets[target] == faults.Instance || (faults.IsRole(target) && faults.KindOf(target) == faults.Instance) {
 		return ""
 	}
 	kinds := map[string]bool{}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/targets"
+)
+
+// The README's fault table sits between these two lines.
+const (
+	tableBegin = "<!-- bench list -modes: begin -->\n"
+	tableEnd   = "<!-- bench list -modes: end -->"
+)
+
+// TestREADMEFaultTable: the README's fault-support table is the one bench
+// list -modes makes from the deployment modes (make it again with
+// `bench list -modes` when this fails).
+func TestREADMEFaultTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("the README has no fault table between %q and %q", tableBegin, tableEnd)
+	}
+	if got, want := s[i+len(tableBegin):j], modesTable(); got != want {
+		t.Errorf("the README's fault table is not bench list -modes's:\n--- README\n%s\n--- bench list -modes\n%s", got, want)
+	}
+}
+
+// TestValidationEnforcesTheModes: for every fault, every deployment mode
+// and every class of target the fault takes, scenario validation accepts
+// a use of the fault exactly when the mode says it carries it there
+// (cluster.Mode.Does, with the conditions the table footnotes), on a
+// machine that has everything a fault may require: what the table says is
+// what validation does.
+func TestValidationEnforcesTheModes(t *testing.T) {
+	saved := cluster.Probe
+	defer func() { cluster.Probe = saved }()
+	ok := func() error { return nil }
+	cluster.Probe.Firewall, cluster.Probe.Hosts, cluster.Probe.Netem, cluster.Probe.Faketime, cluster.Probe.Fuse = ok, ok, ok, ok, ok
+	cluster.Probe.Cgroups = func(string) error { return nil }
+
+	servers := map[string]string{}
+	for _, n := range []string{"etcd-1", "etcd-2", "etcd-3", "consul-1", "consul-2", "consul-3", "redis-1", "postgres-1", "postgres-2"} {
+		servers[n] = "10.9.0.1:1"
+	}
+	ctl := map[string]*cluster.Control{}
+	for n := range servers {
+		ctl[n] = &cluster.Control{SSH: cluster.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
+	}
+	opts := map[string]func() (string, scenario.Options){
+		cluster.ModeLocal: func() (string, scenario.Options) { return "", scenario.Options{} },
+		cluster.ModeHosts: func() (string, scenario.Options) { return "network: hosts\n", scenario.Options{} },
+		cluster.ModeCompose: func() (string, scenario.Options) {
+			return "", scenario.Options{Targets: &targets.File{Path: "t.yaml", Servers: servers}, Compose: &scenario.Compose{File: "c.yml"}}
+		},
+		cluster.ModeTargets: func() (string, scenario.Options) {
+			return "", scenario.Options{Targets: &targets.File{Path: "t.yaml", Servers: servers}}
+		},
+		cluster.ModeSSH: func() (string, scenario.Options) {
+			return "", scenario.Options{Targets: &targets.File{Path: "t.yaml", Servers: servers, Control: ctl}}
+		},
+	}
+	modes := cluster.Modes()
+	if len(modes) != len(opts) {
+		t.Fatalf("%d modes, %d set up here: add the new mode to this test", len(modes), len(opts))
+	}
+	cells := 0
+	for _, f := range faults.All() {
+		for _, m := range modes {
+			network, o := opts[m.Name]()
+			for _, on := range cluster.Classes(f) {
+				for _, u := range usesOf(t, f, on) {
+					want := m.Does(f.Action, on)
+					switch {
+					case m.SourceCuts && f.Action == faults.ActCut && on == cluster.OnServer:
+						want = want && cluster.BindsSource(u.kind)
+					case !m.Faketime && slices.Contains(f.NeedsFaketime, u.kind):
+						want = false
+					}
+					src := fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n",
+						network, u.backend, u.options, strings.Replace(u.fault, "}", ", at: 1s, for: 1s}", 1))
+					_, err := scenario.ParseWith("t.yaml", []byte(src), o)
+					cells++
+					switch {
+					case want && err != nil:
+						t.Errorf("%s on %s (%s) in the %s mode: the table says yes, validation says %v", f.Name, on, u.kind, m.Name, err)
+					case !want && err == nil:
+						t.Errorf("%s on %s (%s) in the %s mode: the table says no, validation accepts it", f.Name, on, u.kind, m.Name)
+					}
+				}
+			}
+		}
+	}
+	if cells < len(faults.All())*len(modes) {
+		t.Fatalf("only %d uses tried", cells)
+	}
+}
+
+// use is one use of a fault on a target of a class, in a case of backend.
+type use struct {
+	backend, options, fault string
+	kind                    string // the target server's kind ("" for others)
+}
+
+// usesOf are the uses that try fault f on class on: one per server kind
+// the answer may depend on (a cut of servers that send from their own
+// address or not; a clock moved for real or emulated).
+func usesOf(t *testing.T, f faults.Info, on cluster.On) []use {
+	t.Helper()
+	opt := map[string]string{
+		"bandwidth": "rate: 10", "latency": "latency: 10ms", "slicer": "average_size: 10, size_variation: 2, delay: 1ms",
+		"clock-jump": "jump: 5s", "clock-drift": "rate: 1.5", "loss": "percent: 30", "netem": "delay: 10ms",
+	}[f.Name]
+	fault := func(target string) string {
+		s := "{type: " + f.Name + ", target: " + target
+		if opt != "" {
+			s += ", " + opt
+		}
+		return s + "}"
+	}
+	switch on {
+	case cluster.OnInstance:
+		return []use{{backend: "etcd", fault: fault("instance-1")}}
+	case cluster.OnClientLink:
+		return []use{{backend: "etcd", fault: fault("link:etcd-1@instance-1")}}
+	case cluster.OnServerLink:
+		return []use{{backend: "etcd", fault: fault("link:etcd-1-peer")}}
+	}
+	var us []use
+	kinds := f.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{"etcd"}
+		if f.Action == faults.ActCut {
+			kinds = []string{"etcd", "consul"}
+		}
+	}
+	for _, k := range kinds {
+		switch k {
+		case "redis-replicated":
+			continue // redis's answer
+		case "postgres":
+			if f.Name == "promote" {
+				us = append(us, use{backend: "postgres", options: "\n    options: {standby: true}", fault: fault("postgres-2"), kind: k})
+				continue
+			}
+		}
+		us = append(us, use{backend: k, fault: fault(k + "-1"), kind: k})
+	}
+	if len(us) == 0 {
+		t.Fatal(errors.New("no use of " + f.Name + " on servers"))
+	}
+	return us
+}
