@@ -114,7 +114,7 @@ func newEnv(t *testing.T, direct bool) (*testEnv, string) {
 		route.Via = ""
 	}
 	return &testEnv{toxi: toxi, procs: map[string]*cluster.Process{}, servers: map[string]string{},
-		dialer: links.NewDialer("", []links.Route{route})}, real
+		dialer: links.NewDialer("", []links.Route{route}, 0)}, real
 }
 
 func build(t *testing.T, typ, opts string) faults.Fault {

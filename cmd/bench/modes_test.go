@@ -22,7 +22,8 @@ const (
 
 // TestREADMEFaultTable: the README's fault-support table is the one bench
 // list -modes makes from the deployment modes (make it again with
-// `bench list -modes` when this fails).
+// `go test ./cmd/bench -run TestREADMEFaultTable -update` when this
+// fails).
 func TestREADMEFaultTable(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -34,7 +35,13 @@ func TestREADMEFaultTable(t *testing.T) {
 		t.Fatalf("the README has no fault table between %q and %q", tableBegin, tableEnd)
 	}
 	if got, want := s[i+len(tableBegin):j], modesTable(); got != want {
-		t.Errorf("the README's fault table is not bench list -modes's:\n--- README\n%s\n--- bench list -modes\n%s", got, want)
+		if *update {
+			if err := os.WriteFile("../../README.md", []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("the README's fault table is not bench list -modes's (go test ./cmd/bench -run TestREADMEFaultTable -update):\n--- README\n%s\n--- bench list -modes\n%s", got, want)
 	}
 }
 
@@ -55,9 +62,14 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 	for _, n := range []string{"etcd-1", "etcd-2", "etcd-3", "consul-1", "consul-2", "consul-3", "redis-1", "postgres-1", "postgres-2"} {
 		servers[n] = "10.9.0.1:1"
 	}
-	ctl := map[string]*cluster.Control{}
+	// ctl gives every field a control section may give; bare, only the
+	// required ones (what Mode.ControlNeeds asks for is then refused).
+	ctl, bare := map[string]*cluster.Control{}, map[string]*cluster.Control{}
 	for n := range servers {
-		ctl[n] = &cluster.Control{SSH: cluster.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
+		bare[n] = &cluster.Control{SSH: cluster.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
+		full := *bare[n]
+		full.DataDir = "/var/lib/x"
+		ctl[n] = &full
 	}
 	opts := map[string]func() (string, scenario.Options){
 		cluster.ModeLocal: func() (string, scenario.Options) { return "", scenario.Options{} },
@@ -98,6 +110,13 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 						t.Errorf("%s on %s (%s) in the %s mode: the table says yes, validation says %v", f.Name, on, u.kind, m.Name, err)
 					case !want && err == nil:
 						t.Errorf("%s on %s (%s) in the %s mode: the table says no, validation accepts it", f.Name, on, u.kind, m.Name)
+					}
+					if field := m.ControlNeeds[f.Action]; field != "" && on == cluster.OnServer && o.Targets != nil {
+						tf := *o.Targets
+						tf.Control = bare
+						if _, err := scenario.ParseWith("t.yaml", []byte(src), scenario.Options{Targets: &tf}); err == nil {
+							t.Errorf("%s on %s in the %s mode: accepted on a server whose control section gives no %s", f.Name, on, m.Name, field)
+						}
 					}
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,10 +102,11 @@ func startRemoteHosts(t *testing.T) *remoteHosts {
 			ip, filepath.Join(r.dir, "host"), filepath.Join(r.dir, "authorized_keys"), filepath.Join(r.dir, n+".sshd.pid"))), 0o644)
 		// ip netns exec gives the host a mount namespace of its own with a
 		// fresh /sys, where the cgroup controllers are not mounted: mount
-		// the CPU one there, as a real host has it (the same hierarchy as
-		// this machine's; the mounts go with the namespace).
+		// the CPU and block I/O ones there, as a real host has them (the
+		// same hierarchies as this machine's; the mounts go with the
+		// namespace).
 		sshd := exec.Command("ip", "netns", "exec", ns, "sh", "-c",
-			"mount -t tmpfs tmpfs /sys/fs/cgroup && mkdir /sys/fs/cgroup/cpu && mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu && exec /usr/sbin/sshd -D -e -f "+cfg)
+			"mount -t tmpfs tmpfs /sys/fs/cgroup && for c in cpu blkio; do mkdir /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || exit 1; done && exec /usr/sbin/sshd -D -e -f "+cfg)
 		sshd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		logf, _ := os.Create(filepath.Join(r.dir, n+".sshd.log"))
 		sshd.Stdout, sshd.Stderr = logf, logf
@@ -149,8 +151,8 @@ func startRemoteHosts(t *testing.T) *remoteHosts {
 	}
 	tf.WriteString("control:\n")
 	for _, n := range names {
-		fmt.Fprintf(&tf, "  %s:\n    ssh: {host: %s, user: root, key_env: %s, known_hosts: known_hosts}\n    pid_file: %s\n    start: %q\n",
-			n, r.ip[n], r.keyEnv, r.pid[n], r.start[n])
+		fmt.Fprintf(&tf, "  %s:\n    ssh: {host: %s, user: root, key_env: %s, known_hosts: known_hosts}\n    pid_file: %s\n    start: %q\n    data_dir: %s\n",
+			n, r.ip[n], r.keyEnv, r.pid[n], r.start[n], filepath.Join(r.dir, n))
 	}
 	r.targets = filepath.Join(r.dir, "targets.yaml")
 	os.WriteFile(r.targets, tf.Bytes(), 0o644)
@@ -184,34 +186,65 @@ func (r *remoteHosts) env() []string {
 	return []string{r.keyEnv + "=" + filepath.Join(r.dir, "client")}
 }
 
-const sshFaults = `
-name: ssh-faults
-workload: {duration: 6s, instances: 2, clients: 1, ttl: 2s, hold: {min: 5ms, max: 10ms}}
+// everywhere is one scenario that runs unchanged on lockbench's own
+// servers (bench run -network hosts: a member can be cut from its peers
+// only when each is a host of its own) and on a targets file's servers
+// through their control plane: the server faults the issue names (a
+// pause of the etcd leader, a member partitioned, a kill and restart),
+// a CPU quota and a disk stall through the host's cgroups, and a worker
+// instance cut from the server it uses.
+const everywhere = `
+name: everywhere
+workload: {duration: 8s, instances: 2, clients: 1, ttl: 2s, hold: {min: 5ms, max: 10ms}}
 cases:
   - name: redis
     backend: redis
     faults:
       - {type: pause, target: redis-1, at: 500ms, for: 1s}
       - {type: kill, target: redis-1, at: 2s, for: 500ms}
+      - {type: isolate, target: instance-1, at: 3500ms, for: 700ms}
       - {type: cpu-starve, target: redis-1, at: 4500ms, for: 800ms, percent: 1}
     expect: {measure: true}
   - name: etcd
     backend: etcd
     faults:
-      - {type: isolate, target: leader, at: 500ms, for: 1500ms}
-      - {type: pause, target: follower, at: 2500ms, for: 500ms}
+      - {type: pause, target: leader, at: 500ms, for: 2500ms}
+      - {type: isolate, target: follower, at: 3500ms, for: 1500ms}
+      - {type: disk-stall, target: leader, at: 5500ms, for: 2s}
     expect: {measure: true}
 `
+
+// effectKinds reduces each fault record of a run to what kind of effect
+// was observed, for comparing runs on different servers: the fault's
+// observations with every number and server or instance name taken out
+// ("every process of # stopped", "its rules dropped # packets").
+func effectKinds(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names := regexp.MustCompile(`\b(redis|etcd|instance|zookeeper|consul|postgres)-[0-9]+\b`)
+	nums := regexp.MustCompile(`[0-9]+(\.[0-9]+)?(ns|µs|ms|s|%)?`)
+	out := map[string]string{}
+	for key, rec := range faultRecords(t, dir) {
+		if !rec.Applied || rec.Error != "" {
+			out[key] = fmt.Sprintf("not applied: %s", rec.Error)
+			continue
+		}
+		out[key] = nums.ReplaceAllString(names.ReplaceAllString(strings.Join(rec.Observed, "; "), "#"), "N")
+	}
+	return out
+}
 
 // TestSSHControlPlane: the server faults act on servers lockbench did not
 // start, over SSH (golang.org/x/crypto/ssh, host keys checked): a pause is
 // seen as the remote group stopped, a kill as the process gone and the
-// service command bringing it back, a CPU quota as the host's cgroup
-// throttling it, an isolate of the etcd leader as its host's rules
-// dropping packets; afterwards no rule of lockbench's is left
-// on any host and every server runs. A coordinator SIGKILLed while it has
-// a member paused and another cut leaves both so; the next run resumes the
-// one and removes the other's chain before it starts.
+// service command bringing it back, a CPU quota and a disk stall as the
+// host's cgroups throttling it, an isolate of an etcd member as its
+// host's rules dropping packets, and a worker instance is cut from its
+// server by its connections' mark; afterwards no rule or cgroup of
+// lockbench's is left on any host and every server runs. The same
+// scenario file, run on lockbench's own servers in hosts mode, records
+// the same kinds of observed effects. A coordinator SIGKILLed while it
+// has a member paused, another cut and a third's disk stalled leaves them
+// so; the next run repairs them before it starts.
 //
 // It does not run beside the other integration tests: four hosts, an etcd
 // cluster and an SSH session per check are a load of their own, and on two
@@ -219,8 +252,9 @@ cases:
 func TestSSHControlPlane(t *testing.T) {
 	alone(t)
 	r := startRemoteHosts(t)
+	scen := writeScenario(t, everywhere)
 	dir := filepath.Join(t.TempDir(), "out")
-	stdout, stderr, err := runBench(t, r.env(), "run", "-dir", dir, "-targets", r.targets, writeScenario(t, sshFaults))
+	stdout, stderr, err := runBench(t, r.env(), "run", "-dir", dir, "-targets", r.targets, scen)
 	if err != nil {
 		faults, _ := os.ReadFile(filepath.Join(dir, "faults.jsonl"))
 		t.Fatalf("run: %v\n%s\n%s\nfaults.jsonl:\n%s", err, stdout, stderr, faults)
@@ -229,9 +263,11 @@ func TestSSHControlPlane(t *testing.T) {
 	for key, want := range map[string]string{
 		"redis/pause-1":      "every process of redis-1 stopped",
 		"redis/kill-2":       "restarted",
-		"redis/cpu-starve-3": "throttled",
-		"etcd/isolate-1":     "dropped",
-		"etcd/pause-2":       "stopped",
+		"redis/isolate-3":    "dropped",
+		"redis/cpu-starve-4": "throttled",
+		"etcd/pause-1":       "stopped",
+		"etcd/isolate-2":     "dropped",
+		"etcd/disk-stall-3":  "went through the throttle",
 	} {
 		rec, ok := recs[key]
 		if !ok || !rec.Applied || rec.Error != "" || !strings.Contains(strings.Join(rec.Observed, "; "), want) {
@@ -255,24 +291,54 @@ func TestSSHControlPlane(t *testing.T) {
 		}
 	}
 	checkClean("after the run")
+	if left := deadRunCgroups(); len(left) > 0 {
+		t.Errorf("after the run: cgroups of lockbench left: %v", left)
+	}
 
-	// A coordinator killed mid-fault: etcd-1 paused, etcd-2 cut.
-	long := strings.NewReplacer("for: 1500ms", "for: 20s", "at: 2500ms, for: 500ms", "at: 500ms, for: 20s", "target: leader", "target: etcd-2", "target: follower", "target: etcd-1", "duration: 4s", "duration: 30s").Replace(sshFaults[strings.Index(sshFaults, "  - name: etcd"):])
+	// The same file on lockbench's own servers, each on a host of its own.
+	local := filepath.Join(t.TempDir(), "local")
+	if stdout, stderr, err := runBench(t, nil, "run", "-dir", local, "-network", "hosts", scen); err != nil {
+		faults, _ := os.ReadFile(filepath.Join(local, "faults.jsonl"))
+		t.Fatalf("run in hosts mode: %v\n%s\n%s\nfaults.jsonl:\n%s", err, stdout, stderr, faults)
+	}
+	remote, here := effectKinds(t, dir), effectKinds(t, local)
+	if len(remote) != 7 || len(here) != len(remote) {
+		t.Errorf("%d faults recorded over SSH, %d on lockbench's own servers; want 7 each", len(remote), len(here))
+	}
+	for key, k := range remote {
+		if here[key] != k {
+			t.Errorf("%s observed differently:\n  over SSH:       %s\n  on own servers: %s", key, k, here[key])
+		}
+	}
+
+	// A coordinator killed mid-fault: etcd-1 paused, etcd-2 cut, etcd-3's
+	// disk stalled.
 	tmp := t.TempDir()
 	logPath := filepath.Join(tmp, "stderr.log")
 	logf, _ := os.Create(logPath)
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "run", "-dir", filepath.Join(tmp, "out"), "-targets", r.targets,
-		writeScenario(t, "name: killed\nworkload: {duration: 30s, instances: 1, clients: 1, ttl: 2s}\ncases:\n"+long))
+		writeScenario(t, `
+name: killed
+workload: {duration: 30s, instances: 1, clients: 1, ttl: 2s}
+cases:
+  - name: etcd
+    backend: etcd
+    faults:
+      - {type: isolate, target: etcd-2, at: 500ms, for: 20s}
+      - {type: pause, target: etcd-1, at: 500ms, for: 20s}
+      - {type: disk-stall, target: etcd-3, at: 500ms, for: 20s}
+    expect: {measure: true}
+`))
 	cmd.Env = append(os.Environ(), r.env()...)
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitFor(t, 60*time.Second, "both faults to fire", func() bool {
+	waitFor(t, 60*time.Second, "the three faults to fire", func() bool {
 		b, _ := os.ReadFile(logPath)
-		return bytes.Contains(b, []byte("fault isolate-1")) && bytes.Contains(b, []byte("fault pause-2"))
+		return bytes.Contains(b, []byte("fault isolate-1")) && bytes.Contains(b, []byte("fault pause-2")) && bytes.Contains(b, []byte("fault disk-stall-3"))
 	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -282,7 +348,10 @@ func TestSSHControlPlane(t *testing.T) {
 	if out := r.inNS("etcd-2", "iptables -w -S | grep -c "+cluster.ChainPrefix); out == "0" {
 		t.Errorf("after the SIGKILL etcd-2 has no lockbench chain left to repair")
 	}
-	// The next run repairs both before it starts, and runs.
+	if left := deadRunCgroups(); len(left) == 0 {
+		t.Errorf("after the SIGKILL etcd-3 has no lockbench cgroup left to repair")
+	}
+	// The next run repairs them before it starts, and runs.
 	stdout, stderr, err = runBench(t, r.env(), "run", "-dir", filepath.Join(t.TempDir(), "next"), "-targets", r.targets,
 		writeScenario(t, "name: next\nworkload: {duration: 1s, instances: 1, clients: 1}\ncases: [{name: etcd, backend: etcd}]\n"))
 	if err != nil {
@@ -292,4 +361,25 @@ func TestSSHControlPlane(t *testing.T) {
 		t.Errorf("the next run did not say what it repaired:\n%s", stderr)
 	}
 	checkClean("after the repair")
+	if left := deadRunCgroups(); len(left) > 0 {
+		t.Errorf("after the repair: cgroups of lockbench left: %v", left)
+	}
+}
+
+// deadRunCgroups lists the cgroups (CPU and block I/O) that a run no
+// longer running left. The remote hosts' cgroup hierarchies are this
+// machine's, mounted in each host's namespace, so what a host has is
+// seen here.
+func deadRunCgroups() []string {
+	var out []string
+	for _, ctrl := range []string{"cpu", "blkio"} {
+		dirs, _ := filepath.Glob(filepath.Join(cluster.CgroupRoot, ctrl, "lockbench-*"))
+		for _, d := range dirs {
+			var pid, n int
+			if _, err := fmt.Sscanf(filepath.Base(d), "lockbench-%d-%d", &pid, &n); err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }

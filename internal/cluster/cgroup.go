@@ -188,7 +188,23 @@ func DeviceOf(path string) (string, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return "", err
 	}
-	dev := uint64(st.Dev)
+	return majorMinor(uint64(st.Dev)), nil
+}
+
+// majorMinor writes a device number as major:minor (glibc's encoding).
+func majorMinor(dev uint64) string {
 	major, minor := (dev>>8)&0xfff|(dev>>32)&^0xfff, dev&0xff|(dev>>12)&^0xff
-	return fmt.Sprintf("%d:%d", major, minor), nil
+	return fmt.Sprintf("%d:%d", major, minor)
+}
+
+// DataDevice is the major:minor of the disk holding a server's data: its
+// data dir here, or the data_dir its control section names on its host.
+func DataDevice(s *Server) (string, error) {
+	if p := s.Process(); p != nil && p.remote != nil {
+		return p.remote.dataDevice()
+	}
+	if s.Dir == "" {
+		return "", fmt.Errorf("%s has no data directory here", s.Spec.Name)
+	}
+	return DeviceOf(s.Dir)
 }

@@ -534,6 +534,15 @@ func (c *Cluster) HarnessIP() string { return c.place.harnessIP() }
 // InstanceIP is worker instance n's own address.
 func (c *Cluster) InstanceIP(n int) string { return c.place.instanceIP(n) }
 
+// InstanceMark is the mark worker instance n's connections carry (SO_MARK),
+// or 0 when its address shows on the wire (see Endpoint.Mark).
+func (c *Cluster) InstanceMark(n int) int { return c.place.instanceMark(n) }
+
+// InstanceEndpoint is worker instance n as one side of a rule.
+func (c *Cluster) InstanceEndpoint(n int) Endpoint {
+	return Endpoint{IP: c.place.instanceIP(n), Mark: c.place.instanceMark(n)}
+}
+
 // Kill SIGKILLs the named server.
 func (c *Cluster) Kill(name string) error {
 	s := c.Server(name)
@@ -587,15 +596,18 @@ func (c *Cluster) Close() error {
 	if err := c.Firewall.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
 	}
-	if err := c.place.close(); err != nil {
-		errs = append(errs, err)
-	}
 	for name, r := range c.relays {
 		if err := r.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close relay %s: %w", name, err))
 		}
 	}
+	// Toxiproxy's API is on the harness's address, which in hosts mode
+	// goes with the placement's namespaces: asked after them, the API
+	// call waited for its client's timeout (30 s a case).
 	if err := c.Toxi.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.place.close(); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.unmountPower(servers)...)

@@ -27,8 +27,8 @@ func init() {
 			}
 			return v
 		},
-		Leader: func(_ context.Context, live map[string][]*Server) (string, error) {
-			return consulLeader(live["consul"])
+		Leader: func(ctx context.Context, live map[string][]*Server) (string, error) {
+			return consulLeader(ctx, live["consul"])
 		},
 		BindsSource: true})
 }
@@ -137,25 +137,34 @@ func consulReady(addr, runID string, nodes []string) error {
 	return nil
 }
 
-func consulLeader(servers []*Server) (string, error) {
-	cl := http.Client{Timeout: time.Second}
-	for _, s := range servers {
-		resp, err := cl.Get("http://" + s.Addr + "/v1/status/leader")
+func consulLeader(ctx context.Context, servers []*Server) (string, error) {
+	answers := askMembers(ctx, servers, time.Second, func(ctx context.Context, s *Server) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Addr+"/v1/status/leader", nil)
 		if err != nil {
-			continue
+			return "", err
 		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
 		var addr string
-		err = json.NewDecoder(resp.Body).Decode(&addr)
-		resp.Body.Close()
-		if err != nil || addr == "" {
-			continue
+		if err := json.NewDecoder(resp.Body).Decode(&addr); err != nil {
+			return "", err
 		}
 		ip, _, _ := strings.Cut(addr, ":")
 		for _, t := range servers {
-			if t.IP == ip {
+			if addr != "" && t.IP == ip {
 				return t.Spec.Name, nil
 			}
 		}
+		return "", errors.New("no leader")
+	})
+	// The leader most members name (a member cut off may still name the
+	// old one); on a tie, the first in the members' order.
+	best := mostNamed(answers)
+	if best == "" {
+		return "", errors.New("no consul server reports a leader")
 	}
-	return "", errors.New("no consul server reports a leader")
+	return best, nil
 }

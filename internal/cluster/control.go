@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -46,6 +48,20 @@ type Control struct {
 	// (restarts after a kill, and the repair of a server a killed run
 	// left dead); with Unit, systemctl start when empty.
 	Start string `yaml:"start" json:"start,omitempty"`
+	// DataDir is the server's data directory on the host: a disk stall
+	// throttles the writes to the disk that holds it. Optional; without
+	// it, no disk fault reaches the server.
+	DataDir string `yaml:"data_dir" json:"data_dir,omitempty"`
+}
+
+// Has reports whether the control section gives field (a yaml name:
+// "data_dir"), which some actions need (Mode.ControlNeeds).
+func (c *Control) Has(field string) bool {
+	switch field {
+	case "data_dir":
+		return c != nil && c.DataDir != ""
+	}
+	return false
 }
 
 // SSH says how to reach a host.
@@ -102,7 +118,16 @@ func (s SSH) addr() string {
 	return net.JoinHostPort(s.Host, strconv.Itoa(port))
 }
 
-// sshHost is one connection to a host, shared by every server on it.
+// sshHost is one connection to a host, shared by every server on it, and
+// one shell on it that runs the host's commands one after another.
+//
+// A shell kept open, not a session per command: sshd does not set
+// TCP_NODELAY on a session without a terminal, so the handful of small
+// messages that open, run and close a session wait on delayed ACKs, about
+// 150 ms a command here even on an idle machine, and each session forks
+// sshd and a shell besides. Through one shell a command costs about 3 ms,
+// so a fault's effect is applied and observed when scheduled and the
+// watchers' polling costs the host next to nothing.
 type sshHost struct {
 	name string // user@host:port, for messages
 	cfg  *ssh.ClientConfig
@@ -110,10 +135,19 @@ type sshHost struct {
 
 	mu sync.Mutex
 	c  *ssh.Client
-	// one serializes the host's commands: one session at a time (sshd
-	// refuses more than MaxSessions on a connection, and a connection
-	// redialled after a failure must not cut another command short).
+	// one serializes the host's commands: the shell runs one at a time.
 	one sync.Mutex
+	sh  *remoteShell // the open shell, or nil (opened at the next command)
+	seq int          // numbers the commands' end markers
+}
+
+// remoteShell is a shell running on the host in one SSH session: a
+// command is written to its stdin, and its output read until the marker
+// line the shell prints after it with the command's exit status.
+type remoteShell struct {
+	sess *ssh.Session
+	in   io.WriteCloser
+	out  *bufio.Reader
 }
 
 // sshSigner reads the private key from the environment: the key itself,
@@ -170,63 +204,137 @@ func (h *sshHost) client() (*ssh.Client, error) {
 	return c, nil
 }
 
-// run runs a shell command on the host and returns its trimmed output; a
-// command that exits non-zero is an *ssh.ExitError (wrapped).
+// run runs a shell command on the host and returns its trimmed output
+// (stdout and stderr together); a command that exits non-zero is a
+// *RemoteExit (wrapped). The command reads no input (its stdin is
+// /dev/null). When ctx ends first, the shell is closed (the next command
+// opens another) and the command may still run to its end on the host.
 func (h *sshHost) run(ctx context.Context, cmd string) (string, error) {
 	h.one.Lock()
 	defer h.one.Unlock()
 	for attempt := 0; ; attempt++ {
-		c, err := h.client()
+		sh, err := h.shell()
 		if err != nil {
+			if attempt == 0 {
+				continue // the connection broke: dial again, once
+			}
 			return "", err
 		}
-		sess, err := c.NewSession()
-		if err != nil {
-			// The connection broke: dial again, once.
-			h.mu.Lock()
-			if h.c == c {
-				h.c.Close()
-				h.c = nil
-			}
-			h.mu.Unlock()
-			if attempt == 0 {
-				continue
-			}
-			return "", fmt.Errorf("ssh %s: %w", h.name, err)
-		}
+		h.seq++
+		marker := fmt.Sprintf("lockbench-end-%d-%d", os.Getpid(), h.seq)
 		type result struct {
-			out []byte
-			err error
+			out    string
+			status int
+			err    error
 		}
 		done := make(chan result, 1)
 		go func() {
-			b, err := sess.CombinedOutput(cmd)
-			done <- result{b, err}
+			if _, err := fmt.Fprintf(sh.in, "( %s\n) </dev/null 2>&1; printf '\\n%s %%d\\n' $?\n", cmd, marker); err != nil {
+				done <- result{err: err}
+				return
+			}
+			var b strings.Builder
+			for {
+				line, err := sh.out.ReadString('\n')
+				if err != nil {
+					done <- result{err: err}
+					return
+				}
+				if rest, ok := strings.CutPrefix(line, marker+" "); ok {
+					status, err := strconv.Atoi(strings.TrimSpace(rest))
+					done <- result{out: b.String(), status: status, err: err}
+					return
+				}
+				b.WriteString(line)
+			}
 		}()
 		var res result
 		select {
 		case res = <-done:
 		case <-ctx.Done():
-			sess.Close()
+			h.dropShell()
 			return "", fmt.Errorf("ssh %s: %q: %w", h.name, cmd, ctx.Err())
 		}
-		sess.Close()
-		err = res.err
-		text := strings.TrimSpace(string(res.out))
-		if err != nil {
-			return text, fmt.Errorf("ssh %s: %q: %w: %s", h.name, cmd, err, text)
+		if res.err != nil {
+			h.dropShell()
+			if attempt == 0 && res.out == "" {
+				continue // the shell or the connection went away: once more
+			}
+			return "", fmt.Errorf("ssh %s: %q: %w", h.name, cmd, res.err)
+		}
+		text := strings.TrimSpace(res.out)
+		if res.status != 0 {
+			return text, fmt.Errorf("ssh %s: %q: %w: %s", h.name, cmd, &RemoteExit{Status: res.status}, text)
 		}
 		return text, nil
 	}
 }
 
+// shell is the host's open shell, opened (and the connection dialled)
+// when there is none.
+func (h *sshHost) shell() (*remoteShell, error) {
+	if h.sh != nil {
+		return h.sh, nil
+	}
+	c, err := h.client()
+	if err != nil {
+		return nil, err
+	}
+	sess, err := c.NewSession()
+	if err != nil {
+		h.mu.Lock()
+		if h.c == c {
+			h.c.Close()
+			h.c = nil
+		}
+		h.mu.Unlock()
+		return nil, fmt.Errorf("ssh %s: %w", h.name, err)
+	}
+	in, err := sess.StdinPipe()
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("ssh %s: %w", h.name, err)
+	}
+	out, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("ssh %s: %w", h.name, err)
+	}
+	// The user's own shell, as sshd runs a command with: the commands
+	// (a control section's start among them) mean what they would mean
+	// typed there.
+	if err := sess.Start(`exec "${SHELL:-/bin/sh}"`); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("ssh %s: start a shell: %w", h.name, err)
+	}
+	h.sh = &remoteShell{sess: sess, in: in, out: bufio.NewReader(out)}
+	return h.sh, nil
+}
+
+// dropShell closes the shell (after a failure or a command cut short).
+func (h *sshHost) dropShell() {
+	if h.sh != nil {
+		h.sh.in.Close()
+		h.sh.sess.Close()
+		h.sh = nil
+	}
+}
+
+// RemoteExit is a command on a host that exited with a non-zero status.
+type RemoteExit struct{ Status int }
+
+func (e *RemoteExit) Error() string { return fmt.Sprintf("exit status %d", e.Status) }
+
 // exitedWith reports whether err is the remote command's exit status.
 func exitedWith(err error) bool {
-	var ee *ssh.ExitError
+	var ee *RemoteExit
 	return errors.As(err, &ee)
 }
 
 func (h *sshHost) close() error {
+	h.one.Lock()
+	h.dropShell()
+	h.one.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.c == nil {
@@ -415,8 +523,25 @@ func (r *remoteProc) watch(done chan struct{}, stop <-chan struct{}) {
 // alive check's own answer, not a failure of it).
 func (r *remoteProc) exited() bool {
 	_, err := r.h.runT(aliveCmd(r.main))
-	var ee *ssh.ExitError
-	return errors.As(err, &ee) && ee.ExitStatus() == goneStatus
+	var ee *RemoteExit
+	return errors.As(err, &ee) && ee.Status == goneStatus
+}
+
+// dataDevice is the major:minor of the disk holding the server's data
+// directory on its host (Control.DataDir).
+func (r *remoteProc) dataDevice() (string, error) {
+	if r.ctl.DataDir == "" {
+		return "", fmt.Errorf("the control section of the server on %s gives no data_dir", r.h.name)
+	}
+	out, err := r.h.runT("stat -L -c %d " + shellQuote(r.ctl.DataDir))
+	if err != nil {
+		return "", fmt.Errorf("data_dir %s on %s: %w", r.ctl.DataDir, r.h.name, err)
+	}
+	dev, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("data_dir %s on %s: stat said %q", r.ctl.DataDir, r.h.name, out)
+	}
+	return majorMinor(dev), nil
 }
 
 // remoteConfinement is a remote process group in a cgroup of the
@@ -556,7 +681,7 @@ func (r *remoteRule) Packets() (int64, error) {
 // they stopped (resumed). A host is driven from one control machine at a
 // time: a chain or note of a pid not running here is a dead run's.
 func repairHost(h *sshHost) ([]string, error) {
-	out, err := h.runT("iptables -w -S | sed -n 's/^-N " + ChainPrefix + "\\([0-9]*\\)$/chain \\1/p'; for f in /tmp/lockbench-stopped-*; do [ -e \"$f\" ] && echo \"note $f $(cat $f)\"; done; for d in " + CgroupRoot + "/cpu/" + cgroupPrefix + "*; do [ -d \"$d\" ] && echo \"cgroup $d\"; done; true")
+	out, err := h.runT("iptables -w -S | sed -n 's/^-N " + ChainPrefix + "\\([0-9]*\\)$/chain \\1/p'; for f in /tmp/lockbench-stopped-*; do [ -e \"$f\" ] && echo \"note $f $(cat $f)\"; done; for d in " + CgroupRoot + "/cpu/" + cgroupPrefix + "* " + CgroupRoot + "/blkio/" + cgroupPrefix + "*; do [ -d \"$d\" ] && echo \"cgroup $d\"; done; true")
 	if err != nil {
 		return nil, fmt.Errorf("repair %s: %w", h.name, err)
 	}
@@ -581,10 +706,11 @@ func repairHost(h *sshHost) ([]string, error) {
 			did = append(did, fmt.Sprintf("removed chain %s%s on %s", ChainPrefix, f[1], h.name))
 		case len(f) == 2 && f[0] == "cgroup":
 			var pid, n int
-			if _, err := fmt.Sscanf(f[1], CgroupRoot+"/cpu/"+cgroupPrefix+"%d-%d", &pid, &n); err != nil || alive(pid) {
+			ctrl, name, _ := strings.Cut(strings.TrimPrefix(f[1], CgroupRoot+"/"), "/")
+			if _, err := fmt.Sscanf(name, cgroupPrefix+"%d-%d", &pid, &n); err != nil || alive(pid) {
 				continue
 			}
-			if err := (&remoteConfinement{h: h, ctrl: "cpu", dir: f[1]}).Undo(); err != nil {
+			if err := (&remoteConfinement{h: h, ctrl: ctrl, dir: f[1]}).Undo(); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,32 +181,45 @@ func etcdHealthy(addr string, initial []string) error {
 }
 
 func etcdLeader(ctx context.Context, members []*Server) (string, error) {
-	cl := http.Client{Timeout: time.Second}
-	ids := map[string]string{}
-	var leader string
-	for _, s := range members {
+	type status struct {
+		id, leader string
+		term       uint64
+	}
+	answers := askMembers(ctx, members, time.Second, func(ctx context.Context, s *Server) (status, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Addr+"/v3/maintenance/status", strings.NewReader("{}"))
 		if err != nil {
-			return "", err
+			return status{}, err
 		}
-		resp, err := cl.Do(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			continue // a dead member cannot be the leader
+			return status{}, err
 		}
+		defer resp.Body.Close()
 		var st struct {
 			Header struct {
 				MemberID string `json:"member_id"`
 			} `json:"header"`
-			Leader string `json:"leader"`
+			Leader   string `json:"leader"`
+			RaftTerm string `json:"raftTerm"`
 		}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil {
-			continue
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return status{}, err
 		}
-		ids[st.Header.MemberID] = s.Spec.Name
-		if st.Leader != "" && st.Leader != "0" {
-			leader = st.Leader
+		term, _ := strconv.ParseUint(st.RaftTerm, 10, 64)
+		return status{id: st.Header.MemberID, leader: st.Leader, term: term}, nil
+	})
+	// The leader is the one named in the highest term any member knows:
+	// a member cut off or just resumed may still name an older one.
+	ids := map[string]string{}
+	var leader string
+	var term uint64
+	for _, a := range answers {
+		if a.err != nil {
+			continue // a dead or stopped member cannot be the leader
+		}
+		ids[a.v.id] = a.s.Spec.Name
+		if a.v.leader != "" && a.v.leader != "0" && (leader == "" || a.v.term > term) {
+			leader, term = a.v.leader, a.v.term
 		}
 	}
 	if name, ok := ids[leader]; ok {

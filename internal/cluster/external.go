@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/lockbench/lockbench/faults"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -98,3 +99,15 @@ func (e *external) restart(_ context.Context, _ *Cluster, s *Server) error {
 func (e *external) drop(a, b Endpoint, p float64) (Cut, error) { return e.fw.DropSome(a, b, p) }
 
 func (e *external) instance(string, string, *exec.Cmd) (string, error) { return "", nil }
+
+// instanceMark: a worker's connections to a server on another host leave
+// from this machine's own address, so an instance is known on the wire
+// by the mark its connections carry. Setting a socket's mark needs root
+// (CAP_NET_ADMIN), as the firewall that reads it does: without it there
+// is no mark, and no cut of an instance either (validation asks).
+func (e *external) instanceMark(n int) int {
+	if os.Geteuid() != 0 {
+		return 0
+	}
+	return instanceMark(e.slot.N, n)
+}

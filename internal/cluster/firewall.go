@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -54,7 +55,25 @@ type Endpoint struct {
 	Port int
 	// Proto limits a rule to "tcp" or "udp" packets ("": every protocol).
 	Proto string
+	// Mark, for a worker instance, is the mark its connections carry
+	// (SO_MARK; InstanceMark), or 0. A worker's connection to a server on
+	// another host leaves from this machine's own address, not from the
+	// instance's loopback one, so a rule singles the instance out by its
+	// mark: what it sends by the packet's mark, what it receives by the
+	// mark its connections' conntrack entries were given (CONNMARK).
+	Mark int
 }
+
+// markBase is the top byte of every instance mark ('L'); markMask
+// selects it. A mark is markBase | slot<<16 | instance: unique on the
+// machine among live runs, as slots are.
+const (
+	markBase = 0x4c000000
+	markMask = 0xff000000
+)
+
+// instanceMark is the mark of instance n's connections in slot.
+func instanceMark(slot, n int) int { return markBase | (slot&0xff)<<16 | n&0xffff }
 
 func (e Endpoint) String() string {
 	if e.Port == 0 {
@@ -94,13 +113,28 @@ func (f *Firewall) ensure() error {
 	if err := iptables("-N", f.chain); err != nil {
 		return err
 	}
-	if err := iptables("-I", "OUTPUT", "-j", f.chain); err != nil {
-		iptables("-X", f.chain) // best effort: nothing is in it yet
-		return err
+	// What arrives from another host passes INPUT (on loopback every
+	// packet passes OUTPUT, and is not seen twice); the first rule gives
+	// the connections of marked instances their mark in conntrack, so
+	// that what comes back to an instance can be recognised.
+	for _, args := range [][]string{
+		{"-A", f.chain, "-m", "mark", "--mark", fmt.Sprintf("%#x/%#x", markBase, markMask), "-j", "CONNMARK", "--save-mark"},
+		append([]string{"-I", "OUTPUT"}, jumpOut(f.chain)...),
+		append([]string{"-I", "INPUT"}, jumpIn(f.chain)...),
+	} {
+		if err := iptables(args...); err != nil {
+			removeChain(f.chain)
+			return err
+		}
 	}
 	f.created = true
 	return nil
 }
+
+// jumpOut and jumpIn are the jumps to a harness's chain from OUTPUT and
+// from INPUT (for packets from other hosts only).
+func jumpOut(chain string) []string { return []string{"-j", chain} }
+func jumpIn(chain string) []string  { return []string{"!", "-i", "lo", "-j", chain} }
 
 // Drop cuts packets from src to dst (one direction). A port on either side
 // restricts the rule to TCP packets from or to that port.
@@ -126,8 +160,18 @@ func (f *Firewall) DropSome(src, dst Endpoint, p float64) (*Rule, error) {
 // the packets from src to dst, tagged with comment: the one rule every
 // firewall of the harness's writes (here, in a host's namespace, on a
 // remote host).
+//
+// A marked instance on one side and a server off loopback on the other
+// are matched by the mark (see Endpoint.Mark): what the instance sends by
+// its packets' mark, what it receives by its connections' conntrack mark.
 func dropSpec(src, dst Endpoint, p float64, comment string) []string {
 	spec := []string{"-s", src.IP, "-d", dst.IP}
+	switch {
+	case src.Mark != 0 && !isLoopback(dst.IP):
+		spec = []string{"-m", "mark", "--mark", fmt.Sprintf("%#x", src.Mark), "-d", dst.IP}
+	case dst.Mark != 0 && !isLoopback(src.IP):
+		spec = []string{"-s", src.IP, "-m", "connmark", "--mark", fmt.Sprintf("%#x", dst.Mark)}
+	}
 	if pr := proto(src, dst); pr != "" {
 		spec = append(spec, "-p", pr)
 	}
@@ -139,6 +183,12 @@ func dropSpec(src, dst Endpoint, p float64, comment string) []string {
 	}
 	spec = append(spec, probability(p)...)
 	return append(spec, "-m", "comment", "--comment", comment, "-j", "DROP")
+}
+
+// isLoopback reports whether ip is a loopback address.
+func isLoopback(ip string) bool {
+	a := net.ParseIP(ip)
+	return a != nil && a.IsLoopback()
 }
 
 // proto is the protocol a rule between src and dst is limited to: the one
@@ -207,8 +257,10 @@ func (f *Firewall) Close() error {
 
 func removeChain(chain string) error {
 	var errs []error
-	// The jump may have been inserted more than once by a crashed run.
-	for iptables("-D", "OUTPUT", "-j", chain) == nil {
+	// The jumps may have been inserted more than once by a crashed run.
+	for iptables(append([]string{"-D", "OUTPUT"}, jumpOut(chain)...)...) == nil {
+	}
+	for iptables(append([]string{"-D", "INPUT"}, jumpIn(chain)...)...) == nil {
 	}
 	if err := iptables("-F", chain); err != nil {
 		errs = append(errs, err)

@@ -86,3 +86,6 @@ func (l *loopback) separable(s *Server) error {
 func (l *loopback) drop(a, b Endpoint, p float64) (Cut, error) { return l.fw.DropSome(a, b, p) }
 
 func (l *loopback) instance(string, string, *exec.Cmd) (string, error) { return "", nil }
+
+// instanceMark: an instance's connections leave from its own address.
+func (l *loopback) instanceMark(int) int { return 0 }

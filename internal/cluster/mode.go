@@ -59,6 +59,10 @@ type Mode struct {
 	// their own address (Kind.BindsSource): on loopback, etcd's and
 	// ZooKeeper's peer connections come from 127.0.0.1.
 	SourceCuts bool
+	// ControlNeeds names, per action, the field a server's control section
+	// must give for the mode to perform it there (disk-throttle:
+	// "data_dir").
+	ControlNeeds map[faults.Action]string
 	// Why says why the mode refuses what it does not offer.
 	Why string
 }
@@ -150,6 +154,8 @@ func (m Mode) Condition(info faults.Info, on On) string {
 		return ""
 	}
 	switch {
+	case m.ControlNeeds[info.Action] != "":
+		return "servers whose control section gives their " + m.ControlNeeds[info.Action]
 	case m.SourceCuts && info.Action == faults.ActCut:
 		var kinds []string
 		for _, k := range kindNames() {

@@ -20,8 +20,9 @@ func init() {
 	RegisterMode(Mode{Name: ModeSSH, Title: "targets + SSH", Remote: []On{OnServer},
 		Offers: map[faults.Action][]On{
 			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActCPUQuota: every,
-			faults.ActProxy: {OnClientLink}},
-		Why: "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables and confines it in a cgroup on its host; it does not reach its clock, its disk or its data beyond the run's keys, and a server's peer links go through no proxy"})
+			faults.ActDiskThrottle: {OnServer}, faults.ActProxy: {OnClientLink}},
+		ControlNeeds: map[faults.Action]string{faults.ActDiskThrottle: "data_dir"},
+		Why:          "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables and confines it in a cgroup (CPU, disk writes) on its host; it does not reach its clock, its disk's contents or its data beyond the run's keys, and a server's peer links go through no proxy"})
 }
 
 // onSSH is the placement of a targets file's servers that have a control
@@ -174,9 +175,11 @@ func (o *onSSH) separable(s *Server) error {
 }
 
 // drop cuts where the packets leave: in this harness's chain on the host
-// of a controlled server they leave from, else on this machine.
+// of a controlled server they leave from, else on this machine; a cut
+// from or to a worker instance is made here, by its mark, since only
+// this machine can tell its instances apart.
 func (o *onSSH) drop(a, b Endpoint, p float64) (Cut, error) {
-	if addr, ok := o.byIP[a.IP]; ok {
+	if addr, ok := o.byIP[a.IP]; ok && a.Mark == 0 && b.Mark == 0 {
 		return o.fws[addr].DropSome(a, b, p)
 	}
 	return o.fw.DropSome(a, b, p)

@@ -50,9 +50,12 @@ type placement interface {
 	// returns the name of the container it became, if any.
 	instance(name, ip string, cmd *exec.Cmd) (string, error)
 	// harnessIP is where the workers reach the harness's own listeners;
-	// instanceIP is worker instance n's own address.
+	// instanceIP is worker instance n's own address; instanceMark is the
+	// mark its connections carry, where its address would not show on
+	// the wire (0: none; see Endpoint.Mark).
 	harnessIP() string
 	instanceIP(n int) string
+	instanceMark(n int) int
 	// close removes what the placement made (namespaces, containers).
 	close() error
 	// reusable: its servers can be handed to the next case.

@@ -211,12 +211,12 @@ func sentinelReady(ctx context.Context, addr string, others, replicas int) error
 }
 
 func sentinelMaster(ctx context.Context, sentinels, redises []*Server) (string, error) {
-	for _, s := range sentinels {
+	answers := askMembers(ctx, sentinels, 2*time.Second, func(ctx context.Context, s *Server) (string, error) {
 		cl := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+		defer cl.Close()
 		addr, err := cl.GetMasterAddrByName(ctx, SentinelMaster).Result()
-		cl.Close()
 		if err != nil || len(addr) != 2 {
-			continue
+			return "", fmt.Errorf("no master: %v", err)
 		}
 		hostport := addr[0] + ":" + addr[1]
 		for _, r := range redises {
@@ -224,6 +224,13 @@ func sentinelMaster(ctx context.Context, sentinels, redises []*Server) (string, 
 				return r.Spec.Name, nil
 			}
 		}
+		return "", fmt.Errorf("%s is no known server", hostport)
+	})
+	// The master most Sentinels name: during a failover some still name
+	// the old one.
+	best := mostNamed(answers)
+	if best == "" {
+		return "", errors.New("no sentinel names a known master")
 	}
-	return "", errors.New("no sentinel names a known master")
+	return best, nil
 }

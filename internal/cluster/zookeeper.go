@@ -32,10 +32,13 @@ func init() {
 			}
 			return "zookeeper " + string(out)
 		},
-		Leader: func(_ context.Context, live map[string][]*Server) (string, error) {
-			for _, s := range live["zookeeper"] {
-				if m, err := zkMode(s.Addr); err == nil && m == "leader" {
-					return s.Spec.Name, nil
+		Leader: func(ctx context.Context, live map[string][]*Server) (string, error) {
+			answers := askMembers(ctx, live["zookeeper"], 2*time.Second, func(_ context.Context, s *Server) (string, error) {
+				return zkMode(s.Addr)
+			})
+			for _, a := range answers {
+				if a.err == nil && a.v == "leader" {
+					return a.s.Spec.Name, nil
 				}
 			}
 			return "", errors.New("no zookeeper member says it is the leader")

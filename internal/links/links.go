@@ -21,10 +21,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -136,15 +138,17 @@ func (c *counters) answered(d time.Duration) {
 // Dialer dials an instance's connections. It is safe for concurrent use.
 type Dialer struct {
 	src    net.Addr
+	mark   int
 	routes map[string]Route // by real address
 	mu     sync.Mutex
 	stats  map[string]*counters // by link name
 }
 
 // NewDialer returns a dialer whose connections leave from source (an IP,
-// or "" for the kernel's choice) and follow routes.
-func NewDialer(source string, routes []Route) *Dialer {
-	d := &Dialer{routes: map[string]Route{}, stats: map[string]*counters{}}
+// or "" for the kernel's choice), carry mark (SO_MARK; 0: none) and follow
+// routes.
+func NewDialer(source string, routes []Route, mark int) *Dialer {
+	d := &Dialer{routes: map[string]Route{}, stats: map[string]*counters{}, mark: mark}
 	if ip := net.ParseIP(source); ip != nil {
 		d.src = &net.TCPAddr{IP: ip}
 	}
@@ -175,6 +179,20 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	}
 	c := d.counter(name)
 	nd := net.Dialer{LocalAddr: d.src}
+	if d.mark != 0 {
+		nd.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			if err := rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_MARK, d.mark)
+			}); err != nil {
+				return err
+			}
+			if serr != nil {
+				return fmt.Errorf("mark the connection %#x (SO_MARK): %w", d.mark, serr)
+			}
+			return nil
+		}
+	}
 	// A loopback source reaches loopback only: a server on another host
 	// (a targets file's) is dialled from the address the kernel picks.
 	if src, ok := d.src.(*net.TCPAddr); ok && src.IP.IsLoopback() {

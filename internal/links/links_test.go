@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,7 +72,7 @@ func TestDialerRoutesAndCounts(t *testing.T) {
 	d := NewDialer("127.0.77.5", []Route{
 		{Name: "redis-1", Addr: direct},
 		{Name: "redis-2", Addr: "127.0.77.200:1", Via: slow}, // nothing listens on the real address
-	})
+	}, 0)
 	roundTrip(t, d, direct)
 	if src := <-peers; src != "127.0.77.5" {
 		t.Errorf("server saw the client from %s, want the instance's address 127.0.77.5", src)
@@ -109,10 +111,36 @@ func TestRelayCountsAServerSideLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	d := NewDialer("", nil)
+	d := NewDialer("", nil, 0)
 	roundTrip(t, d, r.Addr())
 	c := r.Counts()
 	if c.Dials != 1 || c.BytesOut != 5 || c.BytesIn != 5 || c.Answers() != 1 || c.SlowestAtLeast() < 2*time.Millisecond {
 		t.Errorf("relay counts: %+v", c)
+	}
+}
+
+// TestDialerMarksItsConnections: a dialer with a mark puts it on every
+// connection it makes (SO_MARK, which needs root), the mark a firewall
+// rule tells an instance's packets by when its address does not show.
+func TestDialerMarksItsConnections(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SO_MARK needs root")
+	}
+	addr := echo(t, "127.0.0.1", 0, nil)
+	d := NewDialer("", nil, 0x4c010203)
+	c, err := d.DialContext(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc, err := c.(*countedConn).Conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mark int
+	var gerr error
+	rc.Control(func(fd uintptr) { mark, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_MARK) })
+	if gerr != nil || mark != 0x4c010203 {
+		t.Errorf("the connection's mark is %#x (%v), want 0x4c010203", mark, gerr)
 	}
 }

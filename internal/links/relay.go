@@ -31,7 +31,7 @@ func NewRelay(host, name, upstream string) (*Relay, error) {
 		return nil, err
 	}
 	r := &Relay{name: name, ln: ln, up: upstream, open: map[net.Conn]struct{}{},
-		d: NewDialer("", []Route{{Name: name, Addr: upstream}})}
+		d: NewDialer("", []Route{{Name: name, Addr: upstream}}, 0)}
 	r.wg.Add(1)
 	go r.accept()
 	return r, nil

@@ -578,11 +578,11 @@ func (e *faultEnv) endpoints(from, to string) (cluster.Endpoint, cluster.Endpoin
 	}
 	if n, ok := inst(from); ok {
 		b, err := e.cr.dialAddr(n, to)
-		return cluster.Endpoint{IP: e.cr.cl.InstanceIP(n)}, b, err
+		return e.cr.cl.InstanceEndpoint(n), b, err
 	}
 	if n, ok := inst(to); ok {
 		a, err := e.cr.dialAddr(n, from)
-		return a, cluster.Endpoint{IP: e.cr.cl.InstanceIP(n)}, err
+		return a, e.cr.cl.InstanceEndpoint(n), err
 	}
 	a, err := e.cr.cl.ServerEndpoint(from)
 	if err != nil {
@@ -691,10 +691,10 @@ func (e *faultEnv) Confine(target, ctrl string, settings [][2]string) (faults.Co
 // DataDevice is the disk holding a server's data directory.
 func (e *faultEnv) DataDevice(server string) (string, error) {
 	s := e.cr.cl.Server(server)
-	if s == nil || s.Dir == "" {
-		return "", fmt.Errorf("%s has no data directory here", server)
+	if s == nil {
+		return "", fmt.Errorf("no server %s", server)
 	}
-	return cluster.DeviceOf(s.Dir)
+	return cluster.DataDevice(s)
 }
 
 // CutProto drops one protocol's packets from one server or instance to

@@ -99,7 +99,7 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	go cr.readWorker(w, src, stdout) // it closes stdout at EOF
 	resAddr := cr.res.Addr()
 	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
-		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n),
+		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n), Mark: cr.cl.InstanceMark(n),
 		Resource: resAddr, Workload: cr.c.Workload.ForInstance(cr.trialInstance(n))}
 	if t := cr.r.sc.Targets; t != nil {
 		cfg.Auth = t.Auth

@@ -546,6 +546,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose, oneMember: backends.OneMember(c.Backend)}
 	if ext != nil && !compose {
 		sc.controlled = ext.Controlled
+		sc.controlHas = func(server, field string) bool { return ext.Control[server].Has(field) }
 	}
 	mode, err := cluster.LookupMode(modeName(network, ext, compose))
 	if err != nil {

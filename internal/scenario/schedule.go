@@ -74,8 +74,10 @@ type scheduleCtx struct {
 	// mode is the deployment mode of the case (cluster.Mode): what it can
 	// do to each class of target.
 	mode cluster.Mode
-	// controlled: a targets file's server with a control plane (SSH).
+	// controlled: a targets file's server with a control plane (SSH);
+	// controlHas: its control section gives a field (Mode.ControlNeeds).
 	controlled func(server string) bool
+	controlHas func(server, field string) bool
 }
 
 // classOf is the class of target t as a deployment mode sees it.
@@ -546,7 +548,8 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 		}
 	}
 	on := sc.classOf(target)
-	if m := sc.modeFor(target, on); !m.Does(info.Action, on) {
+	m := sc.modeFor(target, on)
+	if !m.Does(info.Action, on) {
 		why := m.Why
 		if why == "" {
 			why = "it has no way to"
@@ -554,7 +557,31 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 		errs.add(at, fw+".target", "%s on %s: the %s mode cannot %s %s: %s", info.Name, target, m.Name, info.Action.Verb(), on, why)
 		return false
 	}
+	if field := m.ControlNeeds[info.Action]; field != "" && on == cluster.OnServer {
+		for _, s := range sc.serversOf(target) {
+			if !sc.controlHas(s, field) {
+				errs.add(at, fw+".target", "%s on %s: %s's control section gives no %s", info.Name, target, s, field)
+				return false
+			}
+		}
+	}
 	return true
+}
+
+// serversOf lists the servers a server target may be: itself, or every
+// server of the case for a role.
+func (sc scheduleCtx) serversOf(target string) []string {
+	if !faults.IsRole(target) {
+		return []string{target}
+	}
+	var out []string
+	for name, k := range sc.targets {
+		if k == faults.Server {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // checkOverlaps rejects two faults whose windows overlap on a target they

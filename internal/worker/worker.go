@@ -69,7 +69,11 @@ type Config struct {
 	Endpoints map[string]string `json:"endpoints"`
 	Routes    []links.Route     `json:"routes"`
 	// Source is the instance's own address, the source of its connections.
-	Source   string            `json:"source"`
+	Source string `json:"source"`
+	// Mark, when set, is put on every connection of the instance
+	// (SO_MARK), for the cuts of an instance from servers its address
+	// does not reach (cluster.Endpoint.Mark).
+	Mark     int               `json:"mark,omitempty"`
 	Resource string            `json:"resource"` // the protected resource's real address
 	Workload scenario.Workload `json:"workload"`
 	// Auth says how to authenticate to servers lockbench did not start:
@@ -116,7 +120,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", cfg.Instance, err)
 	}
-	dialer := links.NewDialer(cfg.Source, cfg.Routes)
+	dialer := links.NewDialer(cfg.Source, cfg.Routes, cfg.Mark)
 	shared := backends.NewShared()
 	defer func() {
 		if err := shared.Close(); err != nil {
