@@ -137,6 +137,43 @@ type Cut interface {
 	Undo() error
 }
 
+// Injected is implemented by Cuts that an outside injector makes and
+// keeps (Chaos Mesh, in the Kubernetes mode): lockbench cannot count what
+// they drop or delay, and sees them by the injector's record that they
+// are in force on every pod they select (checker/MODEL.md §10). InForce
+// says so, or errors when the record says otherwise (not injected into
+// every target, or recovered before the window ended).
+type Injected interface {
+	InForce(ctx context.Context) (string, error)
+}
+
+// observeRules is the observation of rules in force at the end of a
+// window: for rules the injector keeps, its record (every one must be in
+// force); for lockbench's own, what packets does (the sum over the rules).
+func observeRules(ctx context.Context, cuts []Cut, packets func(total int64) (string, error)) (string, error) {
+	var seen []string
+	var total int64
+	for _, c := range cuts {
+		if inj, ok := c.(Injected); ok {
+			s, err := inj.InForce(ctx)
+			if err != nil {
+				return "", err
+			}
+			seen = append(seen, s)
+			continue
+		}
+		n, err := c.Packets()
+		if err != nil {
+			return "", err
+		}
+		total += n
+	}
+	if len(seen) == len(cuts) {
+		return strings.Join(seen, "; ") + " (the injector's record: packets are not counted there)", nil
+	}
+	return packets(total)
+}
+
 // IdleError is what an Effect's Check returns when nothing used the
 // fault's target while it was in force (no client sent anything through a
 // link, no packet tried to cross a cut): alone, the fault did nothing the

@@ -60,15 +60,13 @@ func (f netem) Start(ctx context.Context, env Env, target string) (*Effect, erro
 	}
 	return &Effect{
 		Seen: fmt.Sprintf("netem delay %s jitter %s loss %.1f%% on what %s sends", f.o.Delay.D(), f.o.Jitter.D(), f.o.Loss, target),
-		Check: func(context.Context) (string, error) {
-			n, err := c.Packets()
-			if err != nil {
-				return "", err
-			}
-			if n == 0 {
-				return "", errors.New("no packet went through the netem queue: nothing crossed the shaped link")
-			}
-			return fmt.Sprintf("%d packet(s) went through the netem queue", n), nil
+		Check: func(ctx context.Context) (string, error) {
+			return observeRules(ctx, []Cut{c}, func(n int64) (string, error) {
+				if n == 0 {
+					return "", errors.New("no packet went through the netem queue: nothing crossed the shaped link")
+				}
+				return fmt.Sprintf("%d packet(s) went through the netem queue", n), nil
+			})
 		},
 		Heal: func(context.Context) (string, error) { return "", c.Undo() },
 	}, nil

@@ -98,22 +98,16 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 	}
 	return &Effect{
 		Seen: seen,
-		Check: func(context.Context) (string, error) {
-			var total int64
-			for _, c := range cuts {
-				n, err := c.Packets()
-				if err != nil {
-					return "", err
+		Check: func(ctx context.Context) (string, error) {
+			return observeRules(ctx, cuts, func(total int64) (string, error) {
+				if f.prevent {
+					return fmt.Sprintf("its %d rule(s) stayed in force for the window (observe: no-traffic) and dropped %d packet(s): nothing crossed", len(cuts), total), nil
 				}
-				total += n
-			}
-			if f.prevent {
-				return fmt.Sprintf("its %d rule(s) stayed in force for the window (observe: no-traffic) and dropped %d packet(s): nothing crossed", len(cuts), total), nil
-			}
-			if total == 0 {
-				return "", &IdleError{fmt.Sprintf("its %d rule(s) dropped no packet: nothing tried to cross the cut", len(cuts))}
-			}
-			return fmt.Sprintf("dropped %d packet(s)", total), nil
+				if total == 0 {
+					return "", &IdleError{fmt.Sprintf("its %d rule(s) dropped no packet: nothing tried to cross the cut", len(cuts))}
+				}
+				return fmt.Sprintf("dropped %d packet(s)", total), nil
+			})
 		},
 		Heal: func(context.Context) (string, error) { return "", undo() },
 	}, nil
