@@ -74,7 +74,7 @@ func TestRemoteProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.close()
-	if _, err := h.runT(start); err != nil {
+	if _, err := runT(h, start); err != nil {
 		t.Fatal(err)
 	}
 	r, err := locate(h, ctl, "sleeper")

@@ -112,7 +112,7 @@ func (o *onSSH) attach(s *Server) error {
 // startRemote runs the server's start command and waits until its port
 // answers and its process can be found.
 func (o *onSSH) startRemote(ctx context.Context, s *Server, h *sshHost, ctl *Control) (*remoteProc, error) {
-	if _, err := h.runT(ctl.startCmd()); err != nil {
+	if _, err := runT(h, ctl.startCmd()); err != nil {
 		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h.name, err)
 	}
 	var r *remoteProc

@@ -43,13 +43,28 @@ type Process struct {
 	// Process stands for (a targets file's control plane): it has no
 	// local command; signals, kills and the stopped state go over SSH, and
 	// done closes when the remote process has exited.
-	remote     *remoteProc
+	remote     remoteHandle
 	stopWatch  chan struct{}
 	detachOnce sync.Once
 }
 
+// remoteHandle is a server's process on another machine that a control
+// plane acts on: on a host over SSH (remoteProc), or in a Kubernetes pod
+// (onkube.go).
+type remoteHandle interface {
+	pid() int
+	signal(sig syscall.Signal) error
+	// kill kills it and waits up to timeout until it is seen gone.
+	kill(timeout time.Duration) error
+	stopped() (bool, error)
+	// watch closes done when the process has exited, or when stop closes.
+	watch(done chan struct{}, stop <-chan struct{})
+	confine(ctrl string, settings [][2]string) (Confined, error)
+	dataDevice() (string, error)
+}
+
 // newRemoteProcess stands for r, watching it until it exits or Detach.
-func newRemoteProcess(name string, r *remoteProc) *Process {
+func newRemoteProcess(name string, r remoteHandle) *Process {
 	p := &Process{Name: name, done: make(chan struct{}), remote: r, stopWatch: make(chan struct{})}
 	go r.watch(p.done, p.stopWatch)
 	return p
