@@ -13,7 +13,7 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaket
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build bench quick known envelope perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
+.PHONY: help setup apt-packages servers build build-kube kube-manifests bench quick known envelope perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
 
 ## help: list the targets
 help:
@@ -58,6 +58,14 @@ build: $(BIN)
 $(BIN): $(GOFILES) go.mod go.sum
 	@$(GO) build -ldflags "-X github.com/lockbench/lockbench/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/bench
 
+## build-kube: build bin/bench-kube, with the Kubernetes control mode (client-go, Chaos Mesh's API; untested against a cluster)
+build-kube:
+	@$(GO) build -tags kubernetes -ldflags "-X github.com/lockbench/lockbench/internal/version.Version=$(VERSION)" -o bin/bench-kube ./cmd/bench
+
+## kube-manifests: write kube/lockbench.yaml and kube/targets.yaml again from internal/kube
+kube-manifests:
+	$(GO) test -tags kubernetes -count=1 -run 'TestManifests' ./internal/kube -update
+
 ## bench: install, build and run every backend (scenarios/backends.yaml, ~5 min; SCENARIO=... for another) into results/
 bench: setup build
 	./$(BIN) run -o $(RESULTS) $(SCENARIO)
@@ -85,6 +93,8 @@ test: setup fmt-check vet
 	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) -skip '$(RACE_TESTS)|$(ALONE_TESTS)' ./backends ./cmd/bench ./internal/sim
 	$(GO) test -count=1 -timeout 10m -parallel 1 -run '$(ALONE_TESTS)' ./cmd/bench
 	$(GO) test -race -count=1 -timeout 20m -parallel 1 -run '$(RACE_TESTS)' ./cmd/bench
+	$(GO) test -tags kubernetes -count=1 ./internal/kube
+	$(GO) test -tags kubernetes -count=1 -run 'Kubernetes' ./internal/cluster
 	cd examples/library && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-short
 
@@ -117,9 +127,10 @@ fuzz: sim
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
 	done
 
-## vet: go vet
+## vet: go vet, also of what the kubernetes build tag adds
 vet:
 	@$(GO) vet ./...
+	@$(GO) vet -tags kubernetes ./internal/kube ./internal/cluster ./cmd/bench
 
 ## fmt-check: fail if gofmt would change a file
 fmt-check:

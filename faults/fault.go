@@ -400,6 +400,12 @@ func (i Info) NeedsRoot() bool {
 	return false
 }
 
+// OneProtocol is implemented by faults that may cut one protocol only
+// (isolate's protocol option); validation asks whether the deployment can.
+type OneProtocol interface {
+	Protocol() string
+}
+
 // Named is implemented by faults whose options name more servers (the
 // other side of a split); the scenario checks that they exist.
 type Named interface {

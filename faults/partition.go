@@ -51,6 +51,9 @@ func observeMode(v string) (bool, error) {
 
 func (f cutFault) Names() []string { return f.names }
 
+// Protocol is the one protocol the cut is limited to ("": every one).
+func (f cutFault) Protocol() string { return f.proto }
+
 func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, error) {
 	pairs, err := f.plan(env, target)
 	if err != nil {

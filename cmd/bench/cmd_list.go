@@ -62,9 +62,18 @@ func listCmd() *command {
 	jsonOut := c.fs.Bool("json", false, "print the listing as JSON")
 	brief := c.fs.Bool("brief", false, "leave the backends' options out")
 	modes := c.fs.Bool("modes", false, "print which faults each deployment mode carries, as the README's table (markdown)")
+	mode := c.fs.String("mode", "", "print how deployment mode `NAME` performs each fault (markdown; kubernetes: its Chaos Mesh mapping)")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		if *modes {
 			_, err := io.WriteString(cio.stdout, modesTable())
+			return err
+		}
+		if *mode != "" {
+			m, err := cluster.LookupMode(*mode)
+			if err != nil {
+				return exitcode.With(err, exitcode.Config)
+			}
+			_, err = io.WriteString(cio.stdout, howTable(m))
 			return err
 		}
 		dir := "scenarios"

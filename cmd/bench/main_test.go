@@ -311,6 +311,20 @@ func TestValidateShippedScenarios(t *testing.T) {
 			t.Errorf("compose/%s: %v\n%s", c[0], err, out)
 		}
 	}
+	// The Kubernetes topology's, against its targets file: refused by a
+	// bench built without Kubernetes, valid for one built with it.
+	kube := []string{"validate", "-targets", "../../kube/targets.yaml", "../../kube/scenario.yaml"}
+	if cluster.KubernetesAvailable() != nil {
+		if out, _, err := runInProcess(t, kube...); exitcode.Of(err) != exitcode.Config || !strings.Contains(out, "built without Kubernetes support") {
+			t.Errorf("kube/scenario.yaml in a bench without Kubernetes: %v\n%s", err, out)
+		}
+	}
+	saved := cluster.Probe
+	defer func() { cluster.Probe = saved }()
+	cluster.Probe.Kubernetes = func() error { return nil }
+	if out, _, err := runInProcess(t, kube...); err != nil || !strings.Contains(out, ": valid: ") {
+		t.Errorf("kube/scenario.yaml: %v\n%s", err, out)
+	}
 }
 
 // TestCheckTruncatedHistory: a history cut short by a crash is still

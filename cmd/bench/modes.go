@@ -66,3 +66,29 @@ func modesTable() string {
 	}
 	return b.String()
 }
+
+// howTable is a mode's mapping of every fault (bench list -mode NAME): the
+// classes of targets it acts on there, and how the mode performs the
+// fault's action, or what would and why it does not (cluster.Mode.How).
+// docs/architecture.md holds the Kubernetes mode's; a test keeps it so.
+func howTable(m cluster.Mode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| fault | action | in %s | how |\n|---|---|---|---|\n", m.Title)
+	for _, f := range faults.All() {
+		on := m.Carries(f)
+		cell := "—"
+		if len(on) > 0 {
+			var parts []string
+			for _, o := range on {
+				parts = append(parts, string(o))
+			}
+			cell = strings.Join(parts, ", ")
+		}
+		how := m.How[f.Action]
+		if how == "" {
+			how = "—"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Name, f.Action, cell, how)
+	}
+	return b.String()
+}

@@ -20,6 +20,41 @@ const (
 	tableEnd   = "<!-- bench list -modes: end -->"
 )
 
+// TestKubernetesMappingInDocs: docs/architecture.md's table of how the
+// Kubernetes mode performs each fault is bench list -mode kubernetes's
+// (-update rewrites it).
+func TestKubernetesMappingInDocs(t *testing.T) {
+	const path = "../../docs/architecture.md"
+	begin, end := "<!-- bench list -mode kubernetes: begin -->\n", "<!-- bench list -mode kubernetes: end -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no table between %q and %q", path, begin, end)
+	}
+	m, err := cluster.LookupMode(cluster.ModeKubernetes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s[i+len(begin):j], howTable(m); got != want {
+		if *update {
+			if err := os.WriteFile(path, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s's Kubernetes table is not bench list -mode kubernetes's (-update rewrites it)", path)
+	}
+	for _, a := range faults.Actions {
+		if m.How[a] == "" {
+			t.Errorf("the Kubernetes mode does not say how it performs %s, or why not", a)
+		}
+	}
+}
+
 // TestREADMEFaultTable: the README's fault-support table is the one bench
 // list -modes makes from the deployment modes (make it again with
 // `go test ./cmd/bench -run TestREADMEFaultTable -update` when this
@@ -57,6 +92,7 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 	ok := func() error { return nil }
 	cluster.Probe.Firewall, cluster.Probe.Hosts, cluster.Probe.Netem, cluster.Probe.Faketime, cluster.Probe.Fuse = ok, ok, ok, ok, ok
 	cluster.Probe.Cgroups = func(string) error { return nil }
+	cluster.Probe.Kubernetes = ok
 
 	servers := map[string]string{}
 	for _, n := range []string{"etcd-1", "etcd-2", "etcd-3", "consul-1", "consul-2", "consul-3", "redis-1", "postgres-1", "postgres-2"} {
@@ -64,8 +100,9 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 	}
 	// ctl gives every field a control section may give; bare, only the
 	// required ones (what Mode.ControlNeeds asks for is then refused).
-	ctl, bare := map[string]*cluster.Control{}, map[string]*cluster.Control{}
+	ctl, bare, kube := map[string]*cluster.Control{}, map[string]*cluster.Control{}, map[string]*cluster.Control{}
 	for n := range servers {
+		kube[n] = &cluster.Control{Kubernetes: &cluster.Kubernetes{Namespace: "lb", Pod: n}, Pattern: "x"}
 		bare[n] = &cluster.Control{SSH: cluster.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
 		full := *bare[n]
 		full.DataDir = "/var/lib/x"
@@ -83,6 +120,9 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 		cluster.ModeSSH: func() (string, scenario.Options) {
 			return "", scenario.Options{Targets: &targets.File{Path: "t.yaml", Servers: servers, Control: ctl}}
 		},
+		cluster.ModeKubernetes: func() (string, scenario.Options) {
+			return "", scenario.Options{Targets: &targets.File{Path: "t.yaml", Servers: servers, Control: kube}}
+		},
 	}
 	modes := cluster.Modes()
 	if len(modes) != len(opts) {
@@ -99,6 +139,8 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 					case m.SourceCuts && f.Action == faults.ActCut && on == cluster.OnServer:
 						want = want && cluster.BindsSource(u.kind)
 					case !m.Faketime && slices.Contains(f.NeedsFaketime, u.kind):
+						want = false
+					case m.NoEmulatedClock && len(f.NeedsFaketime) > 0 && !slices.Contains(f.NeedsFaketime, u.kind):
 						want = false
 					}
 					src := fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n",

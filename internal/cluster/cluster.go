@@ -191,6 +191,16 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		c.Hosts = containerHosts()
 		cleanStaleContainers(slot.N)
 		c.place = &onCompose{external: ext, cfg: o.Compose, h: c.Hosts, runID: runID}
+	case o.External != nil && len(o.Control) > 0 && controlPlane(o.Control) == ModeKubernetes:
+		if err := KubernetesAvailable(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if c.place, err = kubePlane(ext, o.Control, runID); err != nil {
+			c.place = &ext
+			c.Close()
+			return nil, err
+		}
 	case o.External != nil && len(o.Control) > 0:
 		c.place = newOnSSH(ext, o.Control)
 	case o.External != nil:
@@ -209,6 +219,17 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		c.proxied[l] = true
 	}
 	return c, nil
+}
+
+// controlPlane is the mode of a targets file's control sections: every
+// one uses the same plane (targets.Load checks it).
+func controlPlane(ctl map[string]*Control) string {
+	for _, c := range ctl {
+		if c.Plane() == "kubernetes" {
+			return ModeKubernetes
+		}
+	}
+	return ModeSSH
 }
 
 // routed makes the server-side link name go through a proxy when a fault
@@ -730,4 +751,6 @@ func (c *Cluster) Refresh(ctx context.Context, timeout time.Duration) error {
 var Probe = struct {
 	Firewall, Hosts, Netem, Faketime, Fuse func() error
 	Cgroups                                func(controller string) error
-}{FirewallAvailable, HostsAvailable, NetemAvailable, FaketimeAvailable, PowerAvailable, CgroupsAvailable}
+	// Kubernetes: this bench can drive servers in Kubernetes.
+	Kubernetes func() error
+}{FirewallAvailable, HostsAvailable, NetemAvailable, FaketimeAvailable, PowerAvailable, CgroupsAvailable, KubernetesAvailable}

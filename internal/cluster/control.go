@@ -10,24 +10,30 @@ import (
 
 // Control is how lockbench acts on a server it did not start (a targets
 // file's control section, by server name): the host it runs on, reached
-// over SSH, and how to find and start its process there. Through it the
-// server faults act on remote servers as on local ones: pause and resume
-// (SIGSTOP and SIGCONT of the server's process group), kill and restart
-// (SIGKILL of the group, then Start), and cuts (iptables rules in a chain
-// of this harness's own on the host: LOCKBENCH-<pid>, as locally).
+// over SSH, or the Kubernetes pod it runs in; and how to find (and, over
+// SSH, start) its process there. Through it the server faults act on
+// remote servers as on local ones (which ones: each mode's Offers).
 //
 //	control:
 //	  redis-1:
 //	    ssh: {host: 10.0.0.5, port: 22, user: root, key_env: LB_SSH_KEY, known_hosts: ./known_hosts}
 //	    pid_file: /run/redis/redis.pid        # or pattern: "redis-server .*:6379", or unit: redis-server
 //	    start: "redis-server /etc/redis/redis.conf --daemonize yes"   # a unit's start is systemctl start
+//	  etcd-1:
+//	    kubernetes: {namespace: lockbench, pod: etcd-0}   # agent: lockbench-agent, kubeconfig, context
+//	    pattern: "etcd --name"
 //
-// The key comes from the environment variable key_env names (the key
-// itself, or a path to it), never from the file; host keys are checked
-// against the known_hosts file the user names, and an unknown or changed
-// host key refuses the connection.
+// Over SSH, pause and resume are SIGSTOP and SIGCONT of the server's
+// process group, kill and restart SIGKILL of the group then Start, cuts
+// iptables rules in a chain of this harness's own on the host
+// (LOCKBENCH-<pid>, as locally). The key comes from the environment
+// variable key_env names (the key itself, or a path to it), never from
+// the file; host keys are checked against the known_hosts file the user
+// names, and an unknown or changed host key refuses the connection. In
+// Kubernetes, see Kubernetes.
 type Control struct {
-	SSH SSH `yaml:"ssh" json:"ssh"`
+	SSH        SSH         `yaml:"ssh" json:"ssh,omitempty"`
+	Kubernetes *Kubernetes `yaml:"kubernetes" json:"kubernetes,omitempty"`
 	// PidFile, Pattern or Unit finds the server's main process: a pid
 	// file on the host, a pgrep -f pattern (the oldest match), or a
 	// systemd unit's MainPID. Exactly one.
@@ -63,8 +69,19 @@ type SSH struct {
 	KnownHosts string `yaml:"known_hosts" json:"known_hosts"`
 }
 
+// Plane is the control plane the section uses: "ssh" or "kubernetes".
+func (c *Control) Plane() string {
+	if c != nil && c.Kubernetes != nil {
+		return "kubernetes"
+	}
+	return "ssh"
+}
+
 // Check says what is wrong with a control section, or nil.
 func (c *Control) Check() error {
+	if c.Kubernetes != nil {
+		return c.checkKubernetes()
+	}
 	var errs []string
 	if c.SSH.Host == "" {
 		errs = append(errs, "ssh.host: missing")
@@ -114,7 +131,7 @@ func (c *Control) findPID() string {
 	case c.PidFile != "":
 		return "cat " + shellQuote(c.PidFile)
 	case c.Pattern != "":
-		return "pgrep -o -f " + shellQuote(c.Pattern)
+		return "pgrep -o -f -- " + shellQuote(c.Pattern)
 	}
 	return "systemctl show -p MainPID --value " + shellQuote(c.Unit)
 }

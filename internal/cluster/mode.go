@@ -55,16 +55,29 @@ type Mode struct {
 	// (faults.Info.NeedsFaketime); without it only on the kinds whose
 	// clock is emulated.
 	Faketime bool
+	// NoEmulatedClock: clock faults act only where the mode moves a
+	// server's clock itself (the NeedsFaketime kinds), never emulated
+	// through the server's data, which would need a client of lockbench's
+	// own with the server's credentials.
+	NoEmulatedClock bool
 	// SourceCuts: a cut between two servers needs servers that send from
 	// their own address (Kind.BindsSource): on loopback, etcd's and
 	// ZooKeeper's peer connections come from 127.0.0.1.
 	SourceCuts bool
+	// WholeCuts: a cut between two servers takes every protocol (a
+	// NetworkChaos has no protocol to choose): a cut of one protocol only
+	// (isolate's protocol option) is made only from or to instances.
+	WholeCuts bool
 	// ControlNeeds names, per action, the field a server's control section
 	// must give for the mode to perform it there (disk-throttle:
 	// "data_dir").
 	ControlNeeds map[faults.Action]string
 	// Why says why the mode refuses what it does not offer.
 	Why string
+	// How says, per action, how the mode performs it, or what would
+	// perform it and why the mode does not (documentation: bench list
+	// -modes prints it, docs/architecture.md holds it).
+	How map[faults.Action]string
 }
 
 // Does reports whether the mode performs action a on targets of class on.
@@ -96,7 +109,7 @@ const (
 
 // ModeOrder is the order of the modes' columns: from lockbench's own
 // servers to other people's.
-var ModeOrder = []string{ModeLocal, ModeHosts, ModeCompose, ModeTargets, ModeSSH}
+var ModeOrder = []string{ModeLocal, ModeHosts, ModeCompose, ModeTargets, ModeSSH, ModeKubernetes}
 
 // Modes lists the registered modes in ModeOrder.
 func Modes() []Mode {
@@ -156,6 +169,8 @@ func (m Mode) Condition(info faults.Info, on On) string {
 	switch {
 	case m.ControlNeeds[info.Action] != "":
 		return "servers whose control section gives their " + m.ControlNeeds[info.Action]
+	case m.WholeCuts && info.Action == faults.ActCut:
+		return "every protocol at once: a protocol option cuts one protocol only from or to an instance"
 	case m.SourceCuts && info.Action == faults.ActCut:
 		var kinds []string
 		for _, k := range kindNames() {
@@ -164,6 +179,8 @@ func (m Mode) Condition(info faults.Info, on On) string {
 			}
 		}
 		return "between servers, only of kinds whose peer connections leave from their own address (" + strings.Join(kinds, ", ") + "); etcd's and ZooKeeper's members are cut in hosts mode, or by their peer links' link faults"
+	case m.NoEmulatedClock && len(info.NeedsFaketime) > 0:
+		return "only on " + strings.Join(info.NeedsFaketime, ", ") + " servers, whose clock this mode moves itself (the others' clock lockbench emulates through their data, which it does not write on a targets file's servers)"
 	case !m.Faketime && len(info.NeedsFaketime) > 0:
 		var kinds []string
 		for _, k := range info.Kinds {

@@ -58,7 +58,7 @@ func (o *onSSH) hostOf(ctl *Control) (*sshHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	did, err := repairHost(h)
+	did, err := repairHost(h, harnessAlive)
 	for _, d := range did {
 		o.log("%s (left by a run that is gone)", d)
 	}

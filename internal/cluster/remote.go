@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -335,21 +336,24 @@ func (r *remoteRule) Packets() (int64, error) {
 	return 0, fmt.Errorf("rule %s not found in %s on %s", r.comment, r.f.chain, r.f.h)
 }
 
-// repairHost undoes what harnesses of this machine that are no longer
-// running left on a host: their iptables chains, and the process groups
+// harnessAlive reports whether the harness of pid runs on this machine
+// (this one, or another that still runs).
+func harnessAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return pid == os.Getpid() || err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// repairHost undoes what harnesses that are no longer running (alive
+// says which are) left on a host: their iptables chains, and the process groups
 // they stopped (resumed). A host is driven from one control machine at a
 // time: a chain or note of a pid not running here is a dead run's.
-func repairHost(h host) ([]string, error) {
+func repairHost(h host, alive func(pid int) bool) ([]string, error) {
 	out, err := runT(h, "iptables -w -S | sed -n 's/^-N "+ChainPrefix+"\\([0-9]*\\)$/chain \\1/p'; for f in /tmp/lockbench-stopped-*; do [ -e \"$f\" ] && echo \"note $f $(cat $f)\"; done; for d in "+CgroupRoot+"/cpu/"+cgroupPrefix+"* "+CgroupRoot+"/blkio/"+cgroupPrefix+"*; do [ -d \"$d\" ] && echo \"cgroup $d\"; done; true")
 	if err != nil {
 		return nil, fmt.Errorf("repair %s: %w", h, err)
 	}
 	var did []string
 	var errs []error
-	alive := func(pid int) bool {
-		err := syscall.Kill(pid, 0)
-		return pid == os.Getpid() || err == nil || errors.Is(err, syscall.EPERM)
-	}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		switch {
@@ -376,7 +380,7 @@ func repairHost(h host) ([]string, error) {
 			did = append(did, fmt.Sprintf("removed cgroup %s on %s", f[1], h))
 		case len(f) == 3 && f[0] == "note":
 			var pid, pgid int
-			if _, err := fmt.Sscanf(f[1], "/tmp/lockbench-stopped-%d-%d", &pid, &pgid); err != nil || alive(pid) {
+			if _, err := fmt.Sscanf(filepath.Base(f[1]), "lockbench-stopped-%d-%d", &pid, &pgid); err != nil || alive(pid) {
 				continue
 			}
 			if _, err := runT(h, fmt.Sprintf("kill -CONT -- -%d; rm -f %s", pgid, f[1])); err != nil && !exitedWith(err) {

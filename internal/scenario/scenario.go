@@ -554,6 +554,12 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	sc.mode = mode
+	if mode.Name == cluster.ModeKubernetes {
+		if err := cluster.Probe.Kubernetes(); err != nil {
+			errs.add(n.Line, where, "%v", err)
+			return nil
+		}
+	}
 	names := map[string]bool{}
 	for j := range cd.Faults {
 		f := sc.parseFault(where, j, &cd.Faults[j])
@@ -594,6 +600,8 @@ func modeName(network string, ext *targets.File, compose bool) string {
 	switch {
 	case compose:
 		return cluster.ModeCompose
+	case ext != nil && len(ext.Control) > 0 && ext.Plane() == "kubernetes":
+		return cluster.ModeKubernetes
 	case ext != nil && len(ext.Control) > 0:
 		return cluster.ModeSSH
 	case ext != nil:

@@ -630,4 +630,31 @@ func TestControlPlaneFaults(t *testing.T) {
 	if _, err := ParseWith("c.yaml", doc("{type: pause, target: leader, at: 1s, for: 1s}"), Options{Targets: tf}); err != nil {
 		t.Errorf("the leader role with every server controlled: %v", err)
 	}
+
+	// Through Kubernetes: a server is cut in every protocol at once, and a
+	// bench without Kubernetes refuses the file.
+	saved := cluster.Probe
+	defer func() { cluster.Probe = saved }()
+	cluster.Probe.Kubernetes = func() error { return nil }
+	cluster.Probe.Firewall = func() error { return nil }
+	kc := &cluster.Control{Kubernetes: &cluster.Kubernetes{Namespace: "lb", Pod: "p"}, Pattern: "x"}
+	kf := &targets.File{Path: "t.yaml", Servers: tf.Servers, Control: map[string]*cluster.Control{"etcd-1": kc, "etcd-2": kc, "etcd-3": kc}}
+	for _, tt := range []struct{ fault, want string }{
+		{"{type: isolate, target: etcd-1, at: 1s, for: 1s}", ""},
+		{"{type: isolate, target: etcd-1, protocol: udp, at: 1s, for: 1s}", "in every protocol at once"},
+		{"{type: isolate, target: instance-1, protocol: udp, at: 1s, for: 1s}", ""},
+		{"{type: cpu-starve, target: etcd-1, at: 1s, for: 1s}", "the kubernetes mode cannot cap the CPU of servers"},
+	} {
+		_, err := ParseWith("c.yaml", doc(tt.fault), Options{Targets: kf})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("kubernetes %s: %v", tt.fault, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("kubernetes %s: %v, want an error saying %q", tt.fault, err, tt.want)
+		}
+	}
+	cluster.Probe.Kubernetes = func() error { return errors.New("built without Kubernetes") }
+	if _, err := ParseWith("c.yaml", doc("{type: pause, target: etcd-1, at: 1s, for: 1s}"), Options{Targets: kf}); err == nil || !strings.Contains(err.Error(), "built without Kubernetes") {
+		t.Errorf("a bench without Kubernetes: %v", err)
+	}
 }

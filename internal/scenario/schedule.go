@@ -427,6 +427,15 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		errs.addErr(n.Line, fw, err)
 		bad = true
 	}
+	if op, ok := ft.(faults.OneProtocol); ok && err == nil && op.Protocol() != "" {
+		for _, t := range f.Targets {
+			if on := sc.classOf(t); on == cluster.OnServer && sc.modeFor(t, on).WholeCuts {
+				errs.add(line("protocol"), fw+".protocol", "the %s mode cuts a server from its peers in every protocol at once (a NetworkChaos); cut %s only from or to an instance", sc.modeFor(t, on).Name, op.Protocol())
+				bad = true
+				break
+			}
+		}
+	}
 	if named, ok := ft.(faults.Named); ok && err == nil {
 		for _, name := range named.Names() {
 			if name == faults.RoleConnectedMember {
@@ -458,10 +467,13 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		case !slices.Contains(info.Kinds, k):
 			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), t, k)
 			bad = true
+		case len(info.NeedsFaketime) > 0 && !slices.Contains(info.NeedsFaketime, k) && sc.modeFor(t, cluster.OnServer).NoEmulatedClock:
+			errs.add(line("target"), fw+".target", "%s on %s: the %s mode moves the clock of %s servers only; a %s server's clock lockbench emulates through its data, which it does not write on a targets file's servers", f.Type, t, sc.modeFor(t, cluster.OnServer).Name, strings.Join(info.NeedsFaketime, ", "), k)
+			bad = true
 		case slices.Contains(info.NeedsFaketime, k) && !sc.modeFor(t, cluster.OnServer).Faketime:
 			errs.add(line("target"), fw+".target", "%s moves the clock of a %s server through libfaketime, which the %s mode cannot start %s under", f.Type, k, sc.modeFor(t, cluster.OnServer).Name, t)
 			bad = true
-		case slices.Contains(info.NeedsFaketime, k) && sc.here(t):
+		case slices.Contains(info.NeedsFaketime, k) && sc.here(t) && sc.modeFor(t, cluster.OnServer).Name != cluster.ModeKubernetes:
 			if err := cluster.Probe.Faketime(); err != nil {
 				errs.add(line("type"), fw+".type", "%v", err)
 				bad = true

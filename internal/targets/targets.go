@@ -52,6 +52,17 @@ type File struct {
 // Controlled reports whether server name has a control plane.
 func (f *File) Controlled(name string) bool { return f != nil && f.Control[name] != nil }
 
+// Plane is the control plane of the file's control sections ("ssh" or
+// "kubernetes"; Load checks they all use one), or "" without any.
+func (f *File) Plane() string {
+	for _, c := range f.Control {
+		if c != nil {
+			return c.Plane()
+		}
+	}
+	return ""
+}
+
 // Toxiproxy is an external toxiproxy server for link faults: its API, and
 // the host its proxies listen on (which the workers must reach).
 type Toxiproxy struct {
@@ -99,7 +110,11 @@ func Load(path string) (*File, error) {
 			add("auth", "%s: %v", fam, err)
 		}
 	}
+	planes := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(f.Control)) {
+		if c := f.Control[name]; c != nil {
+			planes[c.Plane()] = true
+		}
 		if _, ok := f.Servers[name]; !ok {
 			add("control", "%s: no such server in servers", name)
 			continue
@@ -111,10 +126,17 @@ func Load(path string) (*File, error) {
 		if err := f.Control[name].Check(); err != nil {
 			add("control", "%s: %v", name, err)
 		}
-		// A relative known_hosts file is the targets file's neighbour.
+		// A relative known_hosts or kubeconfig file is the targets file's
+		// neighbour.
 		if kh := f.Control[name].SSH.KnownHosts; kh != "" && !filepath.IsAbs(kh) {
 			f.Control[name].SSH.KnownHosts = filepath.Join(filepath.Dir(path), kh)
 		}
+		if k := f.Control[name].Kubernetes; k != nil && k.Kubeconfig != "" && !filepath.IsAbs(k.Kubeconfig) {
+			k.Kubeconfig = filepath.Join(filepath.Dir(path), k.Kubeconfig)
+		}
+	}
+	if len(planes) > 1 {
+		add("control", "every control section uses ssh, or every one kubernetes: a run drives its servers through one control plane")
 	}
 	if t := f.Toxiproxy; t != nil {
 		if u, err := url.Parse(t.API); err != nil || u.Host == "" {

@@ -51,3 +51,38 @@ control:
 		}
 	}
 }
+
+// TestKubernetesControlSection: a control section may name a pod instead
+// of an SSH host; it finds the process by pattern or pid file, has no
+// start (the pod's controller restarts it), and one file uses one plane.
+func TestKubernetesControlSection(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "t.yaml")
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	good := `servers: {etcd-1: "etcd-0.etcd.lb.svc:2379", etcd-2: "etcd-1.etcd.lb.svc:2379"}
+control:
+  etcd-1: {kubernetes: {namespace: lb, pod: etcd-0, kubeconfig: kc}, pattern: "--initial-cluster-state"}
+  etcd-2: {kubernetes: {namespace: lb, pod: etcd-1}, pattern: "--initial-cluster-state"}
+`
+	f, err := Load(write(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Plane() != "kubernetes" || f.Control["etcd-1"].Kubernetes.AgentName() != "lockbench-agent" || f.Control["etcd-1"].Kubernetes.Kubeconfig != filepath.Join(dir, "kc") {
+		t.Errorf("plane %q, agent %q, kubeconfig %q", f.Plane(), f.Control["etcd-1"].Kubernetes.AgentName(), f.Control["etcd-1"].Kubernetes.Kubeconfig)
+	}
+	for _, tt := range []struct{ body, want string }{
+		{strings.Replace(good, "pod: etcd-0, ", "", 1), "kubernetes.pod: missing"},
+		{strings.Replace(good, `pattern: "--initial-cluster-state"}`+"\n  etcd-2", `pattern: "x", start: "y"}`+"\n  etcd-2", 1), "unit and start are for ssh"},
+		{strings.Replace(good, `, pattern: "--initial-cluster-state"}`+"\n  etcd-2", "}\n  etcd-2", 1), "exactly one of pid_file or pattern"},
+		{strings.Replace(good, `etcd-2: {kubernetes: {namespace: lb, pod: etcd-1}, pattern: "--initial-cluster-state"}`, `etcd-2: {ssh: {host: h, user: u, key_env: K, known_hosts: kh}, pid_file: /p, start: s}`, 1), "one control plane"},
+	} {
+		_, err := Load(write(tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("want an error saying %q, got %v", tt.want, err)
+		}
+	}
+}
