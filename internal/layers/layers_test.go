@@ -19,9 +19,9 @@ var layer = map[string]int{
 	"history": 0, "internal/config": 0, "internal/suggest": 0, "internal/monoclock": 0, "internal/exitcode": 0,
 	"internal/layout": 0, "internal/version": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0, "internal/links": 0, "internal/powerfs": 0,
 	"internal/kube": 0, // Kubernetes objects and client-go: a leaf the cluster's Kubernetes placement uses
-	"checker":  1,
-	"report":   2,
-	"backends": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
+	"checker":       1,
+	"report":        2,
+	"backends":      3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
 	"internal/scenario": 4, "internal/worker": 4, "internal/sim": 4,
 	"internal/runner": 5, "internal/perf": 6,
 	"internal/layers": 7, "cmd/bench": 7,
