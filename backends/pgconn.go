@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,7 +46,26 @@ func pgConfigFor(env Env, server string, connectTimeout config.Duration, more ..
 		return nil, fmt.Errorf("postgres config: %w", err)
 	}
 	cfg.DialFunc = pgconn.DialFunc(env.Dialer())
-	if creds := env.Credentials("postgres"); creds != nil {
+	return cfg, withCredentials(cfg, host, env.Credentials("postgres"))
+}
+
+// PostgresConfig is the pgx configuration of an administrator's
+// connection to one PostgreSQL server (the harness's own, as a fault's
+// observation makes): user postgres on database postgres, or what the
+// targets file's credentials say.
+func PostgresConfig(addr string, creds *Credentials, connectTimeout time.Duration) (*pgx.ConnConfig, error) {
+	host, port, _ := strings.Cut(addr, ":")
+	dsn := fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable connect_timeout=%d", host, port, max(1, int(connectTimeout.Seconds())))
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres config: %w", err)
+	}
+	return cfg, withCredentials(cfg, host, creds)
+}
+
+// withCredentials sets a targets file's credentials on cfg (none: nil).
+func withCredentials(cfg *pgx.ConnConfig, host string, creds *Credentials) error {
+	if creds != nil {
 		if u := creds.Username(); u != "" {
 			cfg.User = u
 		}
@@ -55,7 +75,7 @@ func pgConfigFor(env Env, server string, connectTimeout config.Duration, more ..
 		cfg.Password = creds.Password()
 		tlsCfg, err := creds.TLSConfig()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if tlsCfg != nil {
 			if tlsCfg.ServerName == "" {
@@ -64,7 +84,7 @@ func pgConfigFor(env Env, server string, connectTimeout config.Duration, more ..
 			cfg.TLSConfig = tlsCfg
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // pgOnce runs DDL statements once per instance (under name in

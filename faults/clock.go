@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockbench/lockbench/backends"
 	"math"
 	"sync"
 	"time"
@@ -187,7 +188,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 	if !ok {
 		return nil, fmt.Errorf("clock-drift: %s's clock cannot be made to drift here", target)
 	}
-	was, errWas, err := pgSkewErr(ctx, addr)
+	was, errWas, err := pgSkewErr(ctx, env, addr)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
@@ -195,7 +196,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 		return nil, err
 	}
 	began := time.Now()
-	at, errAt, atWhen, err := pgSkewAt(ctx, addr)
+	at, errAt, atWhen, err := pgSkewAt(ctx, env, addr)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
@@ -210,7 +211,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 	return &Effect{
 		Seen: fmt.Sprintf("%s's clock set to run at x%g", target, d.rate),
 		Check: func(ctx context.Context) (string, error) {
-			now, errNow, nowWhen, err := pgSkewAt(ctx, addr)
+			now, errNow, nowWhen, err := pgSkewAt(ctx, env, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
@@ -234,12 +235,12 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 			// Back at the real pace, the clock keeps what it drifted and
 			// drifts no more: two reads half a second apart agree (within
 			// a read's error, a tenth of what the drift would add).
-			first, errFirst, err := pgSkewErr(ctx, addr)
+			first, errFirst, err := pgSkewErr(ctx, env, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
 			time.Sleep(500 * time.Millisecond)
-			after, errAfter, err := pgSkewErr(ctx, addr)
+			after, errAfter, err := pgSkewErr(ctx, env, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
@@ -253,14 +254,14 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) 
 
 // pgSkew is how far a PostgreSQL server's clock_timestamp() is from this
 // machine's clock (read just before the query).
-func pgSkew(ctx context.Context, addr string) (time.Duration, error) {
-	s, _, _, err := pgSkewAt(ctx, addr)
+func pgSkew(ctx context.Context, env Env, addr string) (time.Duration, error) {
+	s, _, _, err := pgSkewAt(ctx, env, addr)
 	return s, err
 }
 
 // pgSkewErr is pgSkewAt without the instant.
-func pgSkewErr(ctx context.Context, addr string) (time.Duration, time.Duration, error) {
-	s, e, _, err := pgSkewAt(ctx, addr)
+func pgSkewErr(ctx context.Context, env Env, addr string) (time.Duration, time.Duration, error) {
+	s, e, _, err := pgSkewAt(ctx, env, addr)
 	return s, e, err
 }
 
@@ -268,10 +269,10 @@ func pgSkewErr(ctx context.Context, addr string) (time.Duration, time.Duration, 
 // somewhere in that time, so the skew is known to within it: on a loaded
 // machine, hundreds of milliseconds), and when the query began (after the
 // connection, which on a loaded machine can take longer still).
-func pgSkewAt(ctx context.Context, addr string) (time.Duration, time.Duration, time.Time, error) {
+func pgSkewAt(ctx context.Context, env Env, addr string) (time.Duration, time.Duration, time.Time, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
+	conn, err := pgConnect(cctx, env, addr)
 	if err != nil {
 		return 0, 0, time.Time{}, err
 	}
@@ -282,6 +283,31 @@ func pgSkewAt(ctx context.Context, addr string) (time.Duration, time.Duration, t
 		return 0, 0, time.Time{}, err
 	}
 	return t.Sub(before), time.Since(before), before, nil
+}
+
+// Authenticated is implemented by Envs whose servers may ask for
+// credentials (a targets file's): an administrator's connection a fault
+// makes to observe a server (its clock, its role) uses them.
+type Authenticated interface {
+	Credentials(family string) *backends.Credentials
+}
+
+// pgConnect connects to a PostgreSQL server as an administrator: user
+// postgres, or the targets file's credentials.
+func pgConnect(ctx context.Context, env Env, addr string) (*pgx.Conn, error) {
+	var creds *backends.Credentials
+	if a, ok := env.(Authenticated); ok {
+		creds = a.Credentials("postgres")
+	}
+	timeout := 2 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	cfg, err := backends.PostgresConfig(addr, creds, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // ClockJumper is implemented by Envs that can move a server's wall clock.
@@ -362,7 +388,7 @@ func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (
 	if !ok {
 		return nil, fmt.Errorf("clock-jump: %s's clock cannot be moved here", target)
 	}
-	skew := func() (time.Duration, error) { return pgSkew(ctx, addr) }
+	skew := func() (time.Duration, error) { return pgSkew(ctx, env, addr) }
 	was, err := skew()
 	if err != nil {
 		return nil, fmt.Errorf("clock-jump on %s: read its clock: %w", target, err)

@@ -637,8 +637,21 @@ func TestMemoryPressureOnRealRedis(t *testing.T) {
 		if !strings.Contains(eff.Seen, "refused even a one-byte write") {
 			t.Errorf("seen: %q", eff.Seen)
 		}
-		if err := c.SetNX(ctx, "lockbench:lock:k0", "holder", time.Minute).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
-			t.Errorf("an acquire under noeviction at the limit: %v, want OOM", err)
+		// Redis refuses a write when what it holds passes maxmemory at that
+		// moment: transient buffers (an INFO reply) come and go, and the
+		// fault's writer takes up what they free every 5 ms. So an
+		// acquisition may slip through now and then; one refused among a
+		// few tries is the pressure seen (without the fault none is).
+		refused, last := 0, error(nil)
+		for i := 0; i < 20 && refused == 0; i++ {
+			last = c.SetNX(ctx, fmt.Sprintf("lockbench:lock:try%d", i), "holder", time.Minute).Err()
+			if last != nil && strings.HasPrefix(last.Error(), "OOM") {
+				refused++
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if refused == 0 {
+			t.Errorf("20 acquisitions under noeviction at the limit, none refused (last: %v), want OOM", last)
 		}
 		if _, err := eff.Heal(ctx); err != nil {
 			t.Fatalf("heal: %v", err)

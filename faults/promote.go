@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"github.com/lockbench/lockbench/history"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // promote makes a PostgreSQL standby the primary (pg_promote()), as a
@@ -36,7 +34,7 @@ func (promote) Start(ctx context.Context, env Env, target string) (*Effect, erro
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable")
+	conn, err := pgConnect(cctx, env, addr)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s: %w", target, err)
 	}

@@ -106,6 +106,7 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 		bare[n] = &cluster.Control{SSH: cluster.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
 		full := *bare[n]
 		full.DataDir = "/var/lib/x"
+		full.FaketimeFile = "/var/lib/x/faketime.rc"
 		ctl[n] = &full
 	}
 	opts := map[string]func() (string, scenario.Options){

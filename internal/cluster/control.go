@@ -48,6 +48,13 @@ type Control struct {
 	// throttles the writes to the disk that holds it. Optional; without
 	// it, no disk fault reaches the server.
 	DataDir string `yaml:"data_dir" json:"data_dir,omitempty"`
+	// FaketimeFile, over SSH, is the file the server's libfaketime reads
+	// its clock from: the start command runs the server with
+	// LD_PRELOAD=<libfaketime.so.1>, FAKETIME_TIMESTAMP_FILE=<this file>,
+	// FAKETIME_NO_CACHE=1 and DONT_FAKE_MONOTONIC=1, as lockbench does
+	// locally. A clock fault writes its offset (and pace) there.
+	// Optional; without it, no clock fault reaches the server.
+	FaketimeFile string `yaml:"faketime_file" json:"faketime_file,omitempty"`
 }
 
 // Has reports whether the control section gives field (a yaml name:
@@ -56,6 +63,8 @@ func (c *Control) Has(field string) bool {
 	switch field {
 	case "data_dir":
 		return c != nil && c.DataDir != ""
+	case "faketime_file":
+		return c != nil && c.FaketimeFile != ""
 	}
 	return false
 }

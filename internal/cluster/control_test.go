@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"github.com/lockbench/lockbench/backends"
 	"net"
 	"os"
 	"os/exec"
@@ -119,5 +120,76 @@ func TestRemoteProcess(t *testing.T) {
 	os.WriteFile(bad.KnownHosts, nil, 0o644)
 	if _, err := newSSHHost(bad); err == nil {
 		t.Error("a host whose key is not in known_hosts was accepted")
+	}
+}
+
+// TestRemoteClock: a server started under libfaketime on a host (a perl
+// loop writing its wall clock to a file, found by its pid file) has its
+// clock stepped and its pace changed through the control plane's
+// faketime_file, over a real sshd: what the process reads moves by the
+// jump at once, and then runs at the rate asked.
+func TestRemoteClock(t *testing.T) {
+	if err := FaketimeAvailable(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	pidFile, clockFile, out := filepath.Join(dir, "p.pid"), filepath.Join(dir, "faketime.rc"), filepath.Join(dir, "now")
+	start := fmt.Sprintf("echo +0 > %[1]s; LD_PRELOAD=%[2]s FAKETIME_TIMESTAMP_FILE=%[1]s FAKETIME_NO_CACHE=1 DONT_FAKE_MONOTONIC=1 setsid perl -MTime::HiRes=time -e '$|=1; while (1) { open(F, \">%[3]s.tmp\"); print F time; close F; rename(\"%[3]s.tmp\", \"%[3]s\"); select(undef, undef, undef, 0.02) }' > /dev/null 2>&1 < /dev/null & echo $! > %[4]s",
+		clockFile, Libfaketime, out, pidFile)
+	ctl := sshdOnLoopback(t, pidFile, start)
+	ctl.FaketimeFile = clockFile
+	o := newOnSSH(external{}, map[string]*Control{"pg-1": ctl})
+	o.log = t.Logf
+	defer o.close()
+	s := &Server{Spec: backends.ServerSpec{Name: "pg-1", Kind: "postgres"}, IP: "127.0.0.1"}
+	h, err := newSSHHost(ctl.SSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runT(h, start); err != nil {
+		t.Fatal(err)
+	}
+	h.close()
+	if err := o.attach(s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-s.Process().Pid(), syscall.SIGKILL); s.Process().Detach() })
+	// read is the process's clock minus the real one, in seconds, from a
+	// reading made after the call.
+	read := func() float64 {
+		t.Helper()
+		time.Sleep(100 * time.Millisecond)
+		b, err := os.ReadFile(out)
+		var v float64
+		if _, err2 := fmt.Sscanf(string(b), "%g", &v); err != nil || err2 != nil {
+			t.Fatalf("read the process's clock: %v %v (%q)", err, err2, b)
+		}
+		return v - float64(time.Now().UnixNano())/1e9
+	}
+	if skew := read(); skew < -0.5 || skew > 0.5 {
+		t.Fatalf("before any fault the process's clock is %.2fs off", skew)
+	}
+	if err := o.jumpClock("pg-1", 100*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if skew := read(); skew < 99 || skew > 101 {
+		t.Errorf("after a jump of 100s the process's clock is %.2fs off", skew)
+	}
+	if err := o.driftClock("pg-1", 3); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	time.Sleep(time.Second)
+	if gained := read() - before; gained < 1.5 || gained > 2.5 {
+		t.Errorf("at rate 3 the clock gained %.2fs over about a second, want about 2 (and no step at the switch: it was %.2fs off)", gained, before)
+	}
+	if err := o.driftClock("pg-1", 1); err != nil {
+		t.Fatal(err)
+	}
+	before = read()
+	time.Sleep(500 * time.Millisecond)
+	if gained := read() - before; gained < -0.2 || gained > 0.2 {
+		t.Errorf("back at rate 1 the clock still drifts: %.2fs over half a second", gained)
 	}
 }

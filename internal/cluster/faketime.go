@@ -119,10 +119,15 @@ func (c *Cluster) fakeClockOf(op, name string) (*Server, fakeClock, error) {
 	return s, fc, err
 }
 
-// clockJumper is a placement that moves a server's clock itself (the
-// Kubernetes one, with Chaos Mesh's TimeChaos).
+// clockJumper is a placement that moves a server's clock itself (over
+// SSH, through the faketime file on its host; in Kubernetes, with Chaos
+// Mesh's TimeChaos); clockDrifter one that sets its pace.
 type clockJumper interface {
 	jumpClock(name string, d time.Duration) error
+}
+
+type clockDrifter interface {
+	driftClock(name string, rate float64) error
 }
 
 // JumpClock moves a server's wall clock by d more (back when d < 0) (it must have
@@ -150,6 +155,9 @@ func (c *Cluster) JumpClock(name string, d time.Duration) error {
 func (c *Cluster) DriftClock(name string, rate float64) error {
 	if rate <= 0 {
 		return fmt.Errorf("clock drift: rate %g must be positive", rate)
+	}
+	if d, ok := c.place.(clockDrifter); ok {
+		return d.driftClock(name, rate)
 	}
 	s, fc, err := c.fakeClockOf("clock drift", name)
 	if err != nil {

@@ -166,11 +166,13 @@ func (m Mode) Condition(info faults.Info, on On) string {
 	if on != OnServer || !m.Does(info.Action, on) {
 		return ""
 	}
+	var notes []string
+	if f := m.ControlNeeds[info.Action]; f != "" {
+		notes = append(notes, "servers whose control section gives their "+f)
+	}
 	switch {
-	case m.ControlNeeds[info.Action] != "":
-		return "servers whose control section gives their " + m.ControlNeeds[info.Action]
 	case m.WholeCuts && info.Action == faults.ActCut:
-		return "every protocol at once: a protocol option cuts one protocol only from or to an instance"
+		notes = append(notes, "every protocol at once: a protocol option cuts one protocol only from or to an instance")
 	case m.SourceCuts && info.Action == faults.ActCut:
 		var kinds []string
 		for _, k := range kindNames() {
@@ -178,9 +180,9 @@ func (m Mode) Condition(info faults.Info, on On) string {
 				kinds = append(kinds, k)
 			}
 		}
-		return "between servers, only of kinds whose peer connections leave from their own address (" + strings.Join(kinds, ", ") + "); etcd's and ZooKeeper's members are cut in hosts mode, or by their peer links' link faults"
+		notes = append(notes, "between servers, only of kinds whose peer connections leave from their own address ("+strings.Join(kinds, ", ")+"); etcd's and ZooKeeper's members are cut in hosts mode, or by their peer links' link faults")
 	case m.NoEmulatedClock && len(info.NeedsFaketime) > 0:
-		return "only on " + strings.Join(info.NeedsFaketime, ", ") + " servers, whose clock this mode moves itself (the others' clock lockbench emulates through their data, which it does not write on a targets file's servers)"
+		notes = append(notes, "only on "+strings.Join(info.NeedsFaketime, ", ")+" servers, whose clock this mode moves itself (the others' clock lockbench emulates through their data, which it does not write on a targets file's servers)")
 	case !m.Faketime && len(info.NeedsFaketime) > 0:
 		var kinds []string
 		for _, k := range info.Kinds {
@@ -188,9 +190,9 @@ func (m Mode) Condition(info faults.Info, on On) string {
 				kinds = append(kinds, k)
 			}
 		}
-		return "only on " + strings.Join(kinds, ", ") + " servers (emulated): " + strings.Join(info.NeedsFaketime, ", ") + " needs libfaketime, which this mode cannot start a server under"
+		notes = append(notes, "only on "+strings.Join(kinds, ", ")+" servers (emulated): "+strings.Join(info.NeedsFaketime, ", ")+" needs libfaketime, which this mode cannot start a server under")
 	}
-	return ""
+	return strings.Join(notes, "; ")
 }
 
 func kindNames() []string { return kinds.Names() }

@@ -7,6 +7,8 @@ import (
 	"github.com/lockbench/lockbench/faults"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,9 +22,10 @@ func init() {
 	RegisterMode(Mode{Name: ModeSSH, Title: "targets + SSH", Remote: []On{OnServer},
 		Offers: map[faults.Action][]On{
 			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActCPUQuota: every,
-			faults.ActDiskThrottle: {OnServer}, faults.ActProxy: {OnClientLink}},
-		ControlNeeds: map[faults.Action]string{faults.ActDiskThrottle: "data_dir"},
-		Why:          "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables and confines it in a cgroup (CPU, disk writes) on its host; it does not reach its clock, its disk's contents or its data beyond the run's keys, and a server's peer links go through no proxy"})
+			faults.ActDiskThrottle: {OnServer}, faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer}, faults.ActProxy: {OnClientLink}},
+		Faketime: true, NoEmulatedClock: true,
+		ControlNeeds: map[faults.Action]string{faults.ActDiskThrottle: "data_dir", faults.ActClock: "faketime_file", faults.ActClockRate: "faketime_file"},
+		Why:          "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables, confines it in a cgroup (CPU, disk writes) and moves its libfaketime clock on its host; it does not reach its disk's contents or its data beyond the run's keys, and a server's peer links go through no proxy"})
 }
 
 // onSSH is the placement of a targets file's servers that have a control
@@ -39,11 +42,12 @@ type onSSH struct {
 	hosts map[string]*sshHost        // by SSH address
 	fws   map[string]*remoteFirewall // by SSH address
 	byIP  map[string]string          // a controlled server's IP -> its SSH address
+	srv   map[string]*Server         // the controlled servers, by name
 	log   func(format string, args ...any)
 }
 
 func newOnSSH(ext external, ctl map[string]*Control) *onSSH {
-	return &onSSH{external: ext, ctl: ctl, hosts: map[string]*sshHost{}, fws: map[string]*remoteFirewall{}, byIP: map[string]string{},
+	return &onSSH{external: ext, ctl: ctl, hosts: map[string]*sshHost{}, fws: map[string]*remoteFirewall{}, byIP: map[string]string{}, srv: map[string]*Server{},
 		log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "control: "+format+"\n", args...) }}
 }
 
@@ -90,6 +94,7 @@ func (o *onSSH) attach(s *Server) error {
 		return fmt.Errorf("%s: %w", s.Spec.Name, err)
 	}
 	o.byIP[s.IP] = ctl.SSH.addr()
+	o.srv[s.Spec.Name] = s
 	r, err := locate(h, ctl, s.Spec.Name)
 	if err != nil {
 		o.log("%s: %v; starting it", s.Spec.Name, err)
@@ -213,4 +218,69 @@ func (o *onSSH) close() error {
 		errs = append(errs, o.hosts[a].close())
 	}
 	return errors.Join(errs...)
+}
+
+// jumpClock moves a controlled server's wall clock by d more, in the
+// faketime file its libfaketime reads on its host (Control.FaketimeFile):
+// its processes see the jump at their next clock read.
+func (o *onSSH) jumpClock(name string, d time.Duration) error {
+	h, ctl, fc, err := o.fakeClock(name)
+	if err != nil {
+		return fmt.Errorf("clock jump: %w", err)
+	}
+	fc.offset += d.Seconds()
+	return o.writeFakeClock(h, ctl, fc)
+}
+
+// driftClock sets the pace of a controlled server's wall clock, with no
+// step (as locally: libfaketime scales the time since the process
+// started, which the host's /proc gives).
+func (o *onSSH) driftClock(name string, rate float64) error {
+	h, ctl, fc, err := o.fakeClock(name)
+	if err != nil {
+		return fmt.Errorf("clock drift: %w", err)
+	}
+	out, err := runT(h, fmt.Sprintf("cut -d' ' -f1 /proc/uptime; sed 's/.*) //' /proc/%d/stat | cut -d' ' -f20", o.serverPid(name)))
+	f := strings.Fields(out)
+	if err != nil || len(f) != 2 {
+		return fmt.Errorf("clock drift on %s: the process's age on %s: %v (%q)", name, h, err, out)
+	}
+	up, err1 := strconv.ParseFloat(f[0], 64)
+	start, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("clock drift on %s: the process's age on %s: %q", name, h, out)
+	}
+	return o.writeFakeClock(h, ctl, fc.withRate(rate, up-start/clockTicks))
+}
+
+// serverPid is a controlled server's main pid on its host.
+func (o *onSSH) serverPid(name string) int {
+	if s := o.srv[name]; s != nil && s.Process() != nil {
+		return s.Process().Pid()
+	}
+	return 0
+}
+
+// fakeClock reads a controlled server's faketime file ("+0" when it is
+// not there yet).
+func (o *onSSH) fakeClock(name string) (host, *Control, fakeClock, error) {
+	ctl := o.ctl[name]
+	if ctl == nil || ctl.FaketimeFile == "" {
+		return nil, nil, fakeClock{}, fmt.Errorf("%s's control section gives no faketime_file", name)
+	}
+	h, err := o.hostOf(ctl)
+	if err != nil {
+		return nil, nil, fakeClock{}, err
+	}
+	out, err := runT(h, "cat "+shellQuote(ctl.FaketimeFile)+" 2>/dev/null || echo +0")
+	if err != nil {
+		return nil, nil, fakeClock{}, err
+	}
+	fc, err := parseFakeClock(strings.TrimSpace(out))
+	return h, ctl, fc, err
+}
+
+func (o *onSSH) writeFakeClock(h host, ctl *Control, fc fakeClock) error {
+	_, err := runT(h, fmt.Sprintf("printf '%%s\\n' %s > %s", shellQuote(fc.String()), shellQuote(ctl.FaketimeFile)))
+	return err
 }

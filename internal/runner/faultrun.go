@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockbench/lockbench/backends"
 	"context"
 	"errors"
 	"fmt"
@@ -527,6 +528,15 @@ func (e *faultEnv) DiskRefused(server string) (int64, error) { return e.cr.cl.Di
 func (e *faultEnv) PowerLoss(server string) (int64, int, error) {
 	loss, err := e.cr.cl.PowerLoss(server)
 	return loss.Bytes, loss.Files, err
+}
+
+// Credentials is the targets file's credentials of a family, or nil
+// (faults.Authenticated): a fault's own connection to a server uses them.
+func (e *faultEnv) Credentials(family string) *backends.Credentials {
+	if t := e.cr.r.sc.Targets; t != nil {
+		return t.Auth[family]
+	}
+	return nil
 }
 
 func (e *faultEnv) Server(name string) (string, string, error) {
