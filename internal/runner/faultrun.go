@@ -1,10 +1,10 @@
 package runner
 
 import (
-	"github.com/lockbench/lockbench/backends"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockbench/lockbench/backends"
 	"net"
 	"slices"
 	"sort"
