@@ -108,7 +108,7 @@ func (d clockDrift) Start(ctx context.Context, env Env, target string) (*Effect,
 	case "redis", "redis-replicated":
 		return d.redis(ctx, target, addr)
 	}
-	return nil, fmt.Errorf("clock-drift: %s is a %s server; only PostgreSQL's clock can drift and Redis expiry be emulated", target, kind)
+	return nil, fmt.Errorf("clock-drift: %s is %s server; only PostgreSQL's clock can drift and Redis expiry be emulated", target, config.Article(kind))
 }
 
 // redis moves every live lock's TTL as the window goes, from a goroutine
@@ -358,7 +358,7 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, 
 		return j.postgres(ctx, env, target, addr)
 	}
 	if kind != "redis" && kind != "redis-replicated" {
-		return nil, fmt.Errorf("clock-jump: %s is a %s server; only PostgreSQL's clock can be moved and Redis expiry emulated", target, kind)
+		return nil, fmt.Errorf("clock-jump: %s is %s server; only PostgreSQL's clock can be moved and Redis expiry emulated", target, config.Article(kind))
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	defer c.Close()

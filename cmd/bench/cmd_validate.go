@@ -56,7 +56,7 @@ any file is invalid, after reporting every file.`
 
 // printSchedule writes what a valid scenario would run.
 func printSchedule(w io.Writer, path string, sc *scenario.Scenario) {
-	fmt.Fprintf(w, "%s: valid: scenario %q, seed %d, network %s, %d case(s)\n", path, sc.Name, sc.Seed, sc.Network, len(sc.Cases))
+	fmt.Fprintf(w, "%s: valid: scenario %q, seed %d, mode %s, %d case(s)\n", path, sc.Name, sc.Seed, sc.Mode, len(sc.Cases))
 	for _, c := range sc.Cases {
 		wl := c.Workload
 		var servers []string

@@ -91,6 +91,9 @@ func (c *Control) Check() error {
 	if c.Kubernetes != nil {
 		return c.checkKubernetes()
 	}
+	if c.SSH == (SSH{}) {
+		return errors.New("give ssh: {host, user, key_env, known_hosts} (a host lockbench reaches over SSH) or kubernetes: {namespace, pod} (a pod)")
+	}
 	var errs []string
 	if c.SSH.Host == "" {
 		errs = append(errs, "ssh.host: missing")

@@ -21,7 +21,7 @@ func init() {
 			faults.ActDiskThrottle: {OnServer}, faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer},
 			faults.ActPowerLoss: {OnServer}, faults.ActDiskFull: {OnServer}, faults.ActAdmin: {OnServer},
 			faults.ActProxy: {OnClientLink, OnServerLink}},
-		Why: "netem needs every server and instance on a host of its own: set network: hosts (root), or bench run -network hosts"})
+		Why: "netem needs every server and instance on a host of its own (network: hosts, or bench run -network hosts; root) and a kernel with tc netem"})
 }
 
 // loopback is the placement of servers lockbench starts itself, each on an

@@ -180,7 +180,7 @@ func (m Mode) Condition(info faults.Info, on On) string {
 				kinds = append(kinds, k)
 			}
 		}
-		notes = append(notes, "between servers, only of kinds whose peer connections leave from their own address ("+strings.Join(kinds, ", ")+"); etcd's and ZooKeeper's members are cut in hosts mode, or by their peer links' link faults")
+		notes = append(notes, "between servers, only of kinds whose peer connections leave from their own address ("+strings.Join(kinds, ", ")+"); etcd's and ZooKeeper's members are cut in hosts mode (etcd's also by its peer links' toxics, link:etcd-N-peer)")
 	case m.NoEmulatedClock && len(info.NeedsFaketime) > 0:
 		notes = append(notes, "only on "+strings.Join(info.NeedsFaketime, ", ")+" servers, whose clock this mode moves itself (the others' clock lockbench emulates through their data, which it does not write on a targets file's servers)")
 	case !m.Faketime && len(info.NeedsFaketime) > 0:

@@ -339,8 +339,11 @@ func (o *onKube) drop(a, b Endpoint, p float64) (Cut, error) {
 	o.mu.Lock()
 	an, bn := o.byIP[a.IP], o.byIP[b.IP]
 	o.mu.Unlock()
-	if a.Mark != 0 || b.Mark != 0 || an == "" || bn == "" {
+	if a.Mark != 0 || b.Mark != 0 {
 		return o.fw.DropSome(a, b, p)
+	}
+	if an == "" || bn == "" {
+		return nil, fmt.Errorf("cut %s -> %s: a NetworkChaos cuts between pods, and one side is a server with no control section", a.IP, b.IP)
 	}
 	if a.Port != 0 || b.Port != 0 || a.Proto != "" || b.Proto != "" {
 		return nil, fmt.Errorf("cut %s -> %s: a NetworkChaos cuts every protocol and port between two pods, not one", an, bn)

@@ -95,6 +95,9 @@ func (o *onSSH) attach(s *Server) error {
 	}
 	o.byIP[s.IP] = ctl.SSH.addr()
 	o.srv[s.Spec.Name] = s
+	if err := o.restoreClock(h, ctl, harnessAlive); err != nil {
+		return fmt.Errorf("%s: %w", s.Spec.Name, err)
+	}
 	r, err := locate(h, ctl, s.Spec.Name)
 	if err != nil {
 		o.log("%s: %v; starting it", s.Spec.Name, err)
@@ -179,13 +182,19 @@ func (o *onSSH) separable(s *Server) error {
 	return err
 }
 
-// drop cuts where the packets leave: in this harness's chain on the host
-// of a controlled server they leave from, else on this machine; a cut
-// from or to a worker instance is made here, by its mark, since only
-// this machine can tell its instances apart.
+// drop cuts where it can: in this harness's chain on the host of a
+// controlled server the packets leave from, else on the host of the
+// controlled server they arrive at (a peer with no control plane sends
+// them); a cut from or to a worker instance is made here, by its mark,
+// since only this machine can tell its instances apart.
 func (o *onSSH) drop(a, b Endpoint, p float64) (Cut, error) {
-	if addr, ok := o.byIP[a.IP]; ok && a.Mark == 0 && b.Mark == 0 {
-		return o.fws[addr].DropSome(a, b, p)
+	if a.Mark == 0 && b.Mark == 0 {
+		if addr, ok := o.byIP[a.IP]; ok {
+			return o.fws[addr].DropSome(a, b, p)
+		}
+		if addr, ok := o.byIP[b.IP]; ok {
+			return o.fws[addr].DropSome(a, b, p)
+		}
 	}
 	return o.fw.DropSome(a, b, p)
 }
@@ -199,6 +208,9 @@ func (o *onSSH) release(s *Server) error {
 	}
 	p := s.Process()
 	var errs []error
+	// The server's clock is set right first: a server restarted below
+	// starts on it.
+	errs = append(errs, o.restoreClock(h, ctl, func(pid int) bool { return pid != os.Getpid() }))
 	if !p.Alive() {
 		if _, err := o.startRemote(context.Background(), s, h, ctl); err != nil {
 			errs = append(errs, err)
@@ -280,7 +292,41 @@ func (o *onSSH) fakeClock(name string) (host, *Control, fakeClock, error) {
 	return h, ctl, fc, err
 }
 
+// writeFakeClock writes the server's faketime file, keeping what it said
+// before this run first wrote it beside it (<file>.lockbench-<pid>): at
+// release, or at a later run's start after this one was killed, the
+// file is put back, so that no server's clock stays moved by a run.
 func (o *onSSH) writeFakeClock(h host, ctl *Control, fc fakeClock) error {
-	_, err := runT(h, fmt.Sprintf("printf '%%s\\n' %s > %s", shellQuote(fc.String()), shellQuote(ctl.FaketimeFile)))
+	f := shellQuote(ctl.FaketimeFile)
+	keep := shellQuote(fmt.Sprintf("%s.lockbench-%d", ctl.FaketimeFile, os.Getpid()))
+	_, err := runT(h, fmt.Sprintf("{ [ -e %[2]s ] || { if [ -e %[1]s ]; then cp %[1]s %[2]s; else echo +0 > %[2]s; fi; }; } && printf '%%s\\n' %[3]s > %[1]s", f, keep, shellQuote(fc.String())))
 	return err
+}
+
+// restoreClock puts back the server's faketime file as it was before the
+// runs that wrote it and are gone (gone says which: dead harnesses at a
+// run's start; this one at release).
+func (o *onSSH) restoreClock(h host, ctl *Control, gone func(pid int) bool) error {
+	if ctl.FaketimeFile == "" {
+		return nil
+	}
+	out, err := runT(h, "for f in "+shellQuote(ctl.FaketimeFile)+".lockbench-*; do [ -e \"$f\" ] && echo \"$f\"; done; true")
+	if err != nil {
+		return fmt.Errorf("restore the clock of %s: %w", h, err)
+	}
+	var errs []error
+	for _, kept := range strings.Fields(out) {
+		pid, err := strconv.Atoi(kept[strings.LastIndexByte(kept, '-')+1:])
+		if err != nil || !gone(pid) {
+			continue
+		}
+		if _, err := runT(h, fmt.Sprintf("mv %s %s", shellQuote(kept), shellQuote(ctl.FaketimeFile))); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if pid != os.Getpid() {
+			o.log("set the clock in %s on %s back (left moved by a run that is gone)", ctl.FaketimeFile, h)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -265,9 +265,14 @@ func (f *remoteFirewall) ensure() error {
 	if _, err := f.ipt("-N", f.chain); err != nil {
 		return err
 	}
-	if _, err := f.ipt("-I", "OUTPUT", "-j", f.chain); err != nil {
-		f.ipt("-X", f.chain)
-		return err
+	// From OUTPUT for what the host's server sends; from INPUT (not on
+	// lo: no packet is seen twice) for what a server with no control
+	// plane sends it, which only the receiving host can drop.
+	for _, jump := range [][]string{append([]string{"-I", "OUTPUT"}, jumpOut(f.chain)...), append([]string{"-I", "INPUT"}, jumpIn(f.chain)...)} {
+		if _, err := f.ipt(jump...); err != nil {
+			removeRemoteChain(f.h, f.chain)
+			return err
+		}
 	}
 	f.created = true
 	return nil
@@ -301,7 +306,7 @@ func (f *remoteFirewall) close() error {
 }
 
 func removeRemoteChain(h host, chain string) error {
-	_, err := runT(h, fmt.Sprintf("while iptables -w -D OUTPUT -j %[1]s 2>/dev/null; do :; done; iptables -w -F %[1]s && iptables -w -X %[1]s", chain))
+	_, err := runT(h, fmt.Sprintf("while iptables -w -D OUTPUT -j %[1]s 2>/dev/null; do :; done; while iptables -w -D INPUT ! -i lo -j %[1]s 2>/dev/null; do :; done; iptables -w -F %[1]s && iptables -w -X %[1]s", chain))
 	return err
 }
 

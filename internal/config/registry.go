@@ -138,3 +138,11 @@ func typeName(t reflect.Type) string {
 	}
 	return t.Kind().String()
 }
+
+// Article is word with its indefinite article: "an etcd", "a redis".
+func Article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}

@@ -39,6 +39,9 @@ type Scenario struct {
 	// (processes on loopback addresses of the run's slot) or NetworkHosts
 	// (each in a network namespace of its own; root).
 	Network string
+	// Mode is the deployment mode every case runs in (cluster.Mode's name:
+	// local, hosts, compose, targets, ssh, kubernetes).
+	Mode string
 	// Targets, when set, are the existing servers every case runs against;
 	// Compose, the topology they are services of, when lockbench controls it.
 	Targets *targets.File
@@ -349,6 +352,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	}
 	s.Targets = o.Targets
 	s.Compose = o.Compose
+	s.Mode = modeName(s.Network, o.Targets, o.Compose != nil)
 	if o.Compose != nil && o.Targets == nil {
 		errs.add(1, "compose", "a compose topology needs the targets file that names its servers")
 	}

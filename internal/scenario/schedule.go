@@ -338,8 +338,10 @@ func (sc scheduleCtx) checkConnected(scope string) string {
 	switch {
 	case !sc.oneMember:
 		return fmt.Sprintf("%q: this backend's clients do not talk to one member at a time (zookeeper and consul do, etcd with balancer: pick-first)", faults.RoleConnectedMember)
-	case sc.compose || sc.external:
-		return fmt.Sprintf("%q reads the connections of worker processes on this machine; with -compose or a targets file they are not", faults.RoleConnectedMember)
+	case sc.compose:
+		return fmt.Sprintf("%q is resolved from the kernel's list of a worker process's connections on this machine; with -compose the workers are containers", faults.RoleConnectedMember)
+	case sc.external:
+		return fmt.Sprintf("%q is resolved only among the servers lockbench starts (their addresses are the slot's own); with a targets file it is not resolved: name the server instead", faults.RoleConnectedMember)
 	case scope == "":
 		return fmt.Sprintf("%q names no instance: write connected-member@instance-N or connected-member@holder", faults.RoleConnectedMember)
 	case faults.IsRole(scope) && faults.KindOf(scope) == faults.Instance:
@@ -465,7 +467,7 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		}
 		switch k := sc.serverKinds[t]; {
 		case !slices.Contains(info.Kinds, k):
-			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is a %s server", f.Type, strings.Join(info.Kinds, ", "), t, k)
+			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is %s server", f.Type, strings.Join(info.Kinds, ", "), t, config.Article(k))
 			bad = true
 		case len(info.NeedsFaketime) > 0 && !slices.Contains(info.NeedsFaketime, k) && sc.modeFor(t, cluster.OnServer).NoEmulatedClock:
 			errs.add(line("target"), fw+".target", "%s on %s: the %s mode moves the clock of %s servers only; a %s server's clock lockbench emulates through its data, which it does not write on a targets file's servers", f.Type, t, sc.modeFor(t, cluster.OnServer).Name, strings.Join(info.NeedsFaketime, ", "), k)
@@ -565,6 +567,15 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 		why := m.Why
 		if why == "" {
 			why = "it has no way to"
+		}
+		if faults.IsRole(target) && on == cluster.OnServer && sc.controlled != nil && sc.mode.Does(info.Action, on) {
+			var bare []string
+			for _, s := range sc.serversOf(target) {
+				if !sc.controlled(s) {
+					bare = append(bare, s)
+				}
+			}
+			why = fmt.Sprintf("a role acts through the control plane only when every server of the case has a control section, and %s has none", strings.Join(bare, ", "))
 		}
 		errs.add(at, fw+".target", "%s on %s: the %s mode cannot %s %s: %s", info.Name, target, m.Name, info.Action.Verb(), on, why)
 		return false

@@ -87,11 +87,20 @@ func Load(path string) (*File, error) {
 	doc := root.Content[0]
 	f := &File{Path: path}
 	if err := config.DecodeStrict(doc, f); err != nil {
-		return nil, fmt.Errorf("%s:%w", path, trimLine(err))
+		return nil, fmt.Errorf("%s:%w", path, trimLine(errors.New(typeNames.Replace(err.Error()))))
 	}
 	var errs []string
 	add := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("%s:%d: %s: %s", path, lineOf(doc, field), field, fmt.Sprintf(format, args...)))
+	}
+	// addIn reports a problem of one entry of a section (a server's
+	// control section) at that entry's line.
+	addIn := func(section, entry, format string, args ...any) {
+		line := lineOf(doc, section)
+		if v := valueOf(doc, section); v != nil {
+			line = lineOf(v, entry)
+		}
+		errs = append(errs, fmt.Sprintf("%s:%d: %s.%s: %s", path, line, section, entry, fmt.Sprintf(format, args...)))
 	}
 	if len(f.Servers) == 0 {
 		add("servers", "no server: name the servers of the backends the scenario uses (redis-1, etcd-1, ...)")
@@ -116,15 +125,18 @@ func Load(path string) (*File, error) {
 			planes[c.Plane()] = true
 		}
 		if _, ok := f.Servers[name]; !ok {
-			add("control", "%s: no such server in servers", name)
+			addIn("control", name, "no such server in servers")
 			continue
 		}
 		if f.Control[name] == nil {
-			add("control", "%s: empty", name)
+			addIn("control", name, "empty")
 			continue
 		}
 		if err := f.Control[name].Check(); err != nil {
-			add("control", "%s: %v", name, err)
+			addIn("control", name, "%v", err)
+		}
+		if k := f.Control[name].SSH.KeyEnv; k != "" && os.Getenv(k) == "" {
+			addIn("control", name, "ssh.key_env: the environment variable %s is not set (it holds the private key, or its path)", k)
 		}
 		// A relative known_hosts or kubeconfig file is the targets file's
 		// neighbour.
@@ -166,6 +178,16 @@ func (f *File) Check(specs []backends.ServerSpec) error {
 	return nil
 }
 
+// valueOf is the value node of key in a mapping, or nil.
+func valueOf(doc *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == key {
+			return doc.Content[i+1]
+		}
+	}
+	return nil
+}
+
 func lineOf(doc *yaml.Node, key string) int {
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		if doc.Content[i].Value == key {
@@ -174,6 +196,11 @@ func lineOf(doc *yaml.Node, key string) int {
 	}
 	return doc.Line
 }
+
+// typeNames says what the decoder's Go type names are in the file.
+var typeNames = strings.NewReplacer("type cluster.Control", "a control section", "type cluster.SSH", "a control section's ssh",
+	"type cluster.Kubernetes", "a control section's kubernetes", "type backends.Credentials", "an auth entry",
+	"type targets.Toxiproxy", "toxiproxy", "type targets.File", "the targets file")
 
 // trimLine turns "line 3: field x ..." into "3: field x ...".
 func trimLine(err error) error {

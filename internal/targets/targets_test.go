@@ -26,6 +26,7 @@ control:
     pid_file: /run/redis.pid
     start: "redis-server /etc/redis.conf --daemonize yes"
 `
+	t.Setenv("LB_SSH_KEY", "/nonexistent/key")
 	f, err := Load(write(good))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,9 @@ control:
 		{strings.Replace(good, "control:\n  redis-1:", "control:\n  redis-9:", 1), "redis-9: no such server"},
 		{strings.Replace(good, "pid_file:", "pidfile:", 1), "pidfile"},
 		{strings.Replace(good, "pid_file: /run/redis.pid", "pid_file: /run/redis.pid\n    unit: redis", 1), "exactly one"},
+		{strings.Replace(good, "LB_SSH_KEY", "LB_NO_SUCH_KEY", 1), "t.yaml:3: control.redis-1: ssh.key_env: the environment variable LB_NO_SUCH_KEY is not set"},
+		{strings.Replace(good, "    ssh: {host: 10.0.0.5, user: root, key_env: LB_SSH_KEY, known_hosts: kh}\n", "", 1), "give ssh: {host, user, key_env, known_hosts}"},
+		{strings.Replace(good, "pid_file:", "data_dri: /x\n    pid_file:", 1), "field data_dri not found in a control section"},
 	} {
 		_, err := Load(write(tt.body))
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "t.yaml") {
