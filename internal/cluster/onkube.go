@@ -148,28 +148,11 @@ func (p *podProc) gone(ctx context.Context) bool {
 
 // watch closes done when the pod is gone (seen twice in a row).
 func (p *podProc) watch(done chan struct{}, stop <-chan struct{}) {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	seen := 0
-	for {
-		select {
-		case <-stop:
-			close(done)
-			return
-		case <-t.C:
-		}
+	watchGone(done, stop, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		g := p.gone(ctx)
-		cancel()
-		if !g {
-			seen = 0
-			continue
-		}
-		if seen++; seen == 2 {
-			close(done)
-			return
-		}
-	}
+		defer cancel()
+		return p.gone(ctx)
+	})
 }
 
 func pollUntil(ctx context.Context, every time.Duration, ok func() bool, timeout error) error {
@@ -213,13 +196,14 @@ func (o *onKube) attach(s *Server) error {
 	if err != nil {
 		return err
 	}
-	h := p.h
-	if did, err := repairHost(h, func(pid int) bool { return pid == os.Getpid() }); err != nil {
+	// One coordinator drives a namespace at a time: a note of any other
+	// harness is a dead run's.
+	did, err := repairHost(p.h, func(pid int) bool { return pid == os.Getpid() })
+	for _, d := range did {
+		o.log("%s (left by a run that is gone)", d)
+	}
+	if err != nil {
 		return err
-	} else {
-		for _, d := range did {
-			o.log("%s (left by a run that is gone)", d)
-		}
 	}
 	proc := newRemoteProcess(s.Spec.Name, p)
 	if stopped, err := proc.Stopped(); err == nil && stopped {

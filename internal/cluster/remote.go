@@ -153,14 +153,19 @@ func (r *remoteProc) stopped() (bool, error) {
 }
 
 // watch closes done when the main process has exited, or when stop
-// closes. It polls every quarter second (each poll is an SSH session and
-// three processes on the host); only the check's own exit status says
-// the process is gone, seen twice in a row (an SSH error, or a check
-// killed by a signal, is no answer).
+// closes. Only the check's own exit status says the process is gone (an
+// error of the transport, or a check killed by a signal, is no answer).
 func (r *remoteProc) watch(done chan struct{}, stop <-chan struct{}) {
+	watchGone(done, stop, r.exited)
+}
+
+// watchGone polls gone every quarter second and closes done once it has
+// said so twice in a row (one answer may be a glitch), or when stop
+// closes: the watch of a process that runs elsewhere.
+func watchGone(done chan struct{}, stop <-chan struct{}, gone func() bool) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	gone := 0
+	seen := 0
 	for {
 		select {
 		case <-stop:
@@ -168,14 +173,14 @@ func (r *remoteProc) watch(done chan struct{}, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if r.exited() {
-			if gone++; gone == 2 {
-				close(done)
-				return
-			}
+		if !gone() {
+			seen = 0
 			continue
 		}
-		gone = 0
+		if seen++; seen == 2 {
+			close(done)
+			return
+		}
 	}
 }
 

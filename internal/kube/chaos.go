@@ -147,5 +147,6 @@ func InForce(u *unstructured.Unstructured) (string, error) {
 	return fmt.Sprintf("%s in force on %s, as Chaos Mesh records", what, strings.Join(in, ", ")), nil
 }
 
-// ErrNotFound is what Gone checks for.
+// ErrNotFound is the error (wrapped) of reading a pod or an object that
+// does not exist.
 var ErrNotFound = errors.New("not found")
