@@ -148,7 +148,7 @@ quick: setup build
 KNOWN_JOBS ?= 2
 # The files that take longest start first, so the others fill in beside them.
 KNOWN_FIRST := scenarios/known/Z2-zookeeper-member-kill.yaml scenarios/known/N1-etcd-packet-loss.yaml scenarios/known/F1-sentinel-failover.yaml
-## known: the known-answer suite (scenarios/known/, KNOWN_JOBS files at a time, ~14 min) and its table; fails if a row is not reproduced
+## known: the known-answer suite (scenarios/known/, KNOWN_JOBS files at a time, ~13 min) and its table; fails if a row is not reproduced
 known: setup build
 	@d=$(RESULTS)/known-$$(date -u +%Y%m%d-%H%M%S); mkdir -p $$d; \
 	{ ls $(KNOWN_FIRST); ls scenarios/known/*.yaml | grep -vxF "$$(ls $(KNOWN_FIRST))"; } | xargs -P $(KNOWN_JOBS) -I{} sh -c \
