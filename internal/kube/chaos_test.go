@@ -20,7 +20,13 @@ var update = flag.Bool("update", false, "rewrite the golden files (testdata/, an
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
+	goldenAt(t, filepath.Join("testdata", name), got)
+}
+
+// goldenAt compares got with the file at path, or rewrites it with
+// -update.
+func goldenAt(t *testing.T, path string, got []byte) {
+	t.Helper()
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -32,7 +38,7 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%v (go test -tags kubernetes ./internal/kube -update writes it)", err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("%s differs from what is made now (-update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("%s differs from what is made now (go test -tags kubernetes ./internal/kube -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 
