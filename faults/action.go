@@ -53,34 +53,19 @@ const (
 // Actions lists every action, in the order tables show them.
 var Actions = []Action{ActSignal, ActKill, ActCut, ActShape, ActCPUQuota, ActDiskThrottle, ActClock, ActClockRate, ActPowerLoss, ActDiskFull, ActAdmin, ActProxy}
 
+// verbs say what each action does, as messages put it.
+var verbs = map[Action]string{
+	ActSignal: "stop and resume", ActKill: "kill and restart", ActCut: "cut packets of", ActShape: "shape the traffic of",
+	ActCPUQuota: "cap the CPU of", ActDiskThrottle: "throttle the disk of", ActClock: "step the clock of",
+	ActClockRate: "change the clock's pace of", ActPowerLoss: "cut the power of", ActDiskFull: "fill the disk of",
+	ActAdmin: "change the data or role of", ActProxy: "proxy",
+}
+
 // Verb says what an action does, as messages put it ("the targets mode
 // cannot stop and resume servers").
 func (a Action) Verb() string {
-	switch a {
-	case ActSignal:
-		return "stop and resume"
-	case ActKill:
-		return "kill and restart"
-	case ActCut:
-		return "cut packets of"
-	case ActShape:
-		return "shape the traffic of"
-	case ActCPUQuota:
-		return "cap the CPU of"
-	case ActDiskThrottle:
-		return "throttle the disk of"
-	case ActClock:
-		return "step the clock of"
-	case ActClockRate:
-		return "change the clock's pace of"
-	case ActPowerLoss:
-		return "cut the power of"
-	case ActDiskFull:
-		return "fill the disk of"
-	case ActAdmin:
-		return "change the data or role of"
-	case ActProxy:
-		return "proxy"
+	if v, ok := verbs[a]; ok {
+		return v
 	}
 	return string(a)
 }

@@ -51,3 +51,15 @@ func TestObserveRules(t *testing.T) {
 		t.Errorf("own rules that dropped nothing: %v, want idle", err)
 	}
 }
+
+// TestEveryActionHasAVerb: messages name every action in words.
+func TestEveryActionHasAVerb(t *testing.T) {
+	for _, a := range Actions {
+		if a.Verb() == string(a) && a != ActProxy {
+			t.Errorf("action %s has no verb", a)
+		}
+	}
+	if len(verbs) != len(Actions) {
+		t.Errorf("%d verbs for %d actions", len(verbs), len(Actions))
+	}
+}

@@ -73,7 +73,7 @@ const ModeKubernetes = "kubernetes"
 // through the Kubernetes API and Chaos Mesh; the worker instances run where
 // bench runs, as with any targets file.
 func init() {
-	RegisterMode(Mode{Name: ModeKubernetes, Title: "targets + Kubernetes", Remote: []On{OnServer}, Faketime: true, NoEmulatedClock: true, WholeCuts: true,
+	RegisterMode(Mode{Name: ModeKubernetes, Title: "targets + Kubernetes", Remote: []On{OnServer}, Faketime: true, NoEmulatedClock: true, WholeCuts: true, PodCuts: true,
 		Offers: map[faults.Action][]On{
 			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActCPUQuota: {OnInstance},
 			faults.ActClock: {OnServer}, faults.ActProxy: {OnClientLink}},

@@ -68,6 +68,9 @@ type Mode struct {
 	// NetworkChaos has no protocol to choose): a cut of one protocol only
 	// (isolate's protocol option) is made only from or to instances.
 	WholeCuts bool
+	// PodCuts: a cut of a server is a NetworkChaos between pods, so every
+	// server of the case needs a control section for one to be made.
+	PodCuts bool
 	// ControlNeeds names, per action, the field a server's control section
 	// must give for the mode to perform it there (disk-throttle:
 	// "data_dir").
@@ -172,7 +175,11 @@ func (m Mode) Condition(info faults.Info, on On) string {
 	}
 	switch {
 	case m.WholeCuts && info.Action == faults.ActCut:
-		notes = append(notes, "every protocol at once: a protocol option cuts one protocol only from or to an instance")
+		note := "every protocol at once: a protocol option cuts one protocol only from or to an instance"
+		if m.PodCuts {
+			note = "between pods, when every server of the case has a control section, and in " + note
+		}
+		notes = append(notes, note)
 	case m.SourceCuts && info.Action == faults.ActCut:
 		var kinds []string
 		for _, k := range kindNames() {

@@ -653,6 +653,13 @@ func TestControlPlaneFaults(t *testing.T) {
 			t.Errorf("kubernetes %s: %v, want an error saying %q", tt.fault, err, tt.want)
 		}
 	}
+	delete(kf.Control, "etcd-3")
+	if _, err := ParseWith("c.yaml", doc("{type: isolate, target: etcd-1, at: 1s, for: 1s}"), Options{Targets: kf}); err == nil || !strings.Contains(err.Error(), "etcd-3 has no control section") {
+		t.Errorf("a Kubernetes cut with a server outside the pods: %v", err)
+	}
+	if _, err := ParseWith("c.yaml", doc("{type: pause, target: etcd-1, at: 1s, for: 1s}"), Options{Targets: kf}); err != nil {
+		t.Errorf("a Kubernetes pause with another server outside the pods: %v", err)
+	}
 	cluster.Probe.Kubernetes = func() error { return errors.New("built without Kubernetes") }
 	if _, err := ParseWith("c.yaml", doc("{type: pause, target: etcd-1, at: 1s, for: 1s}"), Options{Targets: kf}); err == nil || !strings.Contains(err.Error(), "built without Kubernetes") {
 		t.Errorf("a bench without Kubernetes: %v", err)

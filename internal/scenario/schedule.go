@@ -580,6 +580,19 @@ func (sc scheduleCtx) checkTarget(f *Fault, info faults.Info, target, fw string,
 		errs.add(at, fw+".target", "%s on %s: the %s mode cannot %s %s: %s", info.Name, target, m.Name, info.Action.Verb(), on, why)
 		return false
 	}
+	if m.PodCuts && info.Action == faults.ActCut && on == cluster.OnServer && sc.controlled != nil {
+		var bare []string
+		for name, k := range sc.targets {
+			if k == faults.Server && !sc.controlled(name) {
+				bare = append(bare, name)
+			}
+		}
+		if len(bare) > 0 {
+			sort.Strings(bare)
+			errs.add(at, fw+".target", "%s on %s: the %s mode cuts servers with a NetworkChaos between their pods, and %s has no control section", info.Name, target, m.Name, strings.Join(bare, ", "))
+			return false
+		}
+	}
 	if field := m.ControlNeeds[info.Action]; field != "" && on == cluster.OnServer {
 		for _, s := range sc.serversOf(target) {
 			if !sc.controlHas(s, field) {
