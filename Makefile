@@ -13,11 +13,11 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaket
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build build-kube kube-manifests bench quick known envelope perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
+.PHONY: help setup apt-packages servers build build-kube kube-manifests bench bench-drivers quick known envelope stability envelope-twice perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim
 
 ## help: list the targets
 help:
-	@sed -n 's/^## \([^:]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{ printf "%-13s %s\n", $$1, $$2 }'
+	@sed -n 's/^## \([^:]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{ printf "%-15s %s\n", $$1, $$2 }'
 
 ## setup: install the servers (Debian packages as root, etcd and Consul built once) and Go modules; quiet when done
 setup: apt-packages servers
@@ -37,6 +37,7 @@ apt-packages:
 	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing libfaketime"; \
 	command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	$(DRIVER_PKGS_MISSING) \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing; run 'make setup' as root" >&2; exit 1; fi; \
 	  echo "installing$$missing with apt-get"; \
@@ -47,13 +48,30 @@ apt-packages:
 	  rc=$$?; [ -z "$$own" ] || rm -f $$policy; [ $$rc = 0 ] || exit $$rc; \
 	fi
 
+# The reference drivers' libraries (docs/drivers.md), each from Debian:
+# redis-py, kazoo and python-etcd3 for Debian's python3 (/usr/bin/python3);
+# Curator, with a JDK to compile its driver; node-redis, and Debian's
+# nodejs where no node is installed at all (a NodeSource node, if there,
+# is kept: the Node driver finds Debian's modules through NODE_PATH).
+DRIVER_PKGS_MISSING = \
+	[ -x /usr/bin/python3 ] || missing="$$missing python3"; \
+	[ -f /usr/lib/python3/dist-packages/redis/lock.py ] || missing="$$missing python3-redis"; \
+	[ -f /usr/lib/python3/dist-packages/kazoo/recipe/lock.py ] || missing="$$missing python3-kazoo"; \
+	[ -f /usr/lib/python3/dist-packages/etcd3/locks.py ] || missing="$$missing python3-etcd3"; \
+	[ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing libcurator-recipes-java"; \
+	[ -f /usr/share/java/jackson-databind.jar ] || missing="$$missing libjackson2-databind-java"; \
+	[ -f /usr/share/java/slf4j-simple.jar ] || missing="$$missing libslf4j-java"; \
+	command -v javac >/dev/null || missing="$$missing default-jdk-headless"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	[ -f /usr/share/nodejs/redis/package.json ] || missing="$$missing node-redis";
+
 ## servers: build etcd and Consul from the Go module proxy into ~/.cache/lockbench (once per machine)
 servers:
 	@GO=$(GO) scripts/build-servers.sh etcd consul
 
-## build: build bin/bench
+## build: build bin/bench, and the reference drivers into ~/.cache/lockbench/drivers (the Java one compiled there)
 build: $(BIN)
-	@true
+	@./$(BIN) driver build >/dev/null
 
 $(BIN): $(GOFILES) go.mod go.sum
 	@$(GO) build -ldflags "-X github.com/lockbench/lockbench/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/bench
@@ -116,7 +134,7 @@ fuzz-short:
 	  echo "fuzz $$p:$$n: $$c inputs, no finding"; \
 	done
 
-## sim: the checker against the simulator's ground truth on SIM_SEEDS seeds (default 10000, ~15 min)
+## sim: the checker against the simulator's ground truth on SIM_SEEDS seeds (default 10000, about 5 min here)
 sim:
 	SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 120m -run '^TestAgainstChecker$$' ./internal/sim
 
@@ -130,7 +148,7 @@ fuzz: sim
 ## vet: go vet, also of what the kubernetes build tag adds
 vet:
 	@$(GO) vet ./...
-	@$(GO) vet -tags kubernetes ./internal/kube ./internal/cluster ./cmd/bench
+	@$(GO) vet -tags kubernetes ./internal/kube ./internal/remote ./internal/cluster ./cmd/bench
 
 ## fmt-check: fail if gofmt would change a file
 fmt-check:
@@ -155,13 +173,32 @@ known: setup build
 	  'n=$$(basename {} .yaml); s=$$(date +%s); ./$(BIN) run -q -dir '$$d'/$$n {} > '$$d'/$$n.log 2>&1; echo "== {}: exit $$? in $$(( $$(date +%s) - s ))s"'; \
 	./$(BIN) table $$d/*/
 
+## bench-drivers: the reference drivers beside the Go clients of the same servers, under the same faults (scenarios/drivers.yaml)
+bench-drivers: setup build
+	./$(BIN) run -o $(RESULTS) scenarios/drivers.yaml
+
 ## envelope: the safety envelope (scenarios/envelope.yaml: every lease-based backend's holder paused 0.5-4 times its lease, 10 side-by-side trials a point)
 envelope: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/envelope.yaml
 
-## perf: the harness against a bare lock loop, side by side, for redis and etcd (~3 min); prints the ratios
+REPEATS   ?= 3
+STABILITY ?= stability
+## stability: make bench's profile (SCENARIO) REPEATS times (results/stability-<time>/1..), then bench agree: fails on a run that failed, a row whose verdict flipped, a rate whose 95% intervals do not overlap
+stability: setup build
+	@d=$(RESULTS)/$(STABILITY)-$$(date -u +%Y%m%d-%H%M%S); mkdir -p $$d; rc=0; \
+	for i in $$(seq $(REPEATS)); do s=$$(date +%s); r=0; ./$(BIN) run -q -dir $$d/$$i $(SCENARIO) > $$d/$$i.log 2>&1 || r=$$?; \
+	  echo "== run $$i of $(SCENARIO): exit $$r in $$(( $$(date +%s) - s ))s"; [ $$r -eq 0 ] || rc=$$r; done; \
+	./$(BIN) agree $$d || rc=$$?; exit $$rc
+
+## envelope-twice: the safety envelope twice (results/envelope-twice-<time>/1, 2), then bench agree: every point whose 95% intervals do not overlap
+envelope-twice: setup build
+	@$(MAKE) --no-print-directory stability SCENARIO=scenarios/envelope.yaml REPEATS=2 STABILITY=envelope-twice
+
+## perf: bench check's analysis of a 3M-event, 20k-key history (events/s, memory); the harness against a bare lock loop, side by side, for redis and etcd; then each reference driver against its library's own loop, and the protocol's round trip; prints the ratios
 perf: setup build
+	$(GO) test -run '^$$' -bench '^BenchmarkCheck3M20k$$' -benchtime 3x ./verdict
 	./$(BIN) perf -backends redis,etcd -clients 64 -duration 5s -rounds 5
+	./$(BIN) driver perf -clients 8 -duration 4s -rounds 3 redis-py kazoo python-etcd3 curator node-redis
 
 ## perf-profile: what each lock costs three ways (scenarios/perf.yaml: uncontended, hand-off, open loop; ~3 min)
 perf-profile: setup build

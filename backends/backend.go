@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -255,6 +256,10 @@ type Decoder func(v any) error
 // Constructor builds a Backend from its options.
 type Constructor func(decode Decoder) (Backend, error)
 
+// LabeledConstructor builds a Backend from the label of its name (see
+// SplitName) and its options.
+type LabeledConstructor func(label string, decode Decoder) (Backend, error)
+
 // Info describes a registered backend.
 type Info struct {
 	Name    string
@@ -263,6 +268,11 @@ type Info struct {
 	// catches what it should.
 	Unsafe bool
 	New    Constructor
+	// NewLabeled, when set, builds the backend from a name with a label
+	// ("driver:redis-py@4.3.4"): the label says which of the backend's
+	// kind a case runs, and the whole name is the case's row. Backends
+	// without it refuse a label.
+	NewLabeled LabeledConstructor
 	// Options is the zero value of the backend's options struct (nil:
 	// none): its yaml and doc tags are what `bench list` shows.
 	Options any
@@ -286,8 +296,18 @@ func Register(info Info) {
 	registry.Register(info.Name, info)
 }
 
-// Lookup returns the backend registered under name.
-func Lookup(name string) (Info, error) { return registry.Lookup(name) }
+// SplitName splits a backend name into the registered name and its label:
+// "driver:redis-py@4.3.4" is backend driver with label "redis-py@4.3.4".
+func SplitName(name string) (registered, label string) {
+	registered, label, _ = strings.Cut(name, ":")
+	return registered, label
+}
+
+// Lookup returns the backend registered under name (its label aside).
+func Lookup(name string) (Info, error) {
+	registered, _ := SplitName(name)
+	return registry.Lookup(registered)
+}
 
 // New builds the backend registered under name from its options.
 func New(name string, decode Decoder) (Backend, error) {
@@ -295,7 +315,17 @@ func New(name string, decode Decoder) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := info.New(decode)
+	var b Backend
+	switch _, label := SplitName(name); {
+	case label == "" && strings.Contains(name, ":"):
+		return nil, fmt.Errorf("backend %q: an empty label after the colon", name)
+	case label == "":
+		b, err = info.New(decode)
+	case info.NewLabeled == nil:
+		return nil, fmt.Errorf("backend %s takes no label (%q)", info.Name, name)
+	default:
+		b, err = info.NewLabeled(label, decode)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("backend %s options: %w", name, err)
 	}

@@ -274,3 +274,12 @@ func (b *consulBackend) LeaseTime(time.Duration) time.Duration { return b.opt.Se
 
 // RenewsInBackground: the session is kept alive by the library, unseen.
 func (b *consulBackend) RenewsInBackground() bool { return true }
+
+// Cycle: api.Lock renews its session every half TTL.
+func (b *consulBackend) Cycle(time.Duration) time.Duration { return b.opt.SessionTTL.D() / 2 }
+
+// ExpiryBound: Consul invalidates a session that stopped renewing up to
+// twice its TTL late, and then holds its locks for the lock delay.
+func (b *consulBackend) ExpiryBound(time.Duration) time.Duration {
+	return 2*b.opt.SessionTTL.D() + b.opt.LockDelay.D()
+}

@@ -294,3 +294,11 @@ func (b *etcdBackend) LeaseTime(ttl time.Duration) time.Duration {
 
 // RenewsInBackground: the session is kept alive by the library, unseen.
 func (b *etcdBackend) RenewsInBackground() bool { return true }
+
+// ExpiryBound: a lease runs out its TTL after the last keep-alive the
+// leader saw, and a new leader extends every lease before it expires any:
+// twice the TTL bounds both.
+func (b *etcdBackend) ExpiryBound(ttl time.Duration) time.Duration { return 2 * b.LeaseTime(ttl) }
+
+// Cycle: the session's keep-alive, a third of its lease.
+func (b *etcdBackend) Cycle(ttl time.Duration) time.Duration { return b.LeaseTime(ttl) / 3 }

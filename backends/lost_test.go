@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/procgroup"
 )
 
 // The lost-signal test runs the lock holder in a child process (this test
@@ -111,12 +111,12 @@ func TestLostSignalAfterPause(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), envChild+"="+string(cfg))
 			cmd.Stderr = os.Stderr
-			out, err := cluster.OutputPipe(cmd) // read to EOF: the answer is the child's last line
+			out, err := procgroup.OutputPipe(cmd) // read to EOF: the answer is the child's last line
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			p, err := cluster.StartProcess("holder", "losttest", cmd)
+			p, err := procgroup.StartProcess("holder", "losttest", cmd)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -139,11 +139,25 @@ func (p *pgLeaseLocker) Acquire(ctx context.Context, key string) (Lease, error) 
 	owner := randomID()
 	sent := time.Now()
 	var token int64
-	err := p.conn.QueryRow(ctx, `INSERT INTO lockbench_lease AS l (k, owner, token, expires)
-VALUES ($1, $2, nextval('lockbench_lease_token'), clock_timestamp() + make_interval(secs => $3))
-ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, expires = EXCLUDED.expires
-WHERE l.expires <= clock_timestamp()
-RETURNING token`, key, owner, p.ttl.Seconds()).Scan(&token)
+	// The token is drawn once the row is this client's, under the row's
+	// lock, in one implicit transaction (a batch ends with one Sync): a
+	// token drawn with the INSERT's values, before its wait for the row,
+	// could be older than a grant that came between (a later holder with
+	// a lower token, whose writes the fence then refuses).
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO lockbench_lease AS l (k, owner, token, expires)
+VALUES ($1, $2, 0, clock_timestamp() + make_interval(secs => $3))
+ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = 0, expires = EXCLUDED.expires
+WHERE l.expires <= clock_timestamp()`, key, owner, p.ttl.Seconds())
+	b.Queue(`UPDATE lockbench_lease SET token = nextval('lockbench_lease_token') WHERE k = $1 AND owner = $2 RETURNING token`, key, owner)
+	br := p.conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&token)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, ErrNotAcquired

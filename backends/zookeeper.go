@@ -573,3 +573,6 @@ func (b *zkBackend) LeaseTime(ttl time.Duration) time.Duration {
 
 // RenewsInBackground: the session is kept alive by the library, unseen.
 func (b *zkBackend) RenewsInBackground() bool { return true }
+
+// Cycle: the client pings its session every third of its timeout.
+func (b *zkBackend) Cycle(ttl time.Duration) time.Duration { return b.LeaseTime(ttl) / 3 }

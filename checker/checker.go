@@ -20,8 +20,11 @@
 package checker
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -38,6 +41,19 @@ const (
 	// NotApplicable: the property does not exist for this backend (mutual
 	// exclusion of a backend that takes no lock); never counts as ok.
 	NotApplicable Verdict = "n/a"
+)
+
+// Status sums a case up (MODEL §13).
+type Status string
+
+// The statuses, in the order they win over each other.
+const (
+	StatusViolation     Status = "violation"      // a safety expectation was broken: it wins over everything else
+	StatusUnknown       Status = "unknown"        // the history was cut short
+	StatusInvalid       Status = "invalid"        // the run cannot be judged (MODEL §12)
+	StatusUnavailable   Status = "unavailable"    // the lock was not live as expected
+	StatusNotReproduced Status = "not-reproduced" // an expected outcome did not appear
+	StatusOK            Status = "ok"
 )
 
 // MaxExamples is how many violations a Result lists in detail.
@@ -88,9 +104,20 @@ type Result struct {
 	// judged), "unknown" (incomplete history), "unavailable" (the lock was
 	// not live as expected) or "not-reproduced" (an expected violation, or
 	// an expected unavailability, did not appear).
-	Status  string   `json:"status"`
-	Valid   bool     `json:"valid"`
-	Invalid []string `json:"invalid_reasons,omitempty"`
+	Status Status `json:"status"`
+	Valid  bool   `json:"valid"`
+	// CutShort: the history ends before the case did (MODEL §2): none of
+	// its figures is complete, whatever its status (a case cut short that
+	// proved unsafety is a violation).
+	CutShort bool `json:"cut_short,omitempty"`
+	// Decided: the case is a sample of its row and of its decision cell
+	// (MODEL §17): valid, or readable and it proved unsafety.
+	Decided bool `json:"decided"`
+	// Exposures counts the occasions on which the lock met a fault
+	// (MODEL §16): faults joined by group count once, and only those that
+	// reached the workload and were observed.
+	Exposures int      `json:"exposures"`
+	Invalid   []string `json:"invalid_reasons,omitempty"`
 	// Unmet lists each expectation of the scenario that the run broke.
 	Unmet []string `json:"unmet_expectations,omitempty"`
 
@@ -146,15 +173,29 @@ type Result struct {
 
 	Expect history.Expectation `json:"expect"`
 	Meta   history.CaseMeta    `json:"-"`
-	// Segments count violations between fault marks, so that results can
-	// split them into before / during / after each fault window.
-	Segments []Segment `json:"-"`
+
+	// The figures of MODEL §15, in the summary's metrics section.
+	Figures Figures `json:"-"`
+	// Readable: the record keeps its own rules (MODEL §12); what an
+	// unreadable one seems to show is no evidence.
+	Readable bool `json:"-"`
 }
 
-// Segment is the stretch of a case from one fault mark to the next.
-type Segment struct {
-	Start      int64
-	Violations int
+// Damaged reports whether a late write landed in the case (MODEL §17): a
+// stale write the fenced register accepted; for a store backend, a lost
+// or phantom increment; for a backend with neither tokens nor a store, a
+// lost update on the unfenced register. Two holders with no write are
+// unsafe, not damage.
+func (r *Result) Damaged() bool {
+	switch {
+	case r.Resource.StaleAccepted > 0:
+		return true
+	case r.Meta.Store:
+		return r.Store != nil && r.Store.Lost+r.Store.Phantom > 0
+	case !r.Meta.Fenced:
+		return r.Resource.LostUpdates > 0
+	}
+	return false
 }
 
 // Resource counts what the protected resource saw.
@@ -186,6 +227,7 @@ type Case struct {
 	lastT   int64
 	res     Result
 	ended   bool
+	endT    int64 // the case-end mark's time, once ended
 	stopped bool
 	stopT   int64
 
@@ -199,7 +241,19 @@ type Case struct {
 	awaitGrant []*faultRec
 	crashes    []string // unexplained deaths (MODEL §12)
 
-	freeHolds     []*hold
+	freeHolds []*hold
+	// held are the events held back while a kill or pause of an instance
+	// waits to be known acting or not (MODEL §4): they are judged once the
+	// fault's fault-end (or the case's end) says.
+	held     []history.Event
+	pending  []*faultRec
+	holding  bool
+	afterEnd int  // events after case-end (MODEL §2)
+	finished bool // a cut-short case was finished by Result
+	strays   map[string]int
+	sink     func(e *history.Event, counted bool)
+	fig      figures
+
 	malformedN    int
 	malformedMsgs []string
 	posthumous    int
@@ -218,13 +272,22 @@ type Case struct {
 type Option func(*Case)
 
 // WithLinearizability makes the case also check the service's history for
-// linearizability (MODEL §8), each window for at most timeout.
+// linearizability (MODEL §8), its searches for at most timeout in all.
 func WithLinearizability(timeout time.Duration) Option {
 	return func(c *Case) {
 		if !c.meta.Lockless {
 			c.lin.init(c.meta.Fenced, c.meta.LeaseNs, timeout)
 		}
 	}
+}
+
+// WithSink hands every event the case judges, in the order it judges
+// them, to fn: counted is false for an event MODEL §3 counts nowhere (a
+// posthumous one) and for one after the case's end. It is how figures
+// outside the checker (a plot's timeline) see exactly the events the
+// checker counted.
+func WithSink(fn func(e *history.Event, counted bool)) Option {
+	return func(c *Case) { c.sink = fn }
 }
 
 // NewCase returns a checker for the case described by meta, whose
@@ -244,20 +307,20 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 			c.malformed("fault %s is scheduled twice", f.Name)
 			continue
 		}
-		r := &faultRec{name: f.Name, typ: f.Type, group: f.Group, scheduled: f.Target}
+		r := &faultRec{name: f.Name, typ: f.Type, group: f.Group, scheduled: f.Target, acting: true}
 		c.faults[f.Name] = r
 		c.faultList = append(c.faultList, r)
 	}
-	c.res.Segments = []Segment{{Start: start}}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
 	c.res.Expect = meta.Expect.WithDefaults(meta.Fenced, len(meta.Faults) > 0)
-	if meta.Store && c.res.Expect.LostUpdates == nil && !c.res.Expect.Measure {
+	if meta.Store && c.res.Expect.LostUpdates == nil && !c.res.Expect.Measure && !c.res.Expect.IsAny("lost_updates") {
 		no := false // the database is the resource: no update may be lost
 		c.res.Expect.LostUpdates = &no
 	}
 	c.res.Meta = meta
-	c.live.init(start, c.res.Expect.Available, c.res.Expect.RecoversWithinNs)
+	c.live.init(start, c.res.Expect.Available, c.res.Expect.RecoversWithinNs, meta.ExpiryBoundNs)
+	c.fig.init(start)
 	c.harness.init(meta)
 	c.store.init(meta)
 	for _, o := range opts {
@@ -272,7 +335,11 @@ func MetaOf(e *history.Event) (history.CaseMeta, error) {
 	if e.Type != history.Mark || e.F != history.MarkCaseStart {
 		return m, fmt.Errorf("event at t=%d is not a case-start mark", e.T)
 	}
-	if err := json.Unmarshal(e.Meta, &m); err != nil {
+	// MODEL §2: the meta is held to the record's rules: a field it does
+	// not know (a misspelt expectation) is refused, not ignored.
+	dec := json.NewDecoder(bytes.NewReader(e.Meta))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
 		return m, fmt.Errorf("case-start meta: %w", err)
 	}
 	if err := m.Validate(); err != nil {
@@ -283,7 +350,10 @@ func MetaOf(e *history.Event) (history.CaseMeta, error) {
 
 // Add feeds one event. Events must come in nondecreasing time order, after
 // the case's start; one that goes back in time, or is dated before the
-// start, is counted and makes the case invalid (MODEL §2).
+// start, is counted and makes the case invalid (MODEL §2). While a kill or
+// a pause of an instance is in force, what it did is known only at its
+// end (MODEL §4): the case holds the events back until then, and judges
+// them in order.
 func (c *Case) Add(e *history.Event) {
 	switch {
 	case e.T < c.start:
@@ -294,22 +364,154 @@ func (c *Case) Add(e *history.Event) {
 		c.lastT = e.T
 	}
 	if c.ended {
+		c.afterEnd++
+		c.emit(e, false)
 		return
 	}
-	c.lin.seq++
+	c.ingest(e)
+}
+
+// ingest judges e, or holds it back behind a fault that is not yet known
+// to act.
+func (c *Case) ingest(e *history.Event) {
+	if c.holding {
+		cp := *e
+		if len(e.Meta) > 0 {
+			cp.Meta = append([]byte(nil), e.Meta...)
+		}
+		c.held = append(c.held, cp)
+		if c.settles(e) {
+			c.release()
+		}
+		return
+	}
+	if f := c.instanceFault(e); f != nil {
+		c.holding = true
+		c.pending = append(c.pending[:0], f)
+		c.ingest(e)
+		return
+	}
+	c.judge(e)
+}
+
+// instanceFault returns the fault a fault-start of a kill or a pause of an
+// instance begins (nil for any other event).
+func (c *Case) instanceFault(e *history.Event) *faultRec {
+	if e.Type != history.Mark || e.F != history.MarkFaultStart {
+		return nil
+	}
+	f := c.faults[e.Fault]
+	if f == nil || f.started || f.settled || (f.typ != "kill" && f.typ != "pause") {
+		return nil
+	}
+	for _, t := range strings.Split(e.Target, ",") {
+		if _, ok := instanceOf(t); ok {
+			return f
+		}
+	}
+	return nil
+}
+
+// settles notes what a held event says of the pending faults, and reports
+// whether every one of them is now known to act or not.
+func (c *Case) settles(e *history.Event) bool {
+	if e.Type != history.Mark {
+		return false
+	}
+	switch e.F {
+	case history.MarkCaseEnd:
+		c.settleAll()
+		return true
+	case history.MarkFaultStart:
+		if f := c.instanceFault(e); f != nil && f != c.pending[0] && !slices.Contains(c.pending, f) {
+			c.pending = append(c.pending, f)
+		}
+	case history.MarkFaultUnobserved, history.MarkFaultIdle:
+		if f := c.faults[e.Fault]; f != nil && slices.Contains(c.pending, f) {
+			f.acting = false
+		}
+	case history.MarkFaultEnd:
+		if f := c.faults[e.Fault]; f != nil && slices.Contains(c.pending, f) {
+			f.settled = true
+			c.pending = slices.DeleteFunc(c.pending, func(p *faultRec) bool { return p == f })
+		}
+	}
+	return len(c.pending) == 0
+}
+
+// release judges the events held back, in order; one of them may begin to
+// hold events back again.
+func (c *Case) release() {
+	held := c.held
+	c.held, c.holding = nil, false
+	for i := range held {
+		c.ingest(&held[i])
+	}
+}
+
+// settleAll takes every pending fault at its word as it stands: the case
+// (or its history) ends before they healed.
+func (c *Case) settleAll() {
+	for _, f := range c.pending {
+		f.settled = true
+	}
+	c.pending = c.pending[:0]
+}
+
+// flush judges what is still held back where the history ends.
+func (c *Case) flush() {
+	if c.holding {
+		c.settleAll()
+		c.release()
+	}
+}
+
+// emit hands an event to the sink.
+func (c *Case) emit(e *history.Event, counted bool) {
+	if c.sink != nil {
+		c.sink(e, counted)
+	}
+}
+
+// judge applies one event to the case's state.
+func (c *Case) judge(e *history.Event) {
+	if c.ended {
+		c.afterEnd++
+		c.emit(e, false)
+		return
+	}
+	c.mutex.advance(c, e.T)
 	c.live.advance(e.T)
 	if e.Type == history.Mark {
 		c.store.add(e)
 		c.mark(e)
+		c.emit(e, true)
 		return
 	}
 	cl := c.clients[e.Proc]
 	if (cl != nil && cl.inst.dead) || (cl == nil && c.deadProc(e.Proc)) {
 		c.posthumous++
+		c.emit(e, false)
 		return // MODEL §3: a dead instance's events change nothing
 	}
 	c.store.add(e)
 	c.operation(cl, e)
+	c.emit(e, true)
+}
+
+// OutOfOrder records that the record this case is part of is out of time
+// order somewhere this case's own events do not show (a batch's other
+// lane: MODEL §14): the record breaks its own rules.
+func (c *Case) OutOfOrder() { c.orderErrs++ }
+
+// Stray records an event that belongs to no unit the case is judged as (a
+// lane's event on another lane's key; MODEL §14): it is counted nowhere
+// else, and makes the case invalid with why.
+func (c *Case) Stray(why string) {
+	if c.strays == nil {
+		c.strays = map[string]int{}
+	}
+	c.strays[why]++
 }
 
 func (c *Case) mark(e *history.Event) {
@@ -318,13 +520,14 @@ func (c *Case) mark(e *history.Event) {
 		if !c.stopped {
 			c.stopped, c.stopT = true, e.T
 			c.live.caseStop(e.T)
+			c.fig.caseStop(e.T)
 			for _, cl := range c.clientList {
 				cl.waits = nil
 			}
 		}
 	case history.MarkCaseEnd:
 		c.finish(e.T)
-		c.ended = true
+		c.ended, c.endT = true, e.T
 	case history.MarkFaultStart, history.MarkFaultEnd, history.MarkFaultError, history.MarkFaultUnobserved, history.MarkFaultIdle:
 		c.faultMark(e)
 	case history.MarkCrash:

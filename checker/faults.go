@@ -20,17 +20,30 @@ type faultRec struct {
 	idle             string
 	acqStart, acqEnd int
 	nextGrant        int64 // the first live client's grant after its start (-1: none)
+	// acting: a kill or pause of an instance acts on it (MODEL §4) unless
+	// an unobserved or idle mark says its effect was not seen; settled:
+	// whether it does is known (the events behind it were held back).
+	acting, settled bool
+	// late: it started at or after the case's stop (MODEL §10: too late).
+	late bool
+	// down are the keys held by its target instances' clients at its
+	// start (MODEL §11, available: false); nil: every key.
+	down map[string]bool
+	// missed: aimed at the holder, it found its target holding nothing
+	// (MODEL §10: missed its aim).
+	missed bool
 }
 
-// observed reports whether f was applied, healed and seen to act.
+// observed reports whether f reached the workload, was healed and was seen
+// to act (MODEL §10).
 func (f *faultRec) observed() bool {
-	return f.started && f.ended && f.errMsg == "" && f.healErr == "" && f.unobserved == "" && f.idle == ""
+	return f.started && f.ended && !f.late && !f.missed && f.errMsg == "" && f.healErr == "" && f.unobserved == "" && f.idle == ""
 }
 
 // judgeable reports whether availability after f is judged (MODEL §11):
 // not for a fault that makes the case invalid by itself.
 func (f *faultRec) judgeable() bool {
-	return f.started && f.ended && f.errMsg == "" && f.healErr == "" && f.unobserved == ""
+	return f.started && f.ended && !f.late && !f.missed && f.errMsg == "" && f.healErr == "" && f.unobserved == ""
 }
 
 // targets lists a fault's concrete targets (a set is comma-separated).
@@ -103,12 +116,16 @@ func (c *Case) faultMark(e *history.Event) {
 			return
 		}
 		f.started, f.start, f.target = true, e.T, e.Target
+		f.late = c.stopped
 		f.acqStart = c.live.acquisitions
 		f.nextGrant = -1
 		c.awaitGrant = append(c.awaitGrant, f)
 		c.res.FaultsFired++
-		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
+		c.fig.faultMark(e.T)
+		c.fig.faultStart(f.name, e.Target, e.T)
 		c.harness.faultStart(e.T)
+		f.down = c.downKeys(f)
+		f.missed = c.missedAim(f)
 		c.live.faultStart(f, e.T)
 		c.faultEffect(f, e.T, true)
 	case history.MarkFaultEnd:
@@ -118,7 +135,8 @@ func (c *Case) faultMark(e *history.Event) {
 		}
 		f.ended, f.end, f.healErr = true, e.T, e.Err
 		f.acqEnd = c.live.acquisitions
-		c.res.Segments = append(c.res.Segments, Segment{Start: e.T})
+		c.fig.faultMark(e.T)
+		c.fig.faultEnd(f.name, e.T)
 		c.harness.faultEnd(e.T)
 		c.faultEffect(f, e.T, false)
 		c.live.faultEnd(f, e.T)
@@ -128,11 +146,19 @@ func (c *Case) faultMark(e *history.Event) {
 			f.errMsg = "no reason given"
 		}
 	case history.MarkFaultUnobserved:
+		if !f.started || f.ended {
+			c.malformed("fault-unobserved mark of %s outside its window", f.name)
+			return
+		}
 		f.unobserved = e.Err
 		if f.unobserved == "" {
 			f.unobserved = "no reason given"
 		}
 	case history.MarkFaultIdle:
+		if !f.started || f.ended {
+			c.malformed("fault-idle mark of %s outside its window", f.name)
+			return
+		}
 		f.idle = e.Err
 		if f.idle == "" {
 			f.idle = "nothing used its target while it was in force"
@@ -140,19 +166,19 @@ func (c *Case) faultMark(e *history.Event) {
 	}
 }
 
-// faultEffect applies what a fault does to instances (MODEL §4): a kill
-// makes its instances dead at its start, a pause pauses them for the
-// window.
+// faultEffect applies what a fault does to instances (MODEL §4): an acting
+// kill makes its instances dead at its start, an acting pause pauses them
+// for the window.
 func (c *Case) faultEffect(f *faultRec, t int64, start bool) {
-	if f.typ != "kill" && f.typ != "pause" {
+	if (f.typ != "kill" && f.typ != "pause") || !f.acting {
 		return
 	}
 	for _, target := range f.targets() {
-		n, ok := strings.CutPrefix(target, "instance-")
-		if !ok || !digits(n) {
+		name, ok := instanceOf(target)
+		if !ok {
 			continue
 		}
-		in := c.instance("i" + n)
+		in := c.instance(name)
 		switch {
 		case f.typ == "kill" && start:
 			c.die(in, t, true)
@@ -162,6 +188,92 @@ func (c *Case) faultEffect(f *faultRec, t int64, start bool) {
 			c.resume(in, t)
 		}
 	}
+}
+
+// downKeys are the keys a fault takes down (MODEL §11, available: false):
+// those held by a client of one of its target instances at its start; nil
+// (every key) for a fault with no instance target, or whose instances held
+// nothing.
+func (c *Case) downKeys(f *faultRec) map[string]bool {
+	var keys map[string]bool
+	for _, target := range f.targets() {
+		name, ok := instanceOf(target)
+		if !ok {
+			continue
+		}
+		in := c.insts[name]
+		if in == nil {
+			continue
+		}
+		for _, cl := range in.clients {
+			for _, h := range cl.holds {
+				if keys == nil {
+					keys = map[string]bool{}
+				}
+				keys[h.key] = true
+			}
+		}
+	}
+	return keys
+}
+
+// missedAim reports whether a fault aimed at the holder role found its
+// target instances holding nothing (MODEL §10). A role written with a lane
+// or a key (holder@l2, holder-of:k3) is the same role.
+func (c *Case) missedAim(f *faultRec) bool {
+	role, _, _ := strings.Cut(f.scheduled, "@")
+	key, keyed := strings.CutPrefix(role, "holder-of:")
+	if role != "holder" && !keyed {
+		return false
+	}
+	for _, target := range f.targets() {
+		name, ok := instanceOf(target)
+		if !ok {
+			return false // not an instance: the role named something else
+		}
+		if in := c.insts[name]; in != nil {
+			for _, cl := range in.clients {
+				for _, h := range cl.holds {
+					if !keyed || h.key == key {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// exposures counts the occasions on which the lock met a fault (MODEL
+// §16): faults joined by a group and overlapping windows count once, when
+// one of them reached the workload and was observed.
+func (c *Case) exposures() int {
+	parent := make([]int, len(c.faultList))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for i, f := range c.faultList {
+		for j := i + 1; j < len(c.faultList); j++ {
+			if g := c.faultList[j]; sameGroup(f, g) && overlap(f, g) {
+				parent[find(i)] = find(j)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	for i, f := range c.faultList {
+		if f.observed() {
+			seen[find(i)] = true
+		}
+	}
+	return len(seen)
 }
 
 // faultReasons lists why the faults make the case invalid (MODEL §10).
@@ -178,6 +290,10 @@ func (c *Case) faultReasons() []string {
 			out = append(out, desc+" never healed: the harness did not undo it, so what followed cannot be blamed on the lock")
 		case f.healErr != "":
 			out = append(out, fmt.Sprintf("%s could not be healed (%s): its effect may have outlasted its window, so what followed cannot be blamed on the lock", desc, f.healErr))
+		case f.late:
+			out = append(out, desc+" began after the workload had stopped: it never reached the lock")
+		case f.missed:
+			out = append(out, fmt.Sprintf("%s missed its aim: %s held no key of its role when the fault began", desc, f.target))
 		case f.unobserved != "":
 			out = append(out, fmt.Sprintf("%s was applied but its effect was not observed: %s", desc, f.unobserved))
 		case f.idle != "" && !c.excused(f):

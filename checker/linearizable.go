@@ -1,8 +1,8 @@
 package checker
 
 import (
-	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -45,153 +45,15 @@ type linOp struct {
 	kind   string // acquire, release, extend
 	client int
 	proc   string
+	// call and ret are the times of its invoke and completion (ret
+	// math.MaxInt64 when the outcome is unknown): porcupine orders
+	// operations by them, and takes two whose completion and invoke share
+	// an instant as concurrent (MODEL §2, §8: a tie decides nothing).
 	call   int64
-	ret    int64 // math.MaxInt64 when the outcome is unknown
-	// callSeq and retSeq are the positions of its invoke and completion
-	// in the history: porcupine orders operations by them, so that events
-	// with equal times happen in file order (MODEL §2).
-	callSeq, retSeq int64
-	result          string
-	token           uint64
-	h               *hold // acquire: the hold it began (ok) or its possible grant (unknown)
-}
-
-type linInput struct {
-	Kind   string
-	Client int
-	Proc   string
-	Token  uint64
-	Call   int64
-	Return int64
-	Revoke int64 // R of the grant an acquire makes
-}
-
-type linOutput struct {
-	Result string // ok, fail, unknown
-}
-
-type lockState struct {
-	Holder int   // -1: free
-	Expiry int64 // E: earliest the lease can have run out
-	Revoke int64 // R: earliest the service may take it back
-	Max    uint64
-	// Now is the instant the last operation took effect: the next one
-	// takes effect at or after it, within its own interval (MODEL §8).
-	Now int64
-}
-
-// step is the lease-lock model (MODEL §8): the states an operation can
-// leave a lock in (none: the operation is illegal in that state). Each
-// operation takes effect at one instant p of its interval [Call, Return],
-// no earlier than the operation before it (s.Now). The only choice of p
-// that matters is the earliest one, and, when the holder's grant must be
-// expirable for the operation to be legal, the earliest instant at which it
-// is: a later instant only constrains what follows.
-func step(s lockState, in linInput, out linOutput, fenced bool, lease int64) []lockState {
-	pe := max(s.Now, in.Call) // the earliest instant it can take effect
-	if pe > in.Return {
-		return nil
-	}
-	expires := func(call int64) int64 {
-		if lease <= 0 {
-			return never
-		}
-		return call + lease
-	}
-	at := func(st lockState, p int64) lockState { st.Now = p; return st }
-	free := lockState{Holder: -1, Max: s.Max}
-	// px is the earliest instant at which the holder's grant is
-	// expirable, -1 when that is not within the operation's interval.
-	px := int64(-1)
-	if s.Holder != -1 {
-		if t := max(pe, min(s.Expiry, s.Revoke)); t <= in.Return {
-			px = t
-		}
-	}
-	mine := s.Holder == in.Client
-	switch in.Kind {
-	case history.OpAcquire:
-		n := lockState{Holder: in.Client, Expiry: expires(in.Call), Revoke: in.Revoke, Max: s.Max}
-		p := pe
-		if s.Holder != -1 && !mine {
-			p = px // another client's grant must be expirable
-		}
-		switch out.Result {
-		case "ok":
-			if p < 0 || (fenced && in.Token <= s.Max) {
-				return nil
-			}
-			n.Max = max(n.Max, in.Token)
-			return []lockState{at(n, p)}
-		case "fail":
-			return []lockState{at(s, pe)}
-		default: // unknown: it took effect (token unknown) or not
-			if p < 0 {
-				return []lockState{at(s, pe)}
-			}
-			return []lockState{at(s, pe), at(n, p)}
-		}
-	case history.OpRelease, history.OpExtend:
-		after := free
-		if in.Kind == history.OpExtend {
-			after = lockState{Holder: in.Client, Expiry: expires(in.Call), Revoke: s.Revoke, Max: s.Max}
-		}
-		switch out.Result {
-		case "ok":
-			if mine {
-				return []lockState{at(after, pe)}
-			}
-			return nil
-		case "fail":
-			switch {
-			case !mine:
-				return []lockState{at(s, pe)}
-			case px >= 0:
-				return []lockState{at(free, px)} // its grant ran out first
-			}
-			return nil
-		default:
-			if mine {
-				return []lockState{at(s, pe), at(after, pe)}
-			}
-			return []lockState{at(s, pe)}
-		}
-	}
-	return nil
-}
-
-// newLockModel is step as a porcupine model; start gives the state a
-// window starts from (a free lock, with the highest token granted so far).
-func newLockModel(fenced bool, lease int64, start func() uint64) porcupine.Model {
-	nd := porcupine.NondeterministicModel{
-		Partition: func(h []porcupine.Operation) [][]porcupine.Operation { return [][]porcupine.Operation{h} },
-		Init:      func() []any { return []any{lockState{Holder: -1, Max: start()}} },
-		Step: func(state, input, output any) []any {
-			next := step(state.(lockState), input.(linInput), output.(linOutput), fenced, lease)
-			out := make([]any, len(next))
-			for i, n := range next {
-				out[i] = n
-			}
-			return out
-		},
-		Equal: func(a, b any) bool { return a.(lockState) == b.(lockState) },
-		DescribeOperation: func(input, output any) string {
-			in, out := input.(linInput), output.(linOutput)
-			tok := ""
-			if in.Token > 0 {
-				tok = fmt.Sprintf(" token %d", in.Token)
-			}
-			return fmt.Sprintf("%s %s%s -> %s", in.Proc, in.Kind, tok, out.Result)
-		},
-		DescribeState: func(state any) string {
-			s := state.(lockState)
-			if s.Holder == -1 {
-				return fmt.Sprintf("free (max token %d)", s.Max)
-			}
-			return fmt.Sprintf("held by client %d (max token %d)", s.Holder, s.Max)
-		},
-	}
-	return nd.ToModel()
+	ret    int64
+	result string
+	token  uint64
+	h      *hold // acquire: the hold it began (ok) or its possible grant (unknown)
 }
 
 // linWindow is one key's operations since the service last provably held
@@ -199,14 +61,36 @@ func newLockModel(fenced bool, lease int64, start func() uint64) porcupine.Model
 type linWindow struct {
 	ops        []*linOp
 	inFlight   int
-	unknown    bool
 	over       bool
 	unresolved int
 	holds      map[*hold]bool
-	possible   map[int]bool // clients whose grant may still be in force
-	startMax   uint64       // highest token granted before the window
+	// possible are the clients whose known grant may still be in force,
+	// each with the instant from which it no longer keeps the window open:
+	// never while its client may still act on it (its release has not
+	// completed), its grant's expiry bound min(E, R) once it cannot (its
+	// instance died, or its release's outcome is unknown and the client
+	// has moved on). grantE is each client's E (MODEL §8).
+	possible map[int]int64
+	grantE   map[int]int64
+	// unknown are the acquires of unknown outcome in the window, which
+	// may take effect at any instant after their invoke, or never: the
+	// window stays open until each one's grant, were it made, could be
+	// taken back by its lease. carried are those of earlier windows, the
+	// latest per client: one comes back into a window where its client
+	// releases or extends, the only operations its possible grant could
+	// explain (for any other operation a grant the service may take back
+	// is as good as a free key).
+	unknown []*linOp
+	carried map[int]*linOp
+	// carriedRel are the releases and extensions of unknown outcome of
+	// earlier windows, the latest per client: delayed, one may still
+	// reach the service and take a later grant of its client (MODEL §8),
+	// so it comes back into every window where its client acts.
+	carriedRel map[int]*linOp
+	startMax   uint64 // highest token granted before the window
 	max        uint64
 	checked    int
+	verdict    Verdict // of its key's windows checked so far ("": none)
 }
 
 // linCheck is the streaming linearizability check of a case (MODEL §8).
@@ -214,11 +98,10 @@ type linCheck struct {
 	on       bool
 	isFenced bool
 	lease    int64
-	timeout  time.Duration
+	timeout  time.Duration // what is left of the case's budget for searches
 	keys     map[string]*linWindow
 	names    []string
 	start    uint64
-	seq      int64 // position of the event being read
 	plain    porcupine.Model
 	fenced   porcupine.Model
 	res      LinResult
@@ -236,10 +119,23 @@ func (l *linCheck) init(fenced bool, lease int64, timeout time.Duration) {
 	}
 }
 
-func (l *linCheck) win(key string) *linWindow {
+// win is the window of the key an operation acts on, found through its
+// key's state: one map lookup per event for every check of a key.
+func (l *linCheck) win(o *op) *linWindow {
+	if o.kl != nil && o.kl.lw != nil {
+		return o.kl.lw
+	}
+	w := l.window(o.key)
+	if o.kl != nil {
+		o.kl.lw = w
+	}
+	return w
+}
+
+func (l *linCheck) window(key string) *linWindow {
 	w := l.keys[key]
 	if w == nil {
-		w = &linWindow{holds: map[*hold]bool{}, possible: map[int]bool{}}
+		w = &linWindow{holds: map[*hold]bool{}, possible: map[int]int64{}, grantE: map[int]int64{}, carried: map[int]*linOp{}, carriedRel: map[int]*linOp{}}
 		l.keys[key] = w
 	}
 	return w
@@ -257,8 +153,19 @@ func (l *linCheck) invoke(cl *client, o *op) {
 		l.names = append(l.names, "")
 	}
 	l.names[cl.id] = cl.proc
-	o.lin = &linOp{kind: o.f, client: cl.id, proc: cl.proc, call: o.call, callSeq: l.seq}
-	l.win(o.key).inFlight++
+	o.lin = &linOp{kind: o.f, client: cl.id, proc: cl.proc, call: o.call}
+	w := l.win(o)
+	l.maybeClose(o.key, w, o.call)
+	w.inFlight++
+}
+
+// expires is E of a grant or extension invoked at call: the earliest its
+// lease may run out (never without a lease).
+func (l *linCheck) expires(call int64) int64 {
+	if l.lease <= 0 {
+		return never
+	}
+	return call + l.lease
 }
 
 func (l *linCheck) add(w *linWindow, lo *linOp) {
@@ -274,33 +181,46 @@ func (l *linCheck) complete(cl *client, o *op, e *history.Event) {
 	if lo == nil {
 		return
 	}
-	w := l.win(o.key)
+	w := l.win(o)
 	w.inFlight--
-	lo.ret, lo.retSeq, lo.result, lo.token = e.T, l.seq, string(e.Type), e.Token
+	lo.ret, lo.result, lo.token = e.T, string(e.Type), e.Token
 	if e.Type == history.Info {
-		lo.ret, lo.retSeq, lo.result = math.MaxInt64, math.MaxInt64, "unknown"
-		w.unknown = true
+		lo.ret, lo.result = math.MaxInt64, "unknown"
 	}
 	switch {
 	case o.f == history.OpAcquire:
 		lo.h = o.h
-		if e.Type == history.OK {
+		switch e.Type {
+		case history.OK:
 			if o.h != nil && !w.holds[o.h] && !o.h.resolved {
 				w.holds[o.h] = true
 				w.unresolved++
 				o.h.lin = w
 			}
-			clear(w.possible)
-			w.possible[cl.id] = true
+			clear(w.possible) // every other known grant was taken back by now
+			w.possible[cl.id] = never
+			w.grantE[cl.id] = l.expires(o.call)
 			if e.Token > w.max {
 				w.max = e.Token
 			}
+		case history.Info:
+			w.unknown = append(w.unknown, lo)
 		}
+	case o.f == history.OpExtend && e.Type != history.Fail:
+		w.grantE[cl.id] = max(w.grantE[cl.id], l.expires(o.call)) // it may have renewed E
+	case o.f == history.OpRelease && e.Type == history.Info:
+		if _, ok := w.possible[cl.id]; ok {
+			// Its client has moved on; the grant, were it still there,
+			// goes when the service may take it back.
+			w.possible[cl.id] = w.grantE[cl.id]
+		}
+	}
+	switch {
 	case e.Type == history.OK && o.f == history.OpRelease, e.Type == history.Fail && o.f != history.OpAcquire:
 		delete(w.possible, cl.id) // the service says it holds nothing of cl's
 	}
 	l.add(w, lo)
-	l.maybeClose(o.key, w)
+	l.maybeClose(o.key, w, e.T)
 }
 
 // unknown makes an operation in flight at its instance's death, or at the
@@ -310,12 +230,12 @@ func (l *linCheck) unknown(cl *client, o *op) {
 	if lo == nil {
 		return
 	}
-	w := l.win(o.key)
+	w := l.win(o)
 	w.inFlight--
-	w.unknown = true
-	lo.ret, lo.retSeq, lo.result = math.MaxInt64, math.MaxInt64, "unknown"
+	lo.ret, lo.result = math.MaxInt64, "unknown"
 	if o.f == history.OpAcquire {
 		lo.h = o.h
+		w.unknown = append(w.unknown, lo)
 	}
 	l.add(w, lo)
 }
@@ -330,64 +250,137 @@ func (l *linCheck) resolved(h *hold) {
 		delete(w.holds, h)
 		w.unresolved--
 	}
-	l.maybeClose(h.key, w)
+	if _, ok := w.possible[h.cl.id]; ok && h.death >= 0 {
+		// Its client is dead: nothing more will act on the grant.
+		w.possible[h.cl.id] = min(w.grantE[h.cl.id], h.death)
+	}
+	l.maybeClose(h.key, w, h.end)
 }
 
-func (l *linCheck) maybeClose(key string, w *linWindow) {
-	if len(w.ops) == 0 || w.inFlight > 0 || w.unknown || w.over || w.unresolved > 0 || len(w.possible) > 0 {
+// maybeClose checks and empties a window at now, when the service
+// provably holds nothing that a later operation could tell from a free
+// key (MODEL §8): no call in flight, every hold of the window known to its
+// end, no client that may still act on a grant, and every grant that may
+// still be in force, or be made by an acquire of unknown outcome, one the
+// service may already take back.
+func (l *linCheck) maybeClose(key string, w *linWindow, now int64) {
+	if len(w.ops) == 0 || w.inFlight > 0 || w.over || w.unresolved > 0 {
 		return
 	}
+	for _, from := range w.possible {
+		if now < from {
+			return
+		}
+	}
+	for _, u := range w.unknown {
+		if now < l.unknownFrom(u) {
+			return
+		}
+	}
 	l.check(key, w)
-	w.ops = w.ops[:0]
+	for _, u := range w.unknown {
+		if c := w.carried[u.client]; c == nil || u.call > c.call {
+			w.carried[u.client] = u
+		}
+	}
+	for _, o := range w.ops {
+		if o.kind != history.OpAcquire && o.result == "unknown" {
+			if c := w.carriedRel[o.client]; c == nil || o.call > c.call {
+				w.carriedRel[o.client] = o
+			}
+		}
+	}
+	w.ops, w.unknown = w.ops[:0], w.unknown[:0]
 	w.startMax = w.max
 	w.checked++
 }
 
+// unknownFrom is when the grant an unknown acquire may make could be
+// taken back: its E, or its instance's death.
+func (l *linCheck) unknownFrom(u *linOp) int64 {
+	from := l.expires(u.call)
+	if u.h != nil && u.h.death >= 0 {
+		from = min(from, u.h.death)
+	}
+	return from
+}
+
+// windowOps are a window's operations and the carried ones that come back
+// into it.
+func windowOps(w *linWindow) []*linOp {
+	ops := w.ops
+	if len(w.carried) > 0 || len(w.carriedRel) > 0 {
+		acts, acting := map[int]bool{}, map[int]bool{}
+		for _, o := range w.ops {
+			acting[o.client] = true
+			if o.kind != history.OpAcquire {
+				acts[o.client] = true
+			}
+		}
+		for c, u := range w.carried {
+			if acts[c] {
+				ops = append(slices.Clip(ops), u)
+			}
+		}
+		for c, u := range w.carriedRel {
+			if acting[c] && !slices.Contains(ops, u) {
+				ops = append(slices.Clip(ops), u)
+			}
+		}
+	}
+	return ops
+}
+
 // operations turns a window into porcupine operations; every hold of it is
-// known by now, so each grant's R is.
+// known by now, so each grant's R is. A carried acquire of unknown outcome
+// comes back where its client releases or extends.
 func operations(w *linWindow) []porcupine.Operation {
-	out := make([]porcupine.Operation, 0, len(w.ops))
-	for _, o := range w.ops {
+	ops := windowOps(w)
+	out := make([]porcupine.Operation, 0, len(ops))
+	for _, o := range ops {
 		in := linInput{Kind: o.kind, Client: o.client, Proc: o.proc, Token: o.token, Call: o.call, Return: o.ret, Revoke: never}
 		if o.h != nil {
 			in.Revoke = o.h.revokeFrom()
 		}
-		out = append(out, porcupine.Operation{ClientId: o.client, Input: in, Call: o.callSeq, Return: o.retSeq, Output: linOutput{Result: o.result}})
+		out = append(out, porcupine.Operation{ClientId: o.client, Input: in, Call: o.call, Return: o.ret, Output: linOutput{Result: o.result}})
 	}
 	return out
 }
 
-// sequential checks a window whose operations do not overlap in time and
-// all have known outcomes: there is one order to try. It reports false
-// when the window is not of that shape.
-func sequential(ops []porcupine.Operation, fenced bool, lease int64, startMax uint64) (Verdict, bool) {
-	var last int64 = math.MinInt64
-	for _, op := range ops {
-		if op.Call < last || op.Return == math.MaxInt64 || op.Output.(linOutput).Result == "unknown" {
-			return "", false
-		}
-		last = op.Return
-	}
-	s := lockState{Holder: -1, Max: startMax}
-	for _, op := range ops {
-		next := step(s, op.Input.(linInput), op.Output.(linOutput), fenced, lease)
-		if len(next) != 1 {
-			return Violation, true
-		}
-		s = next[0]
-	}
-	return Ok, true
-}
-
 // check runs porcupine over a window and folds the verdict into the result.
 func (l *linCheck) check(key string, w *linWindow) {
+	// Most windows are one grant and its release, one after the other:
+	// judged in place, without building a search.
+	if len(w.carried) == 0 && !w.over {
+		if v, ok := l.sequentialOps(w.ops, false, w.startMax); ok {
+			fv := Verdict("")
+			if l.isFenced {
+				fv, _ = l.sequentialOps(w.ops, true, w.startMax)
+			}
+			if v == Ok && (fv == Ok || fv == "") {
+				l.fold(key, w, v, fv, porcupine.LinearizationInfo{})
+				return
+			}
+		}
+	}
 	ops := operations(w)
+	proof := grantProof(windowOps(w), l.lease)
 	run := func(m porcupine.Model, fenced bool) (Verdict, porcupine.LinearizationInfo) {
 		if v, ok := sequential(ops, fenced, l.lease, w.startMax); ok && !w.over {
 			return v, porcupine.LinearizationInfo{}
 		}
+		if proof {
+			// No order can hold: do not search them all (a window that is
+			// not linearizable is the search's worst case).
+			return Violation, porcupine.LinearizationInfo{}
+		}
 		l.start = w.startMax
+		if l.timeout <= 0 {
+			return Unknown, porcupine.LinearizationInfo{} // the case's budget is spent
+		}
+		t0 := time.Now()
 		r, info := porcupine.CheckOperationsVerbose(m, ops, l.timeout)
+		l.timeout -= time.Since(t0)
 		switch r {
 		case porcupine.Ok:
 			if w.over {
@@ -400,56 +393,64 @@ func (l *linCheck) check(key string, w *linWindow) {
 		return Unknown, info
 	}
 	v, info := run(l.plain, false)
-	if v == Violation && len(info.PartialLinearizations()) == 0 {
-		// Found by the sequential check: let porcupine describe it.
+	if _, kept := l.res.Info[key]; v == Violation && len(info.PartialLinearizations()) == 0 && !kept {
+		// Found without a search: let porcupine describe it, for the
+		// picture only (a second, bounded search).
 		l.start = w.startMax
-		_, info = porcupine.CheckOperationsVerbose(l.plain, ops, l.timeout)
+		if l.timeout > 0 {
+			t0 := time.Now()
+			_, info = porcupine.CheckOperationsVerbose(l.plain, ops, min(l.timeout, describeTimeout))
+			l.timeout -= time.Since(t0)
+		}
 	}
-	prev, seen := l.res.Keys[key]
-	if !seen {
-		prev = Ok
+	fv := Verdict("")
+	if l.isFenced {
+		fv = Violation
+		if !tokensRegress(w.ops, w.startMax) {
+			fv, _ = run(l.fenced, true)
+		}
 	}
-	l.res.Keys[key] = worse(prev, v)
+	l.fold(key, w, v, fv, info)
+}
+
+// fold adds a window's verdicts to its key's and the case's.
+func (l *linCheck) fold(key string, w *linWindow, v, fv Verdict, info porcupine.LinearizationInfo) {
+	if w.verdict == "" {
+		w.verdict = Ok
+	}
+	w.verdict = worse(w.verdict, v)
 	if _, kept := l.res.Info[key]; v != Ok && !kept {
 		l.res.Info[key] = info // the first window that was not Ok
 	}
 	l.res.Verdict = worse(l.res.Verdict, v)
 	if l.isFenced {
-		fv := Violation
-		if !tokensRegress(w.ops, w.startMax) {
-			fv, _ = run(l.fenced, true)
-		}
 		l.res.Fenced = worse(l.res.Fenced, fv)
 	}
 }
 
-// tokensRegress is a proof, cheaper than any search, that the fenced model
-// fails: an ok acquire whose token is not above the token of an ok acquire
-// that completed before it was invoked (or of an earlier window). Every
-// order of instants puts the earlier grant first, so the token rule of
-// MODEL §8 is broken whatever else happened.
-func tokensRegress(ops []*linOp, before uint64) bool {
-	var acq []*linOp
+// sequentialOps is sequential on the window's own operations, without
+// converting them: false when they overlap or one has an unknown outcome.
+func (l *linCheck) sequentialOps(ops []*linOp, fenced bool, startMax uint64) (Verdict, bool) {
+	var last int64 = math.MinInt64
 	for _, o := range ops {
-		if o.kind == history.OpAcquire && o.result == "ok" {
-			acq = append(acq, o)
+		if o.call <= last || o.ret == math.MaxInt64 || o.result == "unknown" {
+			return "", false
 		}
+		last = o.ret
 	}
-	byRet := append([]*linOp(nil), acq...)
-	sort.Slice(byRet, func(i, j int) bool { return byRet[i].retSeq < byRet[j].retSeq })
-	byCall := append([]*linOp(nil), acq...)
-	sort.Slice(byCall, func(i, j int) bool { return byCall[i].callSeq < byCall[j].callSeq })
-	highest, j := before, 0
-	for _, b := range byCall {
-		for j < len(byRet) && byRet[j].retSeq < b.callSeq {
-			highest = max(highest, byRet[j].token)
-			j++
+	s := lockState{Holder: -1, Max: startMax}
+	for _, o := range ops {
+		in := linInput{Kind: o.kind, Client: o.client, Token: o.token, Call: o.call, Return: o.ret, Revoke: never}
+		if o.h != nil {
+			in.Revoke = o.h.revokeFrom()
 		}
-		if b.token <= highest {
-			return true
+		next := step(s, in, linOutput{Result: o.result}, fenced, l.lease)
+		if len(next) != 1 {
+			return Violation, true
 		}
+		s = next[0]
 	}
-	return false
+	return Ok, true
 }
 
 func worse(a, b Verdict) Verdict {
@@ -510,8 +511,8 @@ func (l *linCheck) result() LinResult {
 			w.checked++
 		}
 		l.res.Windows += w.checked
-		if _, seen := l.res.Keys[k]; !seen && w.checked > 0 {
-			l.res.Keys[k] = Ok
+		if w.verdict != "" {
+			l.res.Keys[k] = w.verdict
 		}
 	}
 	l.res.ClientNames = l.names

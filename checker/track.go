@@ -50,11 +50,12 @@ type hold struct {
 	cands []candidate
 	// lin is its key's linearizability window while it is in it.
 	lin *linWindow
-	// gone is the earliest instant at which the service had certainly
-	// taken the grant back (MODEL §6, zombie time): another client's grant
-	// of the key, or, for a lease nothing renews unseen, the acquire's
-	// (or latest extension's) completion plus the lease. never: unknown.
-	gone int64
+	// gone is, for a lease nothing renews unseen, the acquire's (or latest
+	// extension's) completion plus the lease; taken the first instant the
+	// service said otherwise it had taken the grant back: another client's
+	// grant, a refused extension, an accepted wrong-token release (MODEL
+	// §6). The earlier of the two begins its zombie time; never: unknown.
+	gone, taken int64
 }
 
 // good reports whether the hold ended by a release that returned ok.
@@ -94,10 +95,14 @@ type op struct {
 	f    string
 	key  string
 	call int64
+	// from is when its latency counts from: its invoke, or when an
+	// open-loop attempt was due (MODEL §15).
+	from int64
 	// h is, for a release or an extension, the hold it acts on (nil if
 	// the client held none); for an acquire, nil until it completes.
 	h   *hold
 	lin *linOp
+	kl  *keyLive // its key's state
 }
 
 // client is one client "i<N>c<M>" (MODEL §3).
@@ -131,6 +136,15 @@ func parseProc(proc string) (inst string, isClient bool, ok bool) {
 		return proc, false, digits(rest)
 	}
 	return "i" + rest[:n], true, digits(rest[:n]) && digits(rest[n+1:])
+}
+
+// instanceOf maps a fault target "instance-2" to the instance "i2".
+func instanceOf(target string) (string, bool) {
+	n, ok := strings.CutPrefix(target, "instance-")
+	if !ok || !digits(n) {
+		return "", false
+	}
+	return "i" + n, true
 }
 
 func digits(s string) bool {
@@ -199,7 +213,9 @@ func (c *Case) deadProc(proc string) bool {
 // operation handles an invoke, ok, fail or info event of a client.
 func (c *Case) operation(cl *client, e *history.Event) {
 	if e.F == history.OpDropped {
-		return // an instance's notification: load not delivered
+		c.fig.dropped++ // an instance's notification: load not delivered
+		c.fig.offer++
+		return
 	}
 	if cl == nil {
 		if _, isClient, ok := parseProc(e.Proc); !ok || !isClient {
@@ -250,16 +266,28 @@ func (c *Case) invoke(cl *client, e *history.Event) {
 		c.malformed("%s invoked %s of %s while its %s of %s was in flight", cl.proc, e.F, e.Key, cl.cur.f, cl.cur.key)
 		return
 	}
-	cl.cur = op{f: e.F, key: e.Key, call: e.T}
+	cl.cur = op{f: e.F, key: e.Key, call: e.T, from: e.T, kl: c.keyOf(cl, e.Key)}
 	cl.busy = true
 	o := &cl.cur
 	switch e.F {
 	case history.OpAcquire:
+		if e.Intended > 0 {
+			o.from = e.Intended
+			c.fig.offer++
+		}
 		c.waitFor(cl, e.Key, e.T)
 	case history.OpRelease:
 		if h := cl.holds.get(e.Key); h != nil {
 			o.h = h
 			cl.releasing.put(h)
+			c.fig.hol.add(e.T - h.begin)
+			others := h.kl.waiters
+			if cl.waits == h.kl && cl.live() {
+				others-- // the releaser itself waits (a refused re-entrant acquire): not another
+			}
+			if kl := h.kl; !c.stopped && kl.handFrom < 0 && others > 0 {
+				kl.handFrom, kl.handBy = e.T, cl // MODEL §15: a hand-off begins
+			}
 			c.endHold(h, byRelease, e.T)
 		}
 	case history.OpExtend:
@@ -287,13 +315,18 @@ func (c *Case) complete(cl *client, e *history.Event) {
 			c.acquired(cl, o, e)
 		case history.Fail:
 			c.res.AcquiresFailed++
+			c.fig.completed(e.Type, e.T-o.from)
 		case history.Info:
 			c.res.AcquiresUnknown++
+			c.fig.completed(e.Type, e.T-o.from)
 			c.unknownAcquire(cl, o)
 		}
 	case history.OpRelease:
-		if e.Type == history.Fail {
+		switch e.Type {
+		case history.Fail:
 			c.res.ReleasesNotHeld++
+		case history.OK:
+			c.fig.releases++
 		}
 		if h := cl.releasing.get(e.Key); h != nil && h == o.h {
 			cl.releasing.del(h)
@@ -303,11 +336,22 @@ func (c *Case) complete(cl *client, e *history.Event) {
 	case history.OpForeignRelease:
 		if e.Type == history.OK {
 			c.res.WrongTokenReleases++
+			// MODEL §6: the service removed the lock; whoever held the key
+			// holds it no more.
+			for _, h := range c.keyOf(cl, e.Key).holds {
+				h.taken = min(h.taken, e.T)
+			}
 		}
 	case history.OpExtend:
-		if h := o.h; e.Type == history.OK && h != nil && h.reason == inForce {
+		h := o.h
+		switch {
+		case h == nil || h.reason != inForce:
+		case e.Type == history.OK:
 			h.gone = c.sureExpiry(e.T)
+		case e.Type == history.Fail:
+			h.taken = min(h.taken, e.T) // MODEL §6: the service said it no longer held it
 		}
+		c.fig.extended(e.Type)
 	}
 	c.lin.complete(cl, o, e)
 }
@@ -323,6 +367,11 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 			kl.maxToken = e.Token
 		}
 	}
+	c.fig.completed(history.OK, e.T-o.from)
+	if kl.handFrom >= 0 && kl.handBy != cl && cl.live() {
+		c.fig.hand.add(e.T - kl.handFrom) // MODEL §15: the hand-off ends
+		kl.handFrom, kl.handBy = -1, nil
+	}
 	c.live.acquired(cl, e.Key, e.T)
 	if len(c.awaitGrant) > 0 && cl.live() {
 		for _, f := range c.awaitGrant {
@@ -333,11 +382,19 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 	if h := cl.holds.get(e.Key); h != nil {
 		c.res.DuplicateGrants++
 		h.token = e.Token
+		h.gone = c.sureExpiry(e.T) // the service granted it anew: as an extension (MODEL §6)
 		o.h = h
+		// MODEL §6 rule 1: a grant of the key to this client, re-entrant
+		// or not, takes it from every other client holding it.
+		for _, other := range kl.holds {
+			if other.cl != cl {
+				other.taken = min(other.taken, e.T)
+			}
+		}
 		return
 	}
 	h := c.newHold()
-	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1, gone: c.sureExpiry(e.T)}
+	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1, gone: c.sureExpiry(e.T), taken: never}
 	o.h = h
 	if !c.meta.Lockless {
 		c.mutex.begin(c, h)
@@ -363,7 +420,7 @@ func (c *Case) endHold(h *hold, reason endReason, t int64) {
 	h.cl.holds.del(h)
 	c.live.holdEnd(h, t)
 	if !c.meta.Lockless {
-		c.mutex.end(c, h, t)
+		c.mutex.end(c, h, t, reason)
 	}
 	if reason != byRelease {
 		c.resolve(h)
@@ -377,6 +434,9 @@ func (c *Case) resolve(h *hold) {
 		return
 	}
 	h.resolved = true
+	if !c.meta.Lockless {
+		c.mutex.zombie(h)
+	}
 	c.live.resolved(h)
 	c.lin.resolved(h)
 	if c.clients[h.cl.proc].cur.h == h {
@@ -413,87 +473,6 @@ func (c *Case) stopWaiting(cl *client, t int64) {
 	}
 	c.live.waitEnd(cl, cl.waits, t)
 	cl.waits = nil
-}
-
-// die makes an instance dead at t (MODEL §4): its holds end, its
-// operations in flight become unknown.
-func (c *Case) die(in *instance, t int64, killed bool) {
-	if in.dead {
-		return
-	}
-	if in.live() { // a paused instance's holds and waits no longer count already
-		c.live.instanceDown(in, t)
-	}
-	in.dead, in.deathT, in.killed = true, t, killed
-	for _, cl := range in.clients {
-		c.abandon(cl)
-		if cl.store != "" {
-			c.store.unknownWrite(cl.store) // in flight: it may have committed
-			cl.store = ""
-		}
-		c.store.dropClient(cl.proc)
-		for _, h := range cl.holds.all() {
-			h.death = t
-			c.endHold(h, byDeath, t)
-		}
-		cl.waits = nil
-	}
-	for _, h := range in.unknown {
-		if h.death < 0 {
-			h.death = t
-		}
-	}
-}
-
-// pause and resume an instance (MODEL §4).
-func (c *Case) pause(in *instance, t int64) {
-	if in.live() {
-		c.live.instanceDown(in, t)
-	}
-	in.paused++
-}
-
-func (c *Case) resume(in *instance, t int64) {
-	if in.paused == 0 {
-		return
-	}
-	in.paused--
-	if in.live() {
-		c.live.instanceUp(in, t)
-	}
-}
-
-// finish ends what is still open when the case ends (MODEL §3, §5).
-func (c *Case) finish(t int64) {
-	for _, cl := range c.clientList {
-		c.abandon(cl)
-		for _, h := range cl.holds.all() {
-			c.endHold(h, byEnd, t)
-		}
-		for _, h := range cl.releasing.all() {
-			cl.releasing.del(h)
-			c.resolve(h)
-		}
-	}
-}
-
-// abandon makes cl's lock operation in flight an unknown outcome (MODEL §3).
-func (c *Case) abandon(cl *client) {
-	if !cl.busy {
-		return
-	}
-	o := &cl.cur
-	cl.busy = false
-	if o.f == history.OpAcquire {
-		c.res.AcquiresUnknown++
-		c.unknownAcquire(cl, o)
-	}
-	if h := cl.releasing.get(o.key); h != nil && o.f == history.OpRelease {
-		cl.releasing.del(h)
-		h.release = history.Info
-		c.resolve(h)
-	}
-	c.lin.unknown(cl, o)
 }
 
 // newHold returns a hold from the free list, or a new one.

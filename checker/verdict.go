@@ -2,16 +2,39 @@ package checker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
 
 // Result finishes the check and returns the verdicts (MODEL §12, §13).
+//
+// Result may be called again after more events (a stray event after the
+// case's end makes it invalid: MODEL §2); each call judges what was fed so
+// far.
 func (c *Case) Result() Result {
-	if !c.ended {
+	c.flush()
+	if !c.ended && !c.finished {
+		// Cut short (MODEL §2): a gap still open counts up to the last
+		// event, and what was in flight is unknown from there.
+		if !c.live.stopped {
+			c.live.closeGaps(c.lastT)
+		}
 		c.finish(c.lastT)
+		c.finished = true
 	}
+	c.mutex.finish(c)
 	r := c.res
+	r.Readable = !c.unreadable()
+	// The figures end at case-end (MODEL §15: an event after it belongs
+	// to no case), or at the last event of a case cut short.
+	end := c.lastT
+	if c.ended {
+		end = c.endT
+	}
+	r.Figures = c.fig.result(end)
+	r.Exposures = c.exposures()
 	r.OverlapMaxMs, r.OverlapP50Ms = c.mutex.figures()
 	r.OverlapsMs = c.mutex.sample()
 	r.Zombies, r.ZombieMaxMs, r.ZombieP50Ms = c.mutex.zombieFigures()
@@ -37,6 +60,12 @@ func (c *Case) Result() Result {
 	if c.orderErrs > 0 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("%d events out of time order", c.orderErrs))
 	}
+	if c.afterEnd > 0 {
+		r.Invalid = append(r.Invalid, fmt.Sprintf("%d event(s) after the case's end: what happened after it was judged cannot be checked", c.afterEnd))
+	}
+	for _, why := range slices.Sorted(maps.Keys(c.strays)) {
+		r.Invalid = append(r.Invalid, fmt.Sprintf("%s (%d event(s))", why, c.strays[why]))
+	}
 	if c.early > 0 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("%d events dated before the case started", c.early))
 	}
@@ -59,10 +88,12 @@ func (c *Case) Result() Result {
 		r.Invalid = append(r.Invalid, "harness degraded: "+d)
 	}
 	var liveUnmet, liveOpen []string
-	r.Liveness, liveUnmet, liveOpen = c.live.result(c.faultList, exp.Available, exp.MaxGapNs)
+	asked := c.meta.Expect.Available != nil || exp.RecoversWithinNs > 0 || exp.MaxGapNs > 0
+	r.Liveness, liveUnmet, liveOpen = c.live.result(c.faultList, exp.Available, exp.MaxGapNs, asked)
 	r.Invalid = append(r.Invalid, liveOpen...)
 	if !c.ended {
 		r.Invalid = append(r.Invalid, "history ends before the case did")
+		r.CutShort = true
 	}
 	r.Valid = len(r.Invalid) == 0
 
@@ -104,15 +135,16 @@ func (c *Case) Result() Result {
 		if r.Liveness.Verdict == Ok {
 			r.Liveness.Verdict = Unknown
 		}
-		r.Status = "invalid"
+		r.Status = StatusInvalid
 		if !c.ended {
-			r.Status = "unknown"
+			r.Status = StatusUnknown
 		}
 		if len(broken) > 0 && !unreadable {
 			// Proven unsafety is reported, invalid or not, and wins.
-			r.Status = "violation"
+			r.Status = StatusViolation
 			r.Unmet = broken
 		}
+		r.Decided = !unreadable && (r.Violations > 0 || r.Damaged())
 		return r
 	}
 	var liveBroken, liveMissing []string
@@ -126,14 +158,15 @@ func (c *Case) Result() Result {
 	r.Unmet = append(append(append(broken, liveBroken...), missing...), liveMissing...)
 	switch {
 	case len(broken) > 0:
-		r.Status = "violation"
+		r.Status = StatusViolation
 	case len(liveBroken) > 0:
-		r.Status = "unavailable"
+		r.Status = StatusUnavailable
 	case len(missing)+len(liveMissing) > 0:
-		r.Status = "not-reproduced"
+		r.Status = StatusNotReproduced
 	default:
-		r.Status = "ok"
+		r.Status = StatusOK
 	}
+	r.Decided = true
 	return r
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/backends"
 	"math"
 	"sync"
 	"time"
@@ -73,7 +72,7 @@ func init() {
 // ClockDrifter is implemented by Envs that can set the pace of a server's
 // wall clock.
 type ClockDrifter interface {
-	DriftClock(server string, rate float64) error
+	DriftClock(server Target, rate float64) error
 }
 
 // ClockDriftOptions configure the clock-drift fault.
@@ -97,7 +96,7 @@ func newClockDrift(decode Decoder) (Fault, error) {
 // driftTick is how often an emulated drift moves the live leases.
 const driftTick = 20 * time.Millisecond
 
-func (d clockDrift) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (d clockDrift) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
@@ -113,7 +112,7 @@ func (d clockDrift) Start(ctx context.Context, env Env, target string) (*Effect,
 
 // redis moves every live lock's TTL as the window goes, from a goroutine
 // that the heal stops.
-func (d clockDrift) redis(ctx context.Context, target, addr string) (*Effect, error) {
+func (d clockDrift) redis(ctx context.Context, target Target, addr string) (*Effect, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
@@ -183,7 +182,7 @@ func (d clockDrift) redis(ctx context.Context, target, addr string) (*Effect, er
 }
 
 // postgres sets the server's clock pace and sees it kept.
-func (d clockDrift) postgres(ctx context.Context, env Env, target, addr string) (*Effect, error) {
+func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr string) (*Effect, error) {
 	cd, ok := env.(ClockDrifter)
 	if !ok {
 		return nil, fmt.Errorf("clock-drift: %s's clock cannot be made to drift here", target)
@@ -285,25 +284,25 @@ func pgSkewAt(ctx context.Context, env Env, addr string) (time.Duration, time.Du
 	return t.Sub(before), time.Since(before), before, nil
 }
 
-// Authenticated is implemented by Envs whose servers may ask for
-// credentials (a targets file's): an administrator's connection a fault
-// makes to observe a server (its clock, its role) uses them.
-type Authenticated interface {
-	Credentials(family string) *backends.Credentials
+// PostgresAdmin is implemented by Envs that can connect a fault to a
+// PostgreSQL server as its administrator, to observe it (its clock): the
+// connection's settings, with user postgres on lockbench's own servers
+// and a targets file's credentials on others.
+type PostgresAdmin interface {
+	PostgresConfig(addr string, timeout time.Duration) (*pgx.ConnConfig, error)
 }
 
-// pgConnect connects to a PostgreSQL server as an administrator: user
-// postgres, or the targets file's credentials.
+// pgConnect connects to a PostgreSQL server as its administrator.
 func pgConnect(ctx context.Context, env Env, addr string) (*pgx.Conn, error) {
-	var creds *backends.Credentials
-	if a, ok := env.(Authenticated); ok {
-		creds = a.Credentials("postgres")
+	a, ok := env.(PostgresAdmin)
+	if !ok {
+		return nil, errors.New("this run cannot connect to a PostgreSQL server as its administrator")
 	}
 	timeout := 2 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	cfg, err := backends.PostgresConfig(addr, creds, timeout)
+	cfg, err := a.PostgresConfig(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +311,7 @@ func pgConnect(ctx context.Context, env Env, addr string) (*pgx.Conn, error) {
 
 // ClockJumper is implemented by Envs that can move a server's wall clock.
 type ClockJumper interface {
-	JumpClock(server string, d time.Duration) error
+	JumpClock(server Target, d time.Duration) error
 }
 
 // ClockJumpOptions configure the clock-jump fault.
@@ -349,7 +348,7 @@ return n`)
 // jump while nothing is held changes no lease, so it would prove nothing.
 const jumpWait = time.Second
 
-func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (j clockJump) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
@@ -383,7 +382,7 @@ func (j clockJump) Start(ctx context.Context, env Env, target string) (*Effect, 
 }
 
 // postgres moves a PostgreSQL server's clock and sees it move.
-func (j clockJump) postgres(ctx context.Context, env Env, target, addr string) (*Effect, error) {
+func (j clockJump) postgres(ctx context.Context, env Env, target Target, addr string) (*Effect, error) {
 	cj, ok := env.(ClockJumper)
 	if !ok {
 		return nil, fmt.Errorf("clock-jump: %s's clock cannot be moved here", target)

@@ -60,67 +60,58 @@ const (
 	RoleConnectedMember = "connected-member"
 )
 
-// IsRole reports whether target is a role rather than a name.
-func IsRole(target string) bool {
-	switch target {
-	case RoleHolder, RoleWaiter, RoleLeader, RoleFollower, RoleMaster:
-		return true
-	}
-	return strings.HasPrefix(target, RoleHolderOf) || strings.HasPrefix(target, RoleConnectedMember+"@")
-}
-
-// KindOf classifies a concrete or role target name (see Target).
-func KindOf(target string) Kind { return ParseTarget(target).Kind }
-
-// Env is what a fault can act on: the running case.
+// Env is what a fault can act on: the running case. Every target it is
+// given is concrete (the runner resolved its role): a server, an instance
+// or a link.
 type Env interface {
-	// Link returns the toxiproxy proxy of a link ("redis-1", "resource").
-	Link(name string) (*toxiclient.Proxy, error)
-	// Signal sends sig to an instance ("instance-2") or a server's process
-	// group.
-	Signal(target string, sig syscall.Signal) error
+	// Link returns the toxiproxy proxy of a link (link:redis-1,
+	// link:resource@instance-2).
+	Link(t Target) (*toxiclient.Proxy, error)
+	// Signal sends sig to an instance's or a server's process group.
+	Signal(t Target, sig syscall.Signal) error
 	// Kill SIGKILLs an instance or a server.
-	Kill(target string) error
+	Kill(t Target) error
 	// Restart starts a killed server again, with its data directory and
 	// persistence mode, and waits until it answers.
-	Restart(ctx context.Context, server string) error
+	Restart(ctx context.Context, server Target) error
 	// Server returns a server's real address (not its proxy) and kind.
-	Server(name string) (addr, kind string, err error)
-	// Peers lists the other members of a server's cluster.
-	Peers(name string) []string
+	Server(t Target) (addr, kind string, err error)
+	// Peers lists, for a server, the other members of its cluster; for
+	// an instance, the servers its clients dial.
+	Peers(t Target) []Target
 	// Cut drops the packets from one server or instance to another (one
 	// direction), below TCP: TCP and UDP alike.
-	Cut(from, to string) (Cut, error)
+	Cut(from, to Target) (Cut, error)
 
 	// Stopped reports whether every process of an instance's or a server's
 	// process group is stopped (SIGSTOP took effect).
-	Stopped(target string) (bool, error)
-	// Traffic returns what crossed a link so far ("redis-1",
-	// "redis-1@instance-2", "resource"), summed over the instances it
-	// carries, from reports the instances made after the call began.
-	Traffic(ctx context.Context, link string) (links.Counts, error)
-	// Leader returns the current leader or master, or an error when none
-	// can be found.
+	Stopped(t Target) (bool, error)
+	// Traffic returns what crossed a link so far, summed over the
+	// instances it carries, from reports the instances made after the
+	// call began.
+	Traffic(ctx context.Context, link Target) (links.Counts, error)
+	// Leader returns the name of the current leader or master, or an
+	// error when none can be found.
 	Leader(ctx context.Context) (string, error)
 }
 
 // ProtoCutter is implemented by Envs that can cut one protocol only ("tcp"
 // or "udp") between two servers or instances.
 type ProtoCutter interface {
-	CutProto(from, to, proto string) (Cut, error)
+	CutProto(from, to Target, proto string) (Cut, error)
 }
 
 // Lossy is implemented by Envs that can drop a share of the packets from
 // one server or instance to another (iptables' statistic match).
 type Lossy interface {
-	Lose(from, to string, p float64) (Cut, error)
+	Lose(from, to Target, p float64) (Cut, error)
 }
 
 // Shaper is implemented by Envs whose servers and instances are hosts of
 // their own (network: hosts): Shape applies netem to what target sends to
 // the given servers or instances (to everyone when to is empty).
 type Shaper interface {
-	Shape(target string, to []string, n Netem) (Cut, error)
+	Shape(t Target, to []Target, n Netem) (Cut, error)
 }
 
 // Netem is a tc netem setting: delay with jitter, and a loss percentage.
@@ -174,6 +165,21 @@ func observeRules(ctx context.Context, cuts []Cut, packets func(total int64) (st
 	return packets(total)
 }
 
+// RoleLeftError is what Start returns when its target, resolved from a
+// role, no longer played it once the fault took effect (a holder that
+// left its critical section between its resolution and its pause): the
+// fault has undone itself, and the runner resolves the role again.
+type RoleLeftError struct{ Msg string }
+
+func (e *RoleLeftError) Error() string { return e.Msg }
+
+// RoleKeeper is implemented by Envs that can say whether a target
+// resolved from a role (Target.From) still plays it now: whether the
+// holder is still inside its critical section.
+type RoleKeeper interface {
+	Plays(t Target) bool
+}
+
 // IdleError is what an Effect's Check returns when nothing used the
 // fault's target while it was in force (no client sent anything through a
 // link, no packet tried to cross a cut): alone, the fault did nothing the
@@ -206,9 +212,9 @@ type Effect struct {
 
 // Fault is one configured failure.
 type Fault interface {
-	// Start applies the fault to target (a concrete name, never a role),
+	// Start applies the fault to target (concrete, never a role),
 	// observes that it took effect, and returns the Effect.
-	Start(ctx context.Context, env Env, target string) (*Effect, error)
+	Start(ctx context.Context, env Env, target Target) (*Effect, error)
 }
 
 // Decoder decodes a fault's options into v, rejecting unknown fields.
@@ -274,17 +280,23 @@ type Info struct {
 	New     func(decode Decoder) (Fault, error)
 }
 
-// ClassOf returns the fault's class on target (a role, a name, or a set
-// of one kind).
-func (i Info) ClassOf(target string) string {
-	first, _, _ := strings.Cut(target, ",")
-	if (first == RoleLeader || first == RoleMaster) && i.LeaderClass != "" {
+// Class returns the fault's class on target (a role or a name; for a
+// set, which is of one kind, any of its members).
+func (i Info) Class(t Target) string {
+	if t.Kind == Server && (t.Name == RoleLeader || t.Name == RoleMaster) && i.LeaderClass != "" {
 		return i.LeaderClass
 	}
-	if c, ok := i.Classes[KindOf(first)]; ok {
+	if c, ok := i.Classes[t.Kind]; ok {
 		return c
 	}
 	return history.ClassMixed
+}
+
+// ClassOf is Class of a target as written (a role, a name, or a set of
+// one kind separated by commas), for a caller that holds its text.
+func (i Info) ClassOf(written string) string {
+	first, _, _ := strings.Cut(written, ",")
+	return i.Class(ParseTarget(first))
 }
 
 // ClaimProcess is the claim of faults that stop, kill or restart their
@@ -411,9 +423,6 @@ type OneProtocol interface {
 type Named interface {
 	Names() []string
 }
-
-// linkName is a link target's proxy name.
-func linkName(target string) string { return ParseTarget(target).Link() }
 
 // noHeal is the Heal of a fault with nothing to undo.
 func noHeal(context.Context) (string, error) { return "", nil }

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
@@ -28,44 +31,52 @@ import (
 // fault observes.
 type testEnv struct {
 	toxi    *cluster.Toxi
-	procs   map[string]*cluster.Process
+	procs   map[string]*procgroup.Process
 	servers map[string]string // name -> real address (or IP)
 	peers   map[string][]string
-	fw      *cluster.Firewall
+	fw      *firewall.Chain
 	dialer  *links.Dialer
 }
 
-func (e *testEnv) Link(name string) (*toxiclient.Proxy, error) { return e.toxi.Client.Proxy(name) }
-func (e *testEnv) Signal(target string, sig syscall.Signal) error {
-	p := e.procs[target]
+func (e *testEnv) Link(t faults.Target) (*toxiclient.Proxy, error) {
+	return e.toxi.Client.Proxy(t.Link())
+}
+func (e *testEnv) Signal(t faults.Target, sig syscall.Signal) error {
+	p := e.procs[t.Name]
 	if p == nil {
-		return fmt.Errorf("no %s", target)
+		return fmt.Errorf("no %s", t)
 	}
 	return p.Signal(sig)
 }
-func (e *testEnv) Kill(target string) error { return e.procs[target].Kill(5 * time.Second) }
-func (e *testEnv) Server(name string) (string, string, error) {
-	if a, ok := e.servers[name]; ok {
+func (e *testEnv) Kill(t faults.Target) error { return e.procs[t.Name].Kill(5 * time.Second) }
+func (e *testEnv) Server(t faults.Target) (string, string, error) {
+	if a, ok := e.servers[t.Name]; ok {
 		return a, "redis", nil
 	}
-	return "", "", fmt.Errorf("no server %s", name)
+	return "", "", fmt.Errorf("no server %s", t)
 }
-func (e *testEnv) Peers(name string) []string { return e.peers[name] }
-func (e *testEnv) Cut(from, to string) (faults.Cut, error) {
-	return e.fw.Drop(cluster.Endpoint{IP: e.servers[from]}, cluster.Endpoint{IP: e.servers[to]})
+func (e *testEnv) Peers(t faults.Target) []faults.Target {
+	var out []faults.Target
+	for _, p := range e.peers[t.Name] {
+		out = append(out, faults.ServerTarget(p))
+	}
+	return out
 }
-func (e *testEnv) Restart(context.Context, string) error {
+func (e *testEnv) Cut(from, to faults.Target) (faults.Cut, error) {
+	return e.fw.Drop(firewall.Endpoint{IP: e.servers[from.Name]}, firewall.Endpoint{IP: e.servers[to.Name]})
+}
+func (e *testEnv) Restart(context.Context, faults.Target) error {
 	return errors.New("restart is not supported in this test")
 }
-func (e *testEnv) Stopped(target string) (bool, error) {
-	p := e.procs[target]
+func (e *testEnv) Stopped(t faults.Target) (bool, error) {
+	p := e.procs[t.Name]
 	if p == nil {
-		return false, fmt.Errorf("no %s", target)
+		return false, fmt.Errorf("no %s", t)
 	}
 	return p.Stopped()
 }
-func (e *testEnv) Traffic(_ context.Context, link string) (links.Counts, error) {
-	return e.dialer.Snapshot()[link], nil
+func (e *testEnv) Traffic(_ context.Context, link faults.Target) (links.Counts, error) {
+	return e.dialer.Snapshot()[link.Link()], nil
 }
 func (e *testEnv) Leader(context.Context) (string, error) { return "", errors.New("no leader here") }
 
@@ -113,7 +124,7 @@ func newEnv(t *testing.T, direct bool) (*testEnv, string) {
 	if direct {
 		route.Via = ""
 	}
-	return &testEnv{toxi: toxi, procs: map[string]*cluster.Process{}, servers: map[string]string{},
+	return &testEnv{toxi: toxi, procs: map[string]*procgroup.Process{}, servers: map[string]string{},
 		dialer: links.NewDialer("", []links.Route{route}, 0)}, real
 }
 
@@ -186,7 +197,7 @@ func heal(t *testing.T, eff *faults.Effect) {
 
 func TestLatencyIsObservedOnTheAnswers(t *testing.T) {
 	env, addr := newEnv(t, false)
-	eff, err := build(t, "latency", "latency: 150ms\njitter: 0ms\ndirection: upstream").Start(context.Background(), env, "link:echo")
+	eff, err := build(t, "latency", "latency: 150ms\njitter: 0ms\ndirection: upstream").Start(context.Background(), env, faults.ParseTarget("link:echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +229,7 @@ func TestLinkFaultOnAnUnusedLinkIsNotObserved(t *testing.T) {
 			if typ == "latency" {
 				opts = "latency: 100ms"
 			}
-			eff, err := build(t, typ, opts).Start(context.Background(), env, "link:echo")
+			eff, err := build(t, typ, opts).Start(context.Background(), env, faults.ParseTarget("link:echo"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +244,7 @@ func TestLinkFaultOnAnUnusedLinkIsNotObserved(t *testing.T) {
 		})
 	}
 	env, _ := newEnv(t, false)
-	eff, err := build(t, "latency", "latency: 100ms").Start(context.Background(), env, "link:echo")
+	eff, err := build(t, "latency", "latency: 100ms").Start(context.Background(), env, faults.ParseTarget("link:echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +255,7 @@ func TestLinkFaultOnAnUnusedLinkIsNotObserved(t *testing.T) {
 }
 
 func mustProxy(t *testing.T, env *testEnv) *toxiclient.Proxy {
-	p, err := env.Link("echo")
+	p, err := env.Link(faults.ParseTarget("link:echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +264,7 @@ func mustProxy(t *testing.T, env *testEnv) *toxiclient.Proxy {
 
 func TestPartitionRefusesThenHeals(t *testing.T) {
 	env, addr := newEnv(t, false)
-	eff, err := build(t, "partition", "").Start(context.Background(), env, "link:echo")
+	eff, err := build(t, "partition", "").Start(context.Background(), env, faults.ParseTarget("link:echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +281,29 @@ func TestPartitionRefusesThenHeals(t *testing.T) {
 	}
 }
 
+// TestCutFromItsFirstInstant: a client whose dial the partition refused
+// at once, and which then backed off and tried nothing more while the
+// fault was in force (a library in its reconnect backoff), met the cut:
+// the refused dial is traffic the cut stopped, not idleness (MODEL §10).
+func TestCutFromItsFirstInstant(t *testing.T) {
+	env, addr := newEnv(t, false)
+	eff, err := build(t, "partition", "").Start(context.Background(), env, faults.ParseTarget("link:echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(env, addr, time.Second); err == nil {
+		t.Fatal("a dial went through a disabled proxy")
+	}
+	settled() // backing off: nothing more tried
+	if obs, err := check(t, eff); err != nil || !strings.Contains(obs, "1 refused") {
+		t.Errorf("check: %q %v; want the refused dial counted", obs, err)
+	}
+	heal(t, eff)
+}
+
 func TestDropHangsSilently(t *testing.T) {
 	env, addr := newEnv(t, false)
-	eff, err := build(t, "drop", "").Start(context.Background(), env, "link:echo")
+	eff, err := build(t, "drop", "").Start(context.Background(), env, faults.ParseTarget("link:echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,9 +322,9 @@ func TestDropHangsSilently(t *testing.T) {
 	}
 }
 
-func sleeper(t *testing.T) *cluster.Process {
+func sleeper(t *testing.T) *procgroup.Process {
 	t.Helper()
-	p, err := cluster.StartProcess("sleeper", "test", exec.Command("sleep", "30"))
+	p, err := procgroup.StartProcess("sleeper", "test", exec.Command("sleep", "30"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +336,7 @@ func TestPauseIsSeenStoppedAndResumes(t *testing.T) {
 	env, _ := newEnv(t, false)
 	p := sleeper(t)
 	env.procs["instance-1"] = p
-	eff, err := build(t, "pause", "").Start(context.Background(), env, "instance-1")
+	eff, err := build(t, "pause", "").Start(context.Background(), env, faults.ParseTarget("instance-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,13 +351,69 @@ func TestPauseIsSeenStoppedAndResumes(t *testing.T) {
 	}
 }
 
+// keeperEnv is a testEnv that says whether a target still plays the role
+// it was resolved from (faults.RoleKeeper).
+type keeperEnv struct {
+	*testEnv
+	plays bool
+	asked []faults.Target
+}
+
+func (e *keeperEnv) Plays(t faults.Target) bool {
+	e.asked = append(e.asked, t)
+	return e.plays
+}
+
+// TestPauseOfAHolderThatLeft: a pause of an instance resolved from the
+// holder role, which no longer holds once stopped, resumes it and says
+// the role was left; one that still holds stays paused; a pause of an
+// instance named as such, or resolved from another role, never asks.
+func TestPauseOfAHolderThatLeft(t *testing.T) {
+	env, _ := newEnv(t, false)
+	p := sleeper(t)
+	env.procs["instance-1"] = p
+	holder := faults.InstanceTarget(1)
+	holder.From = faults.RoleHolder
+	left := &keeperEnv{testEnv: env}
+	_, err := build(t, "pause", "").Start(context.Background(), left, holder)
+	var rl *faults.RoleLeftError
+	if !errors.As(err, &rl) || !strings.Contains(rl.Msg, "instance-1 had left its critical section") {
+		t.Fatalf("a holder that left: %v", err)
+	}
+	if st, _ := p.Stopped(); st {
+		t.Error("the pause that missed its holder left the instance stopped")
+	}
+	keyed := holder
+	keyed.From = faults.RoleHolderOf + "k0"
+	still := &keeperEnv{testEnv: env, plays: true}
+	eff, err := build(t, "pause", "").Start(context.Background(), still, keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.Stopped(); !st {
+		t.Error("a holder that still holds was not left paused")
+	}
+	heal(t, eff)
+	for _, named := range []faults.Target{faults.InstanceTarget(1), {Kind: faults.Instance, Name: "instance-1", Instance: 1, From: faults.RoleWaiter}} {
+		asked := &keeperEnv{testEnv: env}
+		eff, err := build(t, "pause", "").Start(context.Background(), asked, named)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heal(t, eff)
+		if len(asked.asked) != 0 {
+			t.Errorf("a pause of %+v asked whether it still holds", named)
+		}
+	}
+}
+
 // TestPauseFailoverRequiredButAbsent: a pause that was required to make
 // another server lead is not observed when nobody leads.
 func TestPauseFailoverRequiredButAbsent(t *testing.T) {
 	env, _ := newEnv(t, false)
 	p := sleeper(t)
 	env.procs["redis-1"] = p
-	eff, err := build(t, "pause", "failover: true").Start(context.Background(), env, "redis-1")
+	eff, err := build(t, "pause", "failover: true").Start(context.Background(), env, faults.ParseTarget("redis-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +427,7 @@ func TestKillInstance(t *testing.T) {
 	env, _ := newEnv(t, false)
 	p := sleeper(t)
 	env.procs["instance-1"] = p
-	eff, err := build(t, "kill", "").Start(context.Background(), env, "instance-1")
+	eff, err := build(t, "kill", "").Start(context.Background(), env, faults.ParseTarget("instance-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,10 +441,10 @@ func TestKillInstance(t *testing.T) {
 
 func TestFaultOnMissingTargetFails(t *testing.T) {
 	env, _ := newEnv(t, false)
-	if _, err := build(t, "pause", "").Start(context.Background(), env, "instance-9"); err == nil {
+	if _, err := build(t, "pause", "").Start(context.Background(), env, faults.ParseTarget("instance-9")); err == nil {
 		t.Error("pause of a missing instance succeeded")
 	}
-	if _, err := build(t, "partition", "").Start(context.Background(), env, "link:nope"); err == nil {
+	if _, err := build(t, "partition", "").Start(context.Background(), env, faults.ParseTarget("link:nope")); err == nil {
 		t.Error("partition of a missing link succeeded")
 	}
 }
@@ -398,7 +485,7 @@ func TestBandwidthSlicerResetPeer(t *testing.T) {
 	} {
 		t.Run(tt.typ, func(t *testing.T) {
 			env, addr := newEnv(t, false)
-			eff, err := build(t, tt.typ, tt.opts).Start(context.Background(), env, "link:echo")
+			eff, err := build(t, tt.typ, tt.opts).Start(context.Background(), env, faults.ParseTarget("link:echo"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -440,14 +527,14 @@ func TestClockJumpShortensLeases(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	// Nothing held: the jump would change no lease, so it is not applied.
-	if _, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, "redis-1"); err == nil || !strings.Contains(err.Error(), "no lock was held") {
+	if _, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, faults.ParseTarget("redis-1")); err == nil || !strings.Contains(err.Error(), "no lock was held") {
 		t.Errorf("a jump with no lock held: %v", err)
 	}
 	c.Set(ctx, "lockbench:lock:a", "x", 10*time.Second)
 	c.Set(ctx, "lockbench:lock:b", "y", 2*time.Second)
 	c.Set(ctx, "lockbench:lock:forever", "z", 0)
 	c.Set(ctx, "other", "w", 10*time.Second)
-	eff, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, "redis-1")
+	eff, err := build(t, "clock-jump", "jump: 3s").Start(ctx, env, faults.ParseTarget("redis-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +554,7 @@ func TestClockJumpShortensLeases(t *testing.T) {
 		t.Errorf("a non-lock key was touched: PTTL %s", ttl)
 	}
 	// A step back lengthens every live lease by the step.
-	back, err := build(t, "clock-jump", "jump: -4s").Start(ctx, env, "redis-1")
+	back, err := build(t, "clock-jump", "jump: -4s").Start(ctx, env, faults.ParseTarget("redis-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +586,7 @@ func TestClockDriftEmulated(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	ctx := context.Background()
-	idle, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, "redis-1")
+	idle, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, faults.ParseTarget("redis-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +598,7 @@ func TestClockDriftEmulated(t *testing.T) {
 	heal(t, idle)
 	c.Set(ctx, "lockbench:lock:a", "x", 10*time.Second)
 	c.Set(ctx, "other", "w", 10*time.Second)
-	eff, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, "redis-1")
+	eff, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, faults.ParseTarget("redis-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +689,7 @@ func TestMemoryPressureOnRealRedis(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: env.servers["redis-1"]})
 		defer c.Close()
 		c.Set(ctx, "lockbench:lock:k0", "holder-a", time.Minute)
-		eff, err := fault.Start(ctx, env, "redis-1")
+		eff, err := fault.Start(ctx, env, faults.ParseTarget("redis-1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -630,7 +717,7 @@ func TestMemoryPressureOnRealRedis(t *testing.T) {
 	t.Run("noeviction refuses", func(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: env.servers["redis-2"]})
 		defer c.Close()
-		eff, err := fault.Start(ctx, env, "redis-2")
+		eff, err := fault.Start(ctx, env, faults.ParseTarget("redis-2"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -661,7 +748,7 @@ func TestMemoryPressureOnRealRedis(t *testing.T) {
 		}
 	})
 	t.Run("no maxmemory", func(t *testing.T) {
-		if _, err := fault.Start(ctx, env, "redis-3"); err == nil || !strings.Contains(err.Error(), "no maxmemory") {
+		if _, err := fault.Start(ctx, env, faults.ParseTarget("redis-3")); err == nil || !strings.Contains(err.Error(), "no maxmemory") {
 			t.Errorf("a server with no limit: %v", err)
 		}
 	})

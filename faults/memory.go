@@ -107,7 +107,7 @@ func readStats(ctx context.Context, c *redis.Client) (redisStats, error) {
 // isOOM reports whether a write was refused for want of memory.
 func isOOM(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "OOM ") }
 
-func (m memoryPressure) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	addr, _, err := env.Server(target)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,10 @@ type NetemOptions struct {
 	To     []string        `yaml:"to" doc:"servers or instances the shaping applies to (default: everyone)"`
 }
 
-type netem struct{ o NetemOptions }
+type netem struct {
+	o  NetemOptions
+	to []Target // o.To, parsed
+}
 
 func newNetem(decode Decoder) (Fault, error) {
 	var o NetemOptions
@@ -44,17 +47,21 @@ func newNetem(decode Decoder) (Fault, error) {
 	case o.Jitter > o.Delay:
 		return nil, errors.New("jitter: must not exceed the delay")
 	}
-	return netem{o: o}, nil
+	f := netem{o: o}
+	for _, n := range o.To {
+		f.to = append(f.to, ParseTarget(n))
+	}
+	return f, nil
 }
 
 func (f netem) Names() []string { return f.o.To }
 
-func (f netem) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (f netem) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	sh, ok := env.(Shaper)
 	if !ok {
 		return nil, errors.New("netem needs every server and instance on a host of its own (network: hosts)")
 	}
-	c, err := sh.Shape(target, f.o.To, Netem{Delay: f.o.Delay.D(), Jitter: f.o.Jitter.D(), Loss: f.o.Loss})
+	c, err := sh.Shape(target, f.to, Netem{Delay: f.o.Delay.D(), Jitter: f.o.Jitter.D(), Loss: f.o.Loss})
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
 	"slices"
-	"strings"
+
+	"github.com/lockbench/lockbench/history"
 )
 
 // Partitions below TCP: iptables DROP rules between addresses, so that TCP
@@ -27,10 +27,10 @@ func init() {
 // cutFault cuts, for a resolved target, the directed pairs that plan
 // returns: every packet, or a share p of them (loss).
 type cutFault struct {
-	plan  func(env Env, target string) ([][2]string, error)
-	names []string
-	p     float64 // 0 or 1: every packet
-	proto string  // "", "tcp" or "udp"
+	plan  func(env Env, target Target) ([][2]Target, error)
+	names []string // the servers its options name, as written
+	p     float64  // 0 or 1: every packet
+	proto string   // "", "tcp" or "udp"
 	// prevent: the cut is meant to keep traffic from starting (observe:
 	// no-traffic), so it is seen by its rules being in force to the end,
 	// not by what they dropped (checker/MODEL.md §10).
@@ -54,7 +54,7 @@ func (f cutFault) Names() []string { return f.names }
 // Protocol is the one protocol the cut is limited to ("": every one).
 func (f cutFault) Protocol() string { return f.proto }
 
-func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (f cutFault) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	pairs, err := f.plan(env, target)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (f cutFault) Start(ctx context.Context, env Env, target string) (*Effect, e
 		seen = fmt.Sprintf("%d rule(s) dropping %.0f%% of the packets in place", len(cuts), 100*f.p)
 	}
 	if slices.Contains(f.names, RoleConnectedMember) {
-		seen += fmt.Sprintf(" (%s with %s)", target, strings.Join(otherSides(pairs, target), ", "))
+		seen += fmt.Sprintf(" (%s with %s)", target, Targets(otherSides(pairs, target)))
 	}
 	return &Effect{
 		Seen: seen,
@@ -140,21 +140,22 @@ func newLoss(decode Decoder) (Fault, error) {
 	default:
 		return nil, fmt.Errorf("direction: %q is not both, out or in", o.Direction)
 	}
-	return cutFault{names: o.From, p: o.Percent / 100, plan: func(env Env, target string) ([][2]string, error) {
-		from, err := cutNames(env, target, o.From)
+	names := servers(o.From)
+	return cutFault{names: o.From, p: o.Percent / 100, plan: func(env Env, target Target) ([][2]Target, error) {
+		from, err := cutNames(env, target, names)
 		if err != nil {
 			return nil, err
 		}
-		var out [][2]string
+		var out [][2]Target
 		for _, f := range from {
-			if f == target {
+			if f.Is(target) {
 				continue
 			}
 			if o.Direction != "in" {
-				out = append(out, [2]string{target, f})
+				out = append(out, [2]Target{target, f})
 			}
 			if o.Direction != "out" {
-				out = append(out, [2]string{f, target})
+				out = append(out, [2]Target{f, target})
 			}
 		}
 		return out, nil
@@ -162,11 +163,11 @@ func newLoss(decode Decoder) (Fault, error) {
 }
 
 // otherSides lists, once each and in order, the nodes paired with target.
-func otherSides(pairs [][2]string, target string) []string {
-	var out []string
+func otherSides(pairs [][2]Target, target Target) []Target {
+	var out []Target
 	for _, p := range pairs {
 		for _, n := range p {
-			if n != target && !slices.Contains(out, n) {
+			if !n.Is(target) && !slices.ContainsFunc(out, n.Is) {
 				out = append(out, n)
 			}
 		}
@@ -174,22 +175,33 @@ func otherSides(pairs [][2]string, target string) []string {
 	return out
 }
 
+// servers reads the servers a fault's options name (from, to, group):
+// their names, or connected-member (Target.Name RoleConnectedMember,
+// unscoped) for the member the target instance is connected to.
+func servers(names []string) []Target {
+	out := make([]Target, len(names))
+	for i, n := range names {
+		out[i] = ServerTarget(n)
+	}
+	return out
+}
+
 // MemberFinder is implemented by Envs that can tell which server an
 // instance's clients are connected to now (RoleConnectedMember).
 type MemberFinder interface {
-	ConnectedMember(instance string) (string, error)
+	ConnectedMember(instance Target) (Target, error)
 }
 
-// cutNames is the other side of a cut of target: names as written, with
+// cutNames is the other side of a cut of target: the servers named, with
 // connected-member standing for the member the target instance is
 // connected to at injection, or the target's peers when names is empty.
-func cutNames(env Env, target string, names []string) ([]string, error) {
+func cutNames(env Env, target Target, names []Target) ([]Target, error) {
 	if len(names) == 0 {
 		return env.Peers(target), nil
 	}
-	out := make([]string, 0, len(names))
+	out := make([]Target, 0, len(names))
 	for _, n := range names {
-		if n != RoleConnectedMember {
+		if n.Name != RoleConnectedMember {
 			out = append(out, n)
 			continue
 		}
@@ -206,11 +218,11 @@ func cutNames(env Env, target string, names []string) ([]string, error) {
 	return out, nil
 }
 
-func both(a, b []string) [][2]string {
-	var out [][2]string
+func both(a, b []Target) [][2]Target {
+	var out [][2]Target
 	for _, x := range a {
 		for _, y := range b {
-			out = append(out, [2]string{x, y}, [2]string{y, x})
+			out = append(out, [2]Target{x, y}, [2]Target{y, x})
 		}
 	}
 	return out
@@ -240,18 +252,19 @@ func newIsolate(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cutFault{names: o.From, proto: o.Protocol, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
-		from, err := cutNames(env, target, o.From)
+	names := servers(o.From)
+	return cutFault{names: o.From, proto: o.Protocol, prevent: prevent, plan: func(env Env, target Target) ([][2]Target, error) {
+		from, err := cutNames(env, target, names)
 		if err != nil {
 			return nil, err
 		}
-		var others []string
+		var others []Target
 		for _, f := range from {
-			if f != target {
+			if !f.Is(target) {
 				others = append(others, f)
 			}
 		}
-		return both([]string{target}, others), nil
+		return both([]Target{target}, others), nil
 	}}, nil
 }
 
@@ -271,27 +284,28 @@ func newSplit(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cutFault{names: o.Group, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
+	group := servers(o.Group)
+	return cutFault{names: o.Group, prevent: prevent, plan: func(env Env, target Target) ([][2]Target, error) {
 		peers := env.Peers(target)
-		side := []string{target}
-		for _, g := range o.Group {
-			if !slices.Contains(peers, g) {
+		side := []Target{target}
+		for _, g := range group {
+			if !slices.ContainsFunc(peers, g.Is) {
 				return nil, fmt.Errorf("split: %s is not a peer of %s", g, target)
 			}
-			if g != target {
+			if !g.Is(target) {
 				side = append(side, g)
 			}
 		}
-		var other []string
+		var other []Target
 		for _, p := range peers {
-			if !slices.Contains(side, p) {
+			if !slices.ContainsFunc(side, p.Is) {
 				other = append(other, p)
 			}
 		}
-		if KindOf(target) == Instance {
+		if target.Kind == Instance {
 			// An instance's side is the instance alone: it keeps the
 			// group and loses the others. Members do not cut each other.
-			return both([]string{target}, other), nil
+			return both([]Target{target}, other), nil
 		}
 		return both(side, other), nil
 	}}, nil
@@ -312,14 +326,15 @@ func newOneWay(decode Decoder) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cutFault{names: o.To, prevent: prevent, plan: func(env Env, target string) ([][2]string, error) {
-		to, err := cutNames(env, target, o.To)
+	names := servers(o.To)
+	return cutFault{names: o.To, prevent: prevent, plan: func(env Env, target Target) ([][2]Target, error) {
+		to, err := cutNames(env, target, names)
 		if err != nil {
 			return nil, err
 		}
-		var out [][2]string
+		var out [][2]Target
 		for _, t := range to {
-			out = append(out, [2]string{target, t})
+			out = append(out, [2]Target{target, t})
 		}
 		return out, nil
 	}}, nil

@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/slot"
 )
 
 func needFirewall(t *testing.T) {
 	t.Helper()
-	if err := cluster.FirewallAvailable(); err != nil {
+	if err := firewall.Available(); err != nil {
 		t.Skipf("iptables partitions unavailable here: %v", err)
 	}
 }
@@ -51,13 +53,13 @@ func listen(t *testing.T, ip string) string {
 
 // firewallEnv has three members a, b, c on addresses of a slot of its own.
 func firewallEnv(t *testing.T) (*testEnv, string, string, string) {
-	slot, err := cluster.AcquireSlot()
+	sl, err := slot.Acquire()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw := cluster.NewFirewall()
-	t.Cleanup(func() { fw.Close(); slot.Release() })
-	a, b, c := slot.Server(1), slot.Server(2), slot.Server(3)
+	fw := firewall.New()
+	t.Cleanup(func() { fw.Close(); sl.Release() })
+	a, b, c := sl.Server(1), sl.Server(2), sl.Server(3)
 	return &testEnv{fw: fw,
 		servers: map[string]string{"a": a, "b": b, "c": c},
 		peers:   map[string][]string{"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}}}, a, b, c
@@ -67,7 +69,7 @@ func TestIsolateCutsBothWays(t *testing.T) {
 	needFirewall(t)
 	env, a, b, c := firewallEnv(t)
 	addrB, addrA, addrC := listen(t, b), listen(t, a), listen(t, c)
-	eff, err := build(t, "isolate", "").Start(context.Background(), env, "a")
+	eff, err := build(t, "isolate", "").Start(context.Background(), env, faults.ParseTarget("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestIsolateCutsBothWays(t *testing.T) {
 func TestCutNobodyCrossesIsNotObserved(t *testing.T) {
 	needFirewall(t)
 	env, _, _, _ := firewallEnv(t)
-	eff, err := build(t, "isolate", "").Start(context.Background(), env, "a")
+	eff, err := build(t, "isolate", "").Start(context.Background(), env, faults.ParseTarget("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestCutNobodyCrossesIsNotObserved(t *testing.T) {
 func TestCutMeantToPreventTraffic(t *testing.T) {
 	needFirewall(t)
 	env, _, _, _ := firewallEnv(t)
-	eff, err := build(t, "isolate", "observe: no-traffic").Start(context.Background(), env, "a")
+	eff, err := build(t, "isolate", "observe: no-traffic").Start(context.Background(), env, faults.ParseTarget("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestCutMeantToPreventTraffic(t *testing.T) {
 	}
 	heal(t, eff)
 	// The rules removed behind its back: the check cannot read them.
-	gone, err := build(t, "one-way", "observe: no-traffic").Start(context.Background(), env, "a")
+	gone, err := build(t, "one-way", "observe: no-traffic").Start(context.Background(), env, faults.ParseTarget("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestSplitAndOneWay(t *testing.T) {
 	env, a, b, c := firewallEnv(t)
 	addrC := listen(t, c)
 	addrB := listen(t, b)
-	eff, err := build(t, "split", "group: [b]").Start(context.Background(), env, "a")
+	eff, err := build(t, "split", "group: [b]").Start(context.Background(), env, faults.ParseTarget("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestSplitAndOneWay(t *testing.T) {
 	heal(t, eff)
 
 	// One way, seen with UDP: a's datagrams to b are dropped, b's to a arrive.
-	eff, err = build(t, "one-way", "to: [b]").Start(context.Background(), env, "a")
+	eff, err = build(t, "one-way", "to: [b]").Start(context.Background(), env, faults.ParseTarget("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +184,13 @@ func TestStaleChainsRemoved(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	chain := fmt.Sprintf("%s%d", cluster.ChainPrefix, dead.Process.Pid)
+	chain := fmt.Sprintf("%s%d", firewall.ChainPrefix, dead.Process.Pid)
 	for _, args := range [][]string{{"-N", chain}, {"-I", "OUTPUT", "-j", chain}, {"-A", chain, "-s", "127.0.0.71", "-d", "127.0.0.72", "-j", "DROP"}} {
 		if out, err := exec.Command("iptables", append([]string{"-w"}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 	}
-	if err := cluster.CleanStaleChains(); err != nil {
+	if err := firewall.CleanStale(); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := exec.Command("iptables", "-w", "-S").Output()

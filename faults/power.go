@@ -29,7 +29,7 @@ func init() {
 // power-loss layer: PowerLoss kills the server and discards the writes it
 // never fsynced, and says how many bytes in how many files.
 type PowerCutter interface {
-	PowerLoss(server string) (bytes int64, files int, err error)
+	PowerLoss(server Target) (bytes int64, files int, err error)
 }
 
 type powerLoss struct{}
@@ -41,7 +41,7 @@ func newPowerLoss(decode Decoder) (Fault, error) {
 	return powerLoss{}, nil
 }
 
-func (powerLoss) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (powerLoss) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	pc, ok := env.(PowerCutter)
 	if !ok {
 		return nil, fmt.Errorf("power-loss: this deployment cannot put %s's data dir on a power-loss layer", target)
@@ -83,8 +83,8 @@ func init() {
 // disk layer: DiskFull fills or frees a server's disk and returns the
 // writes refused since the last call; DiskRefused counts them so far.
 type DiskFiller interface {
-	DiskFull(server string, full bool) (refused int64, err error)
-	DiskRefused(server string) (int64, error)
+	DiskFull(server Target, full bool) (refused int64, err error)
+	DiskRefused(server Target) (int64, error)
 }
 
 type diskFull struct{}
@@ -96,7 +96,7 @@ func newDiskFull(decode Decoder) (Fault, error) {
 	return diskFull{}, nil
 }
 
-func (diskFull) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (diskFull) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	df, ok := env.(DiskFiller)
 	if !ok {
 		return nil, fmt.Errorf("disk-full: this deployment cannot put %s's data dir on a disk layer", target)

@@ -3,11 +3,13 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/wait"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/wait"
 )
 
 // Process faults act on a whole process group: a worker instance (all its
@@ -39,7 +41,7 @@ func newPause(decode Decoder) (Fault, error) {
 	return pause{leaderWatch{require: o.Failover}}, nil
 }
 
-func (p pause) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (p pause) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	watch := p.watch(ctx, env, target)
 	if err := env.Signal(target, syscall.SIGSTOP); err != nil {
 		watch.stop()
@@ -51,24 +53,52 @@ func (p pause) Start(ctx context.Context, env Env, target string) (*Effect, erro
 		env.Signal(target, syscall.SIGCONT) // best effort: do not leave it half stopped
 		return nil, fmt.Errorf("SIGSTOP sent, but %s was not seen stopped within %s (%v)", target, stopWait, err)
 	}
-	return &Effect{
-		Seen:  fmt.Sprintf("every process of %s stopped", target),
-		Check: watch.check,
-		Heal: func(ctx context.Context) (string, error) {
-			if err := env.Signal(target, syscall.SIGCONT); err != nil {
-				return "", err
-			}
-			running, err := wait.Until(ctx, 5*time.Millisecond, stopWait, func() (bool, error) {
-				s, err := env.Stopped(target)
-				return !s, err
-			})
-			if err != nil || !running {
-				return "", fmt.Errorf("SIGCONT sent, but %s still looks stopped (%v)", target, err)
-			}
-			return "resumed", nil
-		},
-	}, nil
+	resume := func(ctx context.Context) (string, error) {
+		if err := env.Signal(target, syscall.SIGCONT); err != nil {
+			return "", err
+		}
+		running, err := wait.Until(ctx, 5*time.Millisecond, stopWait, func() (bool, error) {
+			s, err := env.Stopped(target)
+			return !s, err
+		})
+		if err != nil || !running {
+			return "", fmt.Errorf("SIGCONT sent, but %s still looks stopped (%v)", target, err)
+		}
+		return "resumed", nil
+	}
+	if left := holderLeft(env, target); left != "" {
+		watch.stop()
+		if _, err := resume(ctx); err != nil {
+			return nil, fmt.Errorf("%s; resuming it: %w", left, err)
+		}
+		return nil, &RoleLeftError{Msg: left}
+	}
+	return &Effect{Seen: fmt.Sprintf("every process of %s stopped", target), Check: watch.check, Heal: resume}, nil
 }
+
+// holderLeft says, for a pause of an instance resolved from the holder
+// role (or holder-of), why the instance it stopped holds nothing ("" when
+// a client of it is still inside its critical section, or when the pause
+// is not of a holder): a client can finish its critical section between
+// the role's resolution and the SIGSTOP, and the pause would then stop an
+// instance that holds nothing. The instance is stopped, so what it had
+// sent before the stop is given a moment to arrive before the critical
+// sections are looked at.
+func holderLeft(env Env, target Target) string {
+	rk, ok := env.(RoleKeeper)
+	if !ok || target.Kind != Instance || (target.From != RoleHolder && !strings.HasPrefix(target.From, RoleHolderOf)) {
+		return ""
+	}
+	time.Sleep(holderSettle)
+	if rk.Plays(target) {
+		return ""
+	}
+	return target.String() + " had left its critical section when it stopped"
+}
+
+// holderSettle is how long a stopped holder's last messages are given to
+// arrive before its critical section is looked at.
+const holderSettle = 20 * time.Millisecond
 
 // KillOptions configure the kill fault.
 type KillOptions struct {
@@ -94,7 +124,7 @@ func newKill(decode Decoder) (Fault, error) {
 	return kill{restart: o.Restart == nil || *o.Restart, leaderWatch: leaderWatch{require: o.Failover}}, nil
 }
 
-func (k kill) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (k kill) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	watch := k.watch(ctx, env, target)
 	start := time.Now()
 	if err := env.Kill(target); err != nil {
@@ -102,7 +132,7 @@ func (k kill) Start(ctx context.Context, env Env, target string) (*Effect, error
 		return nil, err
 	}
 	eff := &Effect{Seen: fmt.Sprintf("%s exited %s after SIGKILL", target, time.Since(start).Round(time.Millisecond)), Check: watch.check, Heal: noHeal}
-	if KindOf(target) == Server && k.restart {
+	if target.Kind == Server && k.restart {
 		eff.Heal = func(ctx context.Context) (string, error) {
 			begin := time.Now()
 			if err := env.Restart(ctx, target); err != nil {
@@ -120,7 +150,7 @@ type leaderWatch struct{ require bool }
 
 type watching struct {
 	require bool
-	target  string
+	target  Target
 	was     string // the leader when the fault began ("" if unknown)
 	begin   time.Time
 	done    chan struct{}
@@ -132,15 +162,15 @@ type watching struct {
 
 // watch starts watching the leader when target is a server of a cluster
 // that has one; check then reports the take-over.
-func (w leaderWatch) watch(ctx context.Context, env Env, target string) *watching {
+func (w leaderWatch) watch(ctx context.Context, env Env, target Target) *watching {
 	ws := &watching{require: w.require, target: target, begin: time.Now(), done: make(chan struct{})}
-	if KindOf(target) != Server {
+	if target.Kind != Server {
 		return ws
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
 	ws.was, _ = env.Leader(lctx) // no leader kind, or none now: nothing to watch
 	cancel()
-	if ws.was != target {
+	if ws.was != target.Name {
 		return ws
 	}
 	ws.wg.Add(1)
@@ -159,7 +189,7 @@ func (w leaderWatch) watch(ctx context.Context, env Env, target string) *watchin
 			lctx, cancel := context.WithTimeout(ctx, time.Second)
 			l, err := env.Leader(lctx)
 			cancel()
-			if err == nil && l != "" && l != target {
+			if err == nil && l != "" && l != target.Name {
 				ws.mu.Lock()
 				ws.next, ws.after = l, time.Since(ws.begin)
 				ws.mu.Unlock()
@@ -186,11 +216,11 @@ func (ws *watching) check(context.Context) (string, error) {
 	switch {
 	case ws.next != "":
 		return fmt.Sprintf("%s took over from %s %s after the fault began", ws.next, ws.target, ws.after.Round(time.Millisecond)), nil
-	case ws.require && ws.was != ws.target:
+	case ws.require && ws.was != ws.target.Name:
 		return "", fmt.Errorf("a failover was required, but %s was not the leader when the fault began (the leader was %q)", ws.target, ws.was)
 	case ws.require:
 		return "", fmt.Errorf("no failover: %s was the leader and no other server took over before the fault healed", ws.target)
-	case ws.was == ws.target:
+	case ws.was == ws.target.Name:
 		return fmt.Sprintf("%s was the leader; no other server took over while the fault was in force", ws.target), nil
 	}
 	return "", nil

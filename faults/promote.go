@@ -27,7 +27,7 @@ func newPromote(decode Decoder) (Fault, error) {
 	return promote{}, nil
 }
 
-func (promote) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (promote) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	addr, _, err := env.Server(target)
 	if err != nil {
 		return nil, err
@@ -56,5 +56,5 @@ func (promote) Start(ctx context.Context, env Env, target string) (*Effect, erro
 	if !done || standby {
 		return nil, errors.New("promote: the standby did not leave recovery within 10s")
 	}
-	return &Effect{Seen: target + " left recovery: it is the primary now", Heal: noHeal}, nil
+	return &Effect{Seen: target.String() + " left recovery: it is the primary now", Heal: noHeal}, nil
 }

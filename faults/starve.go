@@ -34,9 +34,9 @@ type Confined interface {
 // Confiner is implemented by Envs that can move a target's processes into
 // a cgroup (loopback and hosts mode; not containers).
 type Confiner interface {
-	Confine(target, ctrl string, settings [][2]string) (Confined, error)
+	Confine(t Target, ctrl string, settings [][2]string) (Confined, error)
 	// DataDevice is the major:minor of the disk holding a server's data.
-	DataDevice(server string) (string, error)
+	DataDevice(server Target) (string, error)
 }
 
 // CPUStarveOptions configure cpu-starve.
@@ -57,7 +57,7 @@ func newCPUStarve(decode Decoder) (Fault, error) {
 	return cpuStarve{o: o}, nil
 }
 
-func (f cpuStarve) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (f cpuStarve) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	cf, ok := env.(Confiner)
 	if !ok {
 		return nil, errors.New("cpu-starve cannot confine processes here (containers are not supported)")
@@ -101,7 +101,7 @@ func newDiskStall(decode Decoder) (Fault, error) {
 	return diskStall{o: o}, nil
 }
 
-func (f diskStall) Start(ctx context.Context, env Env, target string) (*Effect, error) {
+func (f diskStall) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	cf, ok := env.(Confiner)
 	if !ok {
 		return nil, errors.New("disk-stall cannot confine processes here (containers are not supported)")

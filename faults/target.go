@@ -1,14 +1,16 @@
 package faults
 
 import (
-	"strconv"
 	"strings"
+
+	"github.com/lockbench/lockbench/history"
 )
 
-// Target is a fault's target, parsed once from the scenario's target
-// field. The grammar (the one place it is known; scenario validation,
-// the runner's link plan and the faults themselves read it through
-// ParseTarget):
+// Target is a fault's target, parsed once where text enters the program
+// (a scenario's target field, by ParseTarget) and carried typed after:
+// to validation, to the runner, which resolves a role into a concrete
+// target at injection, and to the fault, which acts on a concrete one.
+// The grammar (the one place it is known):
 //
 //	redis-1                   a server, by name (Server)
 //	leader | follower | master   a server role, resolved at injection (Server)
@@ -36,29 +38,62 @@ type Target struct {
 	// instance (or instance role) whose connected member a
 	// connected-member target is.
 	Scope string
+	// Instance is the instance the target is (Kind Instance) or is scoped
+	// to (a link, a connected member), read from Name or Scope when it
+	// parses; 0 when the target names none.
+	Instance history.Instance
+	// From is, for a concrete target the runner resolved from a role at
+	// injection, that role ("holder", "leader"); "" for a target named as
+	// such. A fault that must know why it hit its target reads it (a
+	// pause of the holder must stop an instance that still holds).
+	From string
 }
 
 // ParseTarget parses a target string; it never fails (an unknown name
-// is a server name, for validation to look up).
+// is a server name, for validation to look up), and String gives the
+// string back.
 func ParseTarget(s string) Target {
 	if link, ok := strings.CutPrefix(s, "link:"); ok {
 		name, scope, _ := strings.Cut(link, "@")
 		if scope == "" {
 			name = link // "a@" is a (bad) name, for validation to refuse
 		}
-		return Target{Kind: Link, Name: name, Scope: scope}
+		t := Target{Kind: Link, Name: name, Scope: scope}
+		t.Instance, _ = history.ParseInstance(scope)
+		return t
 	}
-	if name, scope, ok := strings.Cut(s, "@"); ok && name == RoleConnectedMember {
-		return Target{Kind: Server, Name: name, Scope: scope}
+	if name, scope, ok := strings.Cut(s, "@"); ok && name == RoleConnectedMember && scope != "" {
+		t := Target{Kind: Server, Name: name, Scope: scope}
+		t.Instance, _ = history.ParseInstance(scope)
+		return t
 	}
-	if strings.HasPrefix(s, "instance-") || s == RoleHolder || s == RoleWaiter || strings.HasPrefix(s, RoleHolderOf) {
-		return Target{Kind: Instance, Name: s}
+	if strings.HasPrefix(s, "instance-") || instanceRole(s) {
+		t := Target{Kind: Instance, Name: s}
+		t.Instance, _ = history.ParseInstance(s)
+		return t
 	}
 	return Target{Kind: Server, Name: s}
 }
 
+// ServerTarget is the server named name.
+func ServerTarget(name string) Target { return Target{Kind: Server, Name: name} }
+
+// InstanceTarget is worker instance n.
+func InstanceTarget(n history.Instance) Target {
+	return Target{Kind: Instance, Name: n.String(), Instance: n}
+}
+
+// LinkTarget is the link name: every instance's when n is 0, else
+// instance n's own.
+func LinkTarget(name string, n history.Instance) Target {
+	if n == 0 {
+		return Target{Kind: Link, Name: name}
+	}
+	return Target{Kind: Link, Name: name, Scope: n.String(), Instance: n}
+}
+
 // String is the target as a scenario writes it: ParseTarget(t.String())
-// is t.
+// is t (but for From, which no scenario writes).
 func (t Target) String() string {
 	if t.Kind == Link {
 		return "link:" + t.Link()
@@ -78,40 +113,26 @@ func (t Target) Link() string {
 	return t.Name + "@" + t.Scope
 }
 
-// Role reports whether the target is resolved at injection: a role, or a
-// link scoped to an instance role.
-func (t Target) Role() bool {
+// IsRole reports whether the target is resolved at injection: a role, a
+// link scoped to a role, or a connected member.
+func (t Target) IsRole() bool {
 	if t.Kind == Link {
-		return IsRole(t.Scope)
+		return role(t.Scope)
 	}
-	return IsRole(t.String())
+	return role(t.Name) || (t.Name == RoleConnectedMember && t.Scope != "")
 }
 
-// Instance is the number of the instance the target is or is scoped to
-// (instance-2, link:redis-1@instance-2), and false for any other.
-func (t Target) Instance() (int, bool) {
-	s := t.Name
-	if t.Kind == Link {
-		s = t.Scope
-	} else if t.Kind != Instance {
-		return 0, false
-	}
-	n, ok := instanceNumber(s)
-	return n, ok
-}
+// ScopeRole reports whether the target is scoped to an instance role
+// (link:etcd-1@holder, connected-member@holder): the role is resolved
+// first, once for every member of a set.
+func (t Target) ScopeRole() bool { return instanceRole(t.Scope) }
 
-// instanceNumber reads "instance-N" (N ≥ 1, written without leading
-// zeros or sign, so that the name round-trips).
-func instanceNumber(s string) (int, bool) {
-	d, ok := strings.CutPrefix(s, "instance-")
-	if !ok {
-		return 0, false
+// Key is the key of a holder-of:KEY role, and false for any other target.
+func (t Target) Key() (string, bool) {
+	if t.Kind != Instance {
+		return "", false
 	}
-	n, err := strconv.Atoi(d)
-	if err != nil || n < 1 || strconv.Itoa(n) != d {
-		return 0, false
-	}
-	return n, true
+	return strings.CutPrefix(t.Name, RoleHolderOf)
 }
 
 // Lane reports whether the target belongs to one trial of a case run as
@@ -122,8 +143,45 @@ func (t Target) Lane() bool {
 	case Instance:
 		return true
 	case Link:
-		_, inst := instanceNumber(t.Scope)
-		return inst || (IsRole(t.Scope) && KindOf(t.Scope) == Instance)
+		return t.Instance != 0 || instanceRole(t.Scope)
 	}
 	return false
+}
+
+// Is reports whether t and o name the same server, instance or link,
+// whatever role either was resolved from.
+func (t Target) Is(o Target) bool {
+	return t.Kind == o.Kind && t.Name == o.Name && t.Scope == o.Scope
+}
+
+// Scoped is t (a link, or a connected member) scoped to instance n.
+func (t Target) Scoped(n history.Instance) Target {
+	t.Scope, t.Instance = n.String(), n
+	return t
+}
+
+// role reports whether s names a role (not a connected member, whose
+// role is its name with a scope).
+func role(s string) bool {
+	switch s {
+	case RoleLeader, RoleFollower, RoleMaster:
+		return true
+	}
+	return instanceRole(s)
+}
+
+// instanceRole reports whether s names an instance role: holder, a-waiter,
+// holder-of:KEY.
+func instanceRole(s string) bool {
+	return s == RoleHolder || s == RoleWaiter || strings.HasPrefix(s, RoleHolderOf)
+}
+
+// Targets writes a set of targets as a scenario's record does: their
+// strings, separated by commas.
+func Targets(ts []Target) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = t.String()
+	}
+	return strings.Join(s, ",")
 }

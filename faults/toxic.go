@@ -44,30 +44,33 @@ func streams(direction string) ([]string, error) {
 	return nil, fmt.Errorf("direction: %q is not one of both, upstream, downstream", direction)
 }
 
-// settle is how long after a link fault begins its traffic starts to
+// settle is how long after a link fault begins its answers start to
 // count: answers already on their way when it began may still arrive.
+// Attempts count from the first instant: a dial the fault refused, or a
+// request it swallowed, right as it began is its effect (MODEL §10).
 const settle = 200 * time.Millisecond
 
 // linkWatch measures a link's traffic while a fault is in force.
 type linkWatch struct {
-	env    Env
-	link   string
-	mu     sync.Mutex
-	base   links.Counts
-	done   chan struct{}
-	judge  func(d links.Counts) (string, error)
-	target string
+	env   Env
+	link  Target
+	mu    sync.Mutex
+	start links.Counts // at the fault's start: attempts count from here
+	base  links.Counts // once it settled: answers count from here
+	done  chan struct{}
+	once  sync.Once
+	judge func(d links.Counts) (string, error)
 }
 
 // watchLink takes the link's counters now, and again once the fault has
 // settled; check judges what crossed the link since.
-func watchLink(ctx context.Context, env Env, target string, judge func(d links.Counts) (string, error)) (*linkWatch, error) {
-	w := &linkWatch{env: env, link: linkName(target), done: make(chan struct{}), judge: judge, target: target}
+func watchLink(ctx context.Context, env Env, target Target, judge func(d links.Counts) (string, error)) (*linkWatch, error) {
+	w := &linkWatch{env: env, link: target, done: make(chan struct{}), judge: judge}
 	b, err := env.Traffic(ctx, w.link)
 	if err != nil {
 		return nil, err
 	}
-	w.base = b
+	w.start, w.base = b, b
 	go func() {
 		select {
 		case <-time.After(settle):
@@ -83,17 +86,25 @@ func watchLink(ctx context.Context, env Env, target string, judge func(d links.C
 	return w, nil
 }
 
+// stop ends the watch's settling; idempotent.
+func (w *linkWatch) stop() {
+	w.once.Do(func() { close(w.done) })
+}
+
 func (w *linkWatch) check(ctx context.Context) (string, error) {
-	close(w.done)
+	w.stop()
 	cur, err := w.env.Traffic(ctx, w.link)
 	if err != nil {
 		return "", err
 	}
 	w.mu.Lock()
-	d := cur.Sub(w.base)
+	d, settled := cur.Sub(w.start), cur.Sub(w.base)
 	w.mu.Unlock()
+	// What was tried counts from the first instant; what came back, once
+	// the answers already under way had arrived.
+	d.BytesIn, d.Responses = settled.BytesIn, settled.Responses
 	if d.Attempts() == 0 {
-		return "", &IdleError{fmt.Sprintf("nothing used %s while the fault was in force: the clients it targets do not route through it, or were idle", w.target)}
+		return "", &IdleError{fmt.Sprintf("nothing used %s while the fault was in force: the clients it targets do not route through it, or were idle", w.link)}
 	}
 	return w.judge(d)
 }
@@ -103,7 +114,8 @@ func noAnswers(d links.Counts) (string, error) {
 	if d.BytesIn > 0 {
 		return "", fmt.Errorf("clients kept receiving through it (%d bytes, %d answers)", d.BytesIn, d.Answers())
 	}
-	return fmt.Sprintf("clients tried %d time(s) (%d dials, %d refused, %d bytes sent) and got no answer", d.Dials+d.DialErrors+boolInt(d.BytesOut > 0), d.Dials, d.DialErrors, d.BytesOut), nil
+	return fmt.Sprintf("clients tried %d time(s) (%d dials, %d refused, %d bytes sent, %d connection(s) cut) and got no answer",
+		d.Dials+d.DialErrors+boolInt(d.BytesOut > 0)+d.Errors+d.Closed, d.Dials, d.DialErrors, d.BytesOut, d.Errors+d.Closed), nil
 }
 
 func boolInt(b bool) int64 {
@@ -121,13 +133,20 @@ type toxicFault struct {
 	judge   func(d links.Counts) (string, error)
 }
 
-func (f toxicFault) Start(ctx context.Context, env Env, target string) (*Effect, error) {
-	p, err := env.Link(linkName(target))
+func (f toxicFault) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
+	p, err := env.Link(target)
+	if err != nil {
+		return nil, err
+	}
+	// Counted from before the toxics go in: what they do from their first
+	// instant is their effect.
+	w, err := watchLink(ctx, env, target, f.judge)
 	if err != nil {
 		return nil, err
 	}
 	var added []string
 	remove := func() error {
+		w.stop()
 		var errs []error
 		for _, name := range added {
 			if err := p.RemoveToxic(name); err != nil {
@@ -156,10 +175,6 @@ func (f toxicFault) Start(ctx context.Context, env Env, target string) (*Effect,
 	}
 	if len(names) != len(f.streams) {
 		return nil, errors.Join(fmt.Errorf("toxiproxy lists %d %s toxic(s) on %s, want %d", len(names), f.typ, p.Name, len(f.streams)), remove())
-	}
-	w, err := watchLink(ctx, env, target, f.judge)
-	if err != nil {
-		return nil, errors.Join(err, remove())
 	}
 	return &Effect{
 		Seen:  fmt.Sprintf("toxiproxy applies %s on %s (%s)", f.typ, target, strings.Join(names, ", ")),
@@ -233,12 +248,19 @@ func newPartition(decode Decoder) (Fault, error) {
 	return partition{}, nil
 }
 
-func (partition) Start(ctx context.Context, env Env, target string) (*Effect, error) {
-	p, err := env.Link(linkName(target))
+func (partition) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
+	p, err := env.Link(target)
+	if err != nil {
+		return nil, err
+	}
+	// Counted from before the proxy goes down: the connections it resets
+	// as it does are its first effect.
+	w, err := watchLink(ctx, env, target, noAnswers)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.Disable(); err != nil {
+		w.stop()
 		return nil, fmt.Errorf("disable proxy %s: %w", p.Name, err)
 	}
 	enable := func(context.Context) (string, error) {
@@ -251,13 +273,9 @@ func (partition) Start(ctx context.Context, env Env, target string) (*Effect, er
 	c, err := net.DialTimeout("tcp", p.Listen, time.Second)
 	if err == nil {
 		c.Close()
+		w.stop()
 		_, herr := enable(ctx)
 		return nil, errors.Join(fmt.Errorf("proxy %s disabled, but %s still accepts connections", p.Name, p.Listen), herr)
-	}
-	w, err := watchLink(ctx, env, target, noAnswers)
-	if err != nil {
-		_, herr := enable(ctx)
-		return nil, errors.Join(err, herr)
 	}
 	return &Effect{Seen: fmt.Sprintf("proxy %s refuses connections", p.Name), Check: w.check, Heal: enable}, nil
 }

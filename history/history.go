@@ -21,6 +21,7 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Type is the kind of an event.
@@ -184,6 +185,12 @@ type CaseMeta struct {
 	// unseen (etcd, Consul, ZooKeeper sessions): the lease bounds expiry
 	// only until the first renewal.
 	LeaseRenewed bool `json:"lease_renewed,omitempty"`
+	// ExpiryBoundNs is the longest the service may keep the grant of a
+	// holder that died or went silent, by the lock's own design (its
+	// lease, its session timeout): after a fault heals, the lock is due
+	// back by then (checker/MODEL.md §11). 0: such a grant ends at once,
+	// or never (a lock without a lease: nothing to wait for).
+	ExpiryBoundNs int64 `json:"expiry_bound_ns,omitempty"`
 	// OpTimeoutNs is the workload's op_timeout: trouble a fault causes can
 	// show up to that long after it heals.
 	OpTimeoutNs int64 `json:"op_timeout_ns,omitempty"`
@@ -246,6 +253,15 @@ type ScheduledAt struct {
 	Group string `json:"group,omitempty"`
 	// Class is the fault's class for its target (ClassOrder).
 	Class string `json:"class,omitempty"`
+	// Lane is, in a batch of side-by-side trials, the lane (1-based) the
+	// fault belongs to; 0 outside a batch.
+	Lane int `json:"lane,omitempty"`
+	// SpreadNs is how much later than written the fault was scheduled, so
+	// that the trials of a row meet it at points of the lock's own cycle
+	// (CycleNs: its renewal period, or its lease) spread by the seed: each
+	// trial an independent draw. 0: as written.
+	SpreadNs int64 `json:"spread_ns,omitempty"`
+	CycleNs  int64 `json:"cycle_ns,omitempty"`
 }
 
 // Expectation is what the scenario file says a case should show.
@@ -287,6 +303,46 @@ type Expectation struct {
 	// a safety envelope) and expects nothing: no default applies, and its
 	// status is ok unless the run could not answer.
 	Measure bool `json:"measure,omitempty" yaml:"measure"`
+	// Any names the outcomes (by their JSON names: violations,
+	// stale_writes_accepted, lost_updates, token_regressions, leases_lost,
+	// available) the lock does not promise either way: they are not
+	// judged, and no default applies to them (MODEL §13). In a scenario
+	// file: "violations: any".
+	Any []string `json:"any,omitempty" yaml:"-"`
+}
+
+// AnyOutcomes are the outcomes an expectation may leave to any
+// (Expectation.Any), by their JSON names.
+var AnyOutcomes = []string{"violations", "stale_writes_accepted", "lost_updates", "token_regressions", "leases_lost", "available"}
+
+// IsAny reports whether e leaves the named outcome to any.
+func (e Expectation) IsAny(name string) bool {
+	for _, a := range e.Any {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// anyConflict returns the first outcome e both leaves to any and sets, or
+// names an outcome Any may not hold.
+func (e Expectation) anyConflict() error {
+	set := map[string]bool{
+		"violations": e.Violations != nil, "stale_writes_accepted": e.StaleAccepted != nil,
+		"lost_updates": e.LostUpdates != nil, "token_regressions": e.TokenRegressions != nil,
+		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil,
+	}
+	for _, a := range e.Any {
+		isSet, known := set[a]
+		switch {
+		case !known:
+			return fmt.Errorf("expect: any: %q is not an outcome (one of %s)", a, strings.Join(AnyOutcomes, ", "))
+		case isSet:
+			return fmt.Errorf("expect: %s is both any and expected", a)
+		}
+	}
+	return nil
 }
 
 // WithDefaults returns e with the documented defaults for what it leaves
@@ -302,13 +358,13 @@ func (e Expectation) WithDefaults(fenced, faults bool) Expectation {
 		return Expectation{Measure: true, Note: e.Note}
 	}
 	no, yes := false, true
-	if e.Violations == nil {
+	if e.Violations == nil && !e.IsAny("violations") {
 		e.Violations = &no
 	}
-	if e.StaleAccepted == nil && fenced {
+	if e.StaleAccepted == nil && fenced && !e.IsAny("stale_writes_accepted") {
 		e.StaleAccepted = &no
 	}
-	if e.Available == nil && faults {
+	if e.Available == nil && faults && !e.IsAny("available") {
 		e.Available = &yes
 	}
 	return e
@@ -325,12 +381,15 @@ func (m CaseMeta) Validate() error {
 		return fmt.Errorf("duration_ns: %d is not a positive duration", m.Duration)
 	case m.Clients < 0 || m.Keys < 0:
 		return fmt.Errorf("clients and keys must not be negative (clients %d, keys %d)", m.Clients, m.Keys)
-	case m.LeaseNs < 0 || m.OpTimeoutNs < 0:
-		return fmt.Errorf("lease_ns and op_timeout_ns must not be negative")
+	case m.LeaseNs < 0 || m.OpTimeoutNs < 0 || m.ExpiryBoundNs < 0:
+		return fmt.Errorf("lease_ns, expiry_bound_ns and op_timeout_ns must not be negative")
 	case m.Trials < 0 || m.Trial < 0 || m.Need < 0 || m.Trial > m.Trials || m.Need > m.Trials:
 		return fmt.Errorf("trial %d of %d (need %d): need 0 <= trial <= trials and need <= trials", m.Trial, m.Trials, m.Need)
 	case m.Expect.MaxGapNs < 0 || m.Expect.RecoversWithinNs < 0 || m.Expect.MinGapNs < 0:
 		return fmt.Errorf("expect: max_gap_ns, min_gap_ns and recovers_within_ns must not be negative")
+	}
+	if err := m.Expect.anyConflict(); err != nil {
+		return err
 	}
 	for i, f := range m.Faults {
 		if f.Name == "" || f.Type == "" {
@@ -338,6 +397,9 @@ func (m CaseMeta) Validate() error {
 		}
 		if f.At < 0 || f.For < 0 {
 			return fmt.Errorf("faults[%d] (%s): at_ns and for_ns must not be negative", i, f.Name)
+		}
+		if f.Lane < 0 || (f.Lane > 0 && f.Lane > m.Lanes) {
+			return fmt.Errorf("faults[%d] (%s): lane %d is not a lane of the case (lanes %d)", i, f.Name, f.Lane, m.Lanes)
 		}
 	}
 	return nil

@@ -112,6 +112,9 @@ func (r *Reader) Next() bool {
 // Event returns the current event.
 func (r *Reader) Event() *Event { return &r.ev }
 
+// Name is the name the reader was given for its error messages.
+func (r *Reader) Name() string { return r.name }
+
 // Line returns the line number of the current event.
 func (r *Reader) Line() int { return r.line }
 

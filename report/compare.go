@@ -10,8 +10,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockbench/lockbench/internal/layout"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // CompareOptions configure Compare.
@@ -101,16 +103,26 @@ type cmpMetric struct {
 	name          string
 	lowerIsBetter bool
 	safety        bool // any rise from zero fails, whatever the statistics
-	get           func(c *CaseSummary) float64
+	// get returns the case's value, and false when it has none (a
+	// latency with no sample: MODEL §15): such a run is no sample.
+	get func(c *verdict.CaseSummary) (float64, bool)
+}
+
+func always(get func(c *verdict.CaseSummary) float64) func(c *verdict.CaseSummary) (float64, bool) {
+	return func(c *verdict.CaseSummary) (float64, bool) { return get(c), true }
 }
 
 var cmpMetrics = []cmpMetric{
-	{"acquire_p50_ms", true, false, func(c *CaseSummary) float64 { return c.Metrics.AcquireLatency.P50 }},
-	{"acquire_p99_ms", true, false, func(c *CaseSummary) float64 { return c.Metrics.AcquireLatency.P99 }},
-	{"acquires_per_s", false, false, func(c *CaseSummary) float64 { return c.Metrics.AcquiresPerSec }},
-	{"violations", true, true, func(c *CaseSummary) float64 { return float64(c.Check.Violations) }},
-	{"stale_writes_accepted", true, true, func(c *CaseSummary) float64 { return float64(c.Check.Resource.StaleAccepted) }},
-	{"lost_updates", true, true, func(c *CaseSummary) float64 { return float64(c.Check.Resource.LostUpdates) }},
+	{"acquire_p50_ms", true, false, func(c *verdict.CaseSummary) (float64, bool) {
+		return c.Metrics.AcquireLatency.P50, c.Metrics.AcquireLatency.Count > 0
+	}},
+	{"acquire_p99_ms", true, false, func(c *verdict.CaseSummary) (float64, bool) {
+		return c.Metrics.AcquireLatency.P99, c.Metrics.AcquireLatency.Count > 0
+	}},
+	{"acquires_per_s", false, false, always(func(c *verdict.CaseSummary) float64 { return c.Metrics.AcquiresPerSec })},
+	{"violations", true, true, always(func(c *verdict.CaseSummary) float64 { return float64(c.Check.Violations) })},
+	{"stale_writes_accepted", true, true, always(func(c *verdict.CaseSummary) float64 { return float64(c.Check.Resource.StaleAccepted) })},
+	{"lost_updates", true, true, always(func(c *verdict.CaseSummary) float64 { return float64(c.Check.Resource.LostUpdates) })},
 }
 
 // Compare compares every case present in both sets, metric by metric, like
@@ -120,11 +132,11 @@ var cmpMetrics = []cmpMetric{
 // in the bad direction; too few samples give a warning, never a failure. A
 // safety count (violations, stale writes accepted, lost updates) that goes
 // from zero in every old run to non-zero in any new run always fails.
-func Compare(old, new []*Summary, opt CompareOptions) *Comparison {
+func Compare(old, new []*verdict.Summary, opt CompareOptions) *Comparison {
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
-	byCase := func(set []*Summary) map[string][]*CaseSummary {
-		out := map[string][]*CaseSummary{}
+	byCase := func(set []*verdict.Summary) map[string][]*verdict.CaseSummary {
+		out := map[string][]*verdict.CaseSummary{}
 		for _, s := range set {
 			for i := range s.Cases {
 				c := &s.Cases[i]
@@ -197,10 +209,12 @@ func Compare(old, new []*Summary, opt CompareOptions) *Comparison {
 	return res
 }
 
-func values(cs []*CaseSummary, get func(*CaseSummary) float64) []float64 {
-	out := make([]float64, len(cs))
-	for i, c := range cs {
-		out[i] = get(c)
+func values(cs []*verdict.CaseSummary, get func(*verdict.CaseSummary) (float64, bool)) []float64 {
+	out := make([]float64, 0, len(cs))
+	for _, c := range cs {
+		if v, ok := get(c); ok {
+			out = append(out, v)
+		}
 	}
 	return out
 }
@@ -264,13 +278,13 @@ func (c *Comparison) Write(w io.Writer) error {
 
 // LoadSet reads the summaries of a results folder, or of every results
 // folder directly inside dir (a set of repeated runs).
-func LoadSet(dir string) ([]*Summary, error) {
-	read := func(p string) (*Summary, error) {
+func LoadSet(dir string) ([]*verdict.Summary, error) {
+	read := func(p string) (*verdict.Summary, error) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		var s Summary
+		var s verdict.Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -281,7 +295,7 @@ func LoadSet(dir string) ([]*Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*Summary{s}, nil
+		return []*verdict.Summary{s}, nil
 	}
 	matches, err := filepath.Glob(filepath.Join(dir, "*", layout.SummaryFile))
 	if err != nil {
@@ -291,7 +305,7 @@ func LoadSet(dir string) ([]*Summary, error) {
 		return nil, fmt.Errorf("%s: no %s in it or in its subfolders", dir, layout.SummaryFile)
 	}
 	sort.Strings(matches)
-	var out []*Summary
+	var out []*verdict.Summary
 	for _, m := range matches {
 		s, err := read(m)
 		if err != nil {
@@ -306,7 +320,7 @@ func LoadSet(dir string) ([]*Summary, error) {
 // benchstat can compare results folders too:
 //
 //	BenchmarkLock/case=redis/backend=redis  <acquisitions>  <mean acquire ns> ns/op  <acq/s> acquires/s ...
-func WriteBenchTxt(w io.Writer, s *Summary) error {
+func WriteBenchTxt(w io.Writer, s *verdict.Summary) error {
 	var b strings.Builder
 	b.WriteString("pkg: lockbench\n")
 	for _, u := range []string{"violations", "stale-accepted", "lost-updates"} {

@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // runs builds n crafted summaries of one case with the given p99 values
 // (cycling) and violation count.
-func runs(p99 []float64, n, violations int) []*Summary {
-	var out []*Summary
+func runs(p99 []float64, n, violations int) []*verdict.Summary {
+	var out []*verdict.Summary
 	for i := 0; i < n; i++ {
-		c := CaseSummary{Check: checker.Result{Case: "redis", Backend: "redis", Violations: violations},
-			Metrics: Metrics{AcquiresPerSec: 100, AcquireLatency: Percentiles{P50: 1, P99: p99[i%len(p99)]}}}
-		out = append(out, &Summary{Cases: []CaseSummary{c}})
+		c := verdict.CaseSummary{Check: checker.Result{Case: "redis", Backend: "redis", Violations: violations},
+			Metrics: verdict.Metrics{AcquiresPerSec: 100, AcquireLatency: checker.Percentiles{Count: 100, P50: 1, P99: p99[i%len(p99)]}}}
+		out = append(out, &verdict.Summary{Cases: []verdict.CaseSummary{c}})
 	}
 	return out
 }
@@ -40,7 +41,7 @@ func TestCompare(t *testing.T) {
 	slight := []float64{10.4, 10.9, 10.2, 10.6, 10.3, 10.5, 10.7, 10.1, 10.4, 10.8} // +4%: significant, under the floor
 	tests := []struct {
 		name     string
-		old, new []*Summary
+		old, new []*verdict.Summary
 		metric   string
 		verdict  string
 		change   string // "" means: not "~"

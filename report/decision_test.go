@@ -6,121 +6,32 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/checker"
-	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
-// TestFaultClass: a case is filed under its faults' classes, as each fault
-// type declares them (faults.Info.ClassOf) and the schedule records them.
-func TestFaultClass(t *testing.T) {
-	f := func(typ, target string) history.ScheduledAt {
-		info, err := faults.Lookup(typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return history.ScheduledAt{Type: typ, Target: target, Class: info.ClassOf(target)}
-	}
-	for _, tc := range []struct {
-		name   string
-		meta   history.CaseMeta
-		expect string
-	}{
-		{"nothing", history.CaseMeta{}, ClassNone},
-		{"pause holder", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder")}}, ClassPause},
-		{"pause an instance", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "instance-2")}}, ClassPause},
-		{"pause a server", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "etcd-2")}}, history.ClassPauseSrv},
-		{"kill a named member", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "redis-1")}}, history.ClassKill},
-		{"kill the leader", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "leader")}}, ClassKillLead},
-		{"kill the master", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "master")}}, ClassKillLead},
-		{"crash a client", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "holder-of:k0")}}, history.ClassCrash},
-		{"latency", history.CaseMeta{Faults: []history.ScheduledAt{f("latency", "link:redis-1")}}, history.ClassSlow},
-		{"two partitions of kinds", history.CaseMeta{Faults: []history.ScheduledAt{f("drop", "link:redis-1"), f("isolate", "etcd-1")}}, history.ClassPartition},
-		{"clock", history.CaseMeta{Faults: []history.ScheduledAt{f("clock-jump", "redis-1")}}, history.ClassClock},
-		{"misuse", history.CaseMeta{Misuse: []string{"wrong-token release"}}, ClassMisuse},
-		{"loss", history.CaseMeta{Faults: []history.ScheduledAt{f("loss", "etcd-1")}}, history.ClassLossy},
-		{"cpu starve the holder", history.CaseMeta{Faults: []history.ScheduledAt{f("cpu-starve", "holder")}}, history.ClassStarve},
-		{"disk stall", history.CaseMeta{Faults: []history.ScheduledAt{f("disk-stall", "etcd-1")}}, history.ClassDisk},
-		{"promote", history.CaseMeta{Faults: []history.ScheduledAt{f("promote", "postgres-2")}}, history.ClassFailover},
-		{"a history without classes", history.CaseMeta{Faults: []history.ScheduledAt{{Type: "pause", Target: "holder"}}}, ClassMixed},
-		{"mixed", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder"), f("kill", "leader")}}, ClassMixed},
-	} {
-		if got := FaultClass(tc.meta); got != tc.expect {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.expect)
-		}
-	}
-}
-
-// cs builds a case summary for the decision view.
-func cs(backend string, fenced bool, faults []history.ScheduledAt, valid bool, viol, rejected, accepted, lost, regressions int) CaseSummary {
-	r := checker.Result{Case: backend, Backend: backend, Valid: valid, Violations: viol, TokenRegressions: regressions, AcquiresOK: 10,
-		Meta: history.CaseMeta{Backend: backend, Fenced: fenced, Faults: faults}, Status: "ok"}
-	r.Resource.StaleRejected, r.Resource.StaleAccepted, r.Resource.LostUpdates = rejected, accepted, lost
-	r.Liveness.Faults = []checker.FaultLiveness{{AcquisitionsDuring: 3, AcquisitionsAfter: 4, RecoveredAfterMs: 10, Verdict: checker.Met, ClearMs: 3000}}
-	if !valid {
-		r.Status = "invalid"
-	}
-	return CaseSummary{Check: r}
-}
-
-func TestDecisionOutcomes(t *testing.T) {
+// TestDecisionRendering: the Markdown table and the image say each cell's
+// outcome in words, its evidence and its cost without faults.
+func TestDecisionRendering(t *testing.T) {
 	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
-	for _, tc := range []struct {
-		name string
-		c    CaseSummary
-		want string
-	}{
-		{"clean", cs("etcd", true, pause, true, 0, 0, 0, 0, 0), OutcomeSafe},
-		{"overlap stopped by the token", cs("etcd", true, pause, true, 5, 3, 0, 3, 0), OutcomeFenced},
-		{"late write landed", cs("etcd", true, pause, true, 5, 2, 1, 3, 0), OutcomeDamage},
-		{"no token, overlap", cs("redlock", false, pause, true, 5, 0, 0, 0, 0), OutcomeDamage},
-		{"tokens went backwards", cs("redis", true, pause, true, 0, 9, 0, 0, 4), OutcomeRegressed},
-		{"invalid and clean: no evidence", cs("etcd", true, pause, false, 0, 0, 0, 0, 0), OutcomeNone},
-		{"invalid but proven unsafe", cs("etcd", true, pause, false, 2, 0, 1, 0, 0), OutcomeDamage},
-	} {
-		s := &Summary{Cases: []CaseSummary{tc.c}}
-		d := NewDecision(s)
-		cell := d.Rows[0].Cells[ClassPause]
-		if cell == nil || cell.Outcome != tc.want {
-			t.Errorf("%s: %+v, want %s", tc.name, cell, tc.want)
+	mk := func(backend string, faults []history.ScheduledAt, viol, rejected int) verdict.CaseSummary {
+		r := checker.Result{Case: backend, Backend: backend, Valid: true, Decided: true, Violations: viol, AcquiresOK: 10, Status: checker.StatusOK,
+			Meta: history.CaseMeta{Backend: backend, Fenced: true, Faults: faults}, OverlapMaxMs: 12, ZombieMaxMs: 900}
+		if len(faults) > 0 {
+			r.Exposures = 1
 		}
+		r.Resource.StaleRejected = rejected
+		return verdict.CaseSummary{Check: r}
 	}
-}
-
-// TestDecisionAggregates: a cell sums every case of its backend and
-// class; one unsafe trial makes the cell unsafe; the no-fault columns
-// come from the fault-free cases only.
-func TestDecisionAggregates(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
-	kill := []history.ScheduledAt{{Type: "kill", Target: "leader", Class: history.ClassKillLead}}
-	clean := cs("etcd", true, nil, true, 0, 0, 0, 0, 0)
-	clean.Metrics.AcquireLatency = Percentiles{Count: 100, P50: 2, P99: 9}
-	clean.Metrics.Handoff = Percentiles{Count: 50, P50: 1.5}
-	slow := cs("etcd", true, pause, true, 0, 0, 0, 0, 0)
-	slow.Metrics.AcquireLatency = Percentiles{Count: 1000, P50: 200, P99: 900} // a fault's latency must not count
-	s := &Summary{Cases: []CaseSummary{clean, slow, cs("etcd", true, pause, true, 2, 2, 0, 0, 0), cs("etcd", true, kill, true, 0, 0, 0, 0, 0),
-		cs("postgres", true, pause, true, 0, 0, 0, 0, 0)}}
-	d := NewDecision(s)
-	if strings.Join(d.Classes, ",") != "no fault,pause holder,kill leader/master" {
-		t.Errorf("classes %v", d.Classes)
-	}
-	if len(d.Rows) != 2 || d.Rows[0].Backend != "etcd" {
-		t.Fatalf("rows %+v", d.Rows)
-	}
-	e := d.Rows[0]
-	if c := e.Cells[ClassPause]; c.Cases != 2 || c.Outcome != OutcomeFenced || c.AcquisitionsDuring != 6 {
-		t.Errorf("pause cell %+v", c)
-	}
-	if e.P50Ms != 2 || e.P99Ms != 9 || e.HandoffP50Ms != 1.5 {
-		t.Errorf("no-fault latency %v/%v hand-off %v", e.P50Ms, e.P99Ms, e.HandoffP50Ms)
-	}
-	if d.Rows[1].Cells[ClassKillLead] != nil {
-		t.Error("postgres has a kill cell it never ran")
-	}
+	clean := mk("etcd", nil, 0, 0)
+	clean.Metrics.AcquireLatency = checker.Percentiles{Count: 100, P50: 2, P99: 9}
+	d := verdict.NewDecision(&verdict.Summary{Cases: []verdict.CaseSummary{clean, mk("etcd", pause, 2, 2), mk("postgres", pause, 0, 0)}})
 	var buf bytes.Buffer
-	if err := d.WriteMarkdown(&buf); err != nil {
+	if err := WriteDecisionMarkdown(&buf, d); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"◐ unsafe, fenced (2 overlaps, 2 late writes stopped)", "| postgres", "2.00 / 9.00", "—"} {
+	for _, want := range []string{"◐ unsafe, fenced (2 overlaps, 2 late writes stopped)", "two holders in 1 of 1", "zombie up to 900 ms",
+		"| postgres", "2.00 / 9.00", "too few to call it safe", "—"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, buf.String())
 		}

@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // DecisionPlot is the base name of the decision view's image (.png at 2×
@@ -22,17 +24,20 @@ const DecisionPlot = "decision"
 // so that black text reads on every cell; each cell also names its
 // outcome in words, so no one needs to tell the colours apart.
 var outcomeFill = map[string]color.Color{
-	OutcomeSafe:      color.NRGBA{0, 158, 115, 110},
-	OutcomeRegressed: color.NRGBA{240, 228, 66, 200},
-	OutcomeFenced:    color.NRGBA{230, 159, 0, 170},
-	OutcomeDamage:    color.NRGBA{213, 94, 0, 200},
-	OutcomeNone:      color.NRGBA{200, 200, 200, 255},
+	verdict.OutcomeSafe:      color.NRGBA{0, 158, 115, 110},
+	verdict.OutcomeRegressed: color.NRGBA{240, 228, 66, 200},
+	verdict.OutcomeFenced:    color.NRGBA{230, 159, 0, 170},
+	verdict.OutcomeUntested:  color.NRGBA{230, 159, 0, 110},
+	verdict.OutcomeUnfenced:  color.NRGBA{213, 94, 0, 140},
+	verdict.OutcomeDamage:    color.NRGBA{213, 94, 0, 200},
+	verdict.OutcomeNone:      color.NRGBA{200, 200, 200, 255},
 }
 
 // outcomeWord is the outcome in the image, where symbols may lack glyphs.
 var outcomeWord = map[string]string{
-	OutcomeSafe: "SAFE", OutcomeRegressed: "SAFE, TOKENS\nREGRESSED", OutcomeFenced: "UNSAFE,\nFENCED",
-	OutcomeDamage: "DAMAGE", OutcomeNone: "NO EVIDENCE",
+	verdict.OutcomeSafe: "SAFE", verdict.OutcomeRegressed: "SAFE, TOKENS\nREGRESSED", verdict.OutcomeFenced: "UNSAFE,\nFENCED",
+	verdict.OutcomeUntested: "UNSAFE, FENCE\nUNTESTED", verdict.OutcomeUnfenced: "UNSAFE,\nUNFENCED",
+	verdict.OutcomeDamage: "DAMAGE", verdict.OutcomeNone: "NO EVIDENCE",
 }
 
 // WriteDecisionPlot draws the decision view: backends down, fault classes
@@ -40,7 +45,7 @@ var outcomeWord = map[string]string{
 // acquisitions during/after the fault and the longest gap; the last column
 // gives the no-fault latency and the hand-off latency. The PNG is drawn at
 // 192 dpi, to paste into a document.
-func WriteDecisionPlot(base string, d *Decision) error {
+func WriteDecisionPlot(base string, d *verdict.Decision) error {
 	if len(d.Rows) == 0 {
 		return nil
 	}
@@ -59,7 +64,7 @@ func WriteDecisionPlot(base string, d *Decision) error {
 	white := color.NRGBA{250, 250, 250, 255}
 	for ri, r := range d.Rows {
 		y := float64(n - 1 - ri)
-		add(-1.55, y+0.4, strings.Replace(r.label(), " (", "\n(", 1), true)
+		add(-1.55, y+0.4, strings.Replace(rowLabel(r), " (", "\n(", 1), true)
 		for ci, c := range d.Classes {
 			x := float64(ci)
 			cell := r.Cells[c]
@@ -69,14 +74,14 @@ func WriteDecisionPlot(base string, d *Decision) error {
 				continue
 			}
 			fill, word := outcomeFill[cell.Outcome], outcomeWord[cell.Outcome]
-			if f, ok := fill.(color.NRGBA); ok && cell.thin(c) {
+			if f, ok := fill.(color.NRGBA); ok && cell.TooFew {
 				// A sample, not a property: paler, and it says so.
 				f.A /= 3
 				fill, word = f, word+"?"
 			}
 			p.Add(rect{x0: x + 0.03, y0: y + 0.04, x1: x + 0.97, y1: y + 0.96, fill: fill})
 			add(x+0.07, y+0.62, word, true)
-			add(x+0.07, y+0.1, cell.plotDetail(c), false)
+			add(x+0.07, y+0.1, plotDetail(cell), false)
 		}
 		x := float64(cols)
 		p.Add(rect{x0: x + 0.03, y0: y + 0.04, x1: x + 1.37, y1: y + 0.96, fill: white})
@@ -109,16 +114,20 @@ func WriteDecisionPlot(base string, d *Decision) error {
 }
 
 // plotDetail is the availability of a cell in three short lines.
-func (cell *DecisionCell) plotDetail(class string) string {
-	s := fmt.Sprintf("2 holders %d/%d %s\n", cell.TwoHolders.Hits, cell.TwoHolders.Of, cell.TwoHolders.interval())
-	if class != ClassNone && class != ClassMisuse {
+func plotDetail(cell *verdict.DecisionCell) string {
+	class := cell.Class
+	s := fmt.Sprintf("2 holders %d/%d %s\n", cell.TwoHolders.Hits, cell.TwoHolders.Of, cell.TwoHolders.Interval())
+	if cell.TwoHolders.Of == 0 {
+		s = fmt.Sprintf("damage %d/%d %s\n", cell.Damage.Hits, cell.Damage.Of, cell.Damage.Interval())
+	}
+	if class != verdict.ClassNone && class != verdict.ClassMisuse {
 		s += fmt.Sprintf("during %d, after %d\n", cell.AcquisitionsDuring, cell.AcquisitionsAfter)
 	}
 	s += "gap " + msText(cell.LongestGapMs)
 	if cell.RecoveredAfterMs < 0 || cell.NotLive > 0 {
 		s += " NOT LIVE"
 	}
-	if cell.Invalid > 0 && cell.Outcome != OutcomeNone {
+	if cell.Invalid > 0 && cell.Outcome != verdict.OutcomeNone {
 		s += fmt.Sprintf("\n%d/%d invalid", cell.Invalid, cell.Cases)
 	}
 	return s

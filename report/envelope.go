@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Plot names (base names: .png and .svg).
@@ -18,65 +19,6 @@ const (
 	EnvelopePlot = "envelope"
 	OverlapPlot  = "overlaps"
 )
-
-// EnvelopePoint is one point of a swept case: the swept magnitude and the
-// rate at which two holders were seen there.
-type EnvelopePoint struct {
-	X     float64 `json:"x"`
-	Value string  `json:"value"`
-	Rate  Rate    `json:"two_holders"`
-}
-
-// EnvelopeLine is one swept case (one backend) across its points.
-type EnvelopeLine struct {
-	Case    string          `json:"case"`
-	Backend string          `json:"backend"`
-	Axis    string          `json:"axis"`
-	Points  []EnvelopePoint `json:"points"`
-}
-
-// Envelope collects, for every case swept over one axis, the rate of two
-// holders at each point: the safety envelope. Points are the rows of the
-// case's points, each over its decided trials.
-func Envelope(s *Summary) []EnvelopeLine {
-	type key struct{ base, backend string }
-	lines := map[key]*EnvelopeLine{}
-	var order []key
-	seenRow := map[string]bool{}
-	for _, c := range s.Cases {
-		sp := c.Check.Meta.Sweep
-		if sp == nil || len(sp.X) != 1 {
-			continue
-		}
-		row := c.Check.Meta.Row
-		if row == "" {
-			row = c.Check.Meta.Name
-		}
-		if seenRow[row] {
-			continue
-		}
-		seenRow[row] = true
-		k := key{sp.Case, c.Check.Backend}
-		l := lines[k]
-		if l == nil {
-			l = &EnvelopeLine{Case: sp.Case, Backend: c.Check.Backend, Axis: sp.Labels[0]}
-			lines[k] = l
-			order = append(order, k)
-		}
-		for _, r := range s.Rows {
-			if r.Row == row {
-				l.Points = append(l.Points, EnvelopePoint{X: sp.X[0], Value: sp.Values[0], Rate: r.TwoHolders})
-			}
-		}
-	}
-	var out []EnvelopeLine
-	for _, k := range order {
-		l := lines[k]
-		sort.Slice(l.Points, func(i, j int) bool { return l.Points[i].X < l.Points[j].X })
-		out = append(out, *l)
-	}
-	return out
-}
 
 // band is a filled polygon between two lines: a rate's interval.
 type band struct {
@@ -103,8 +45,8 @@ func (b band) Plot(c draw.Canvas, p *plot.Plot) {
 // magnitude (for a pause, its length as a multiple of the lease), one line
 // per backend with its 95% interval as a band. It returns false when the
 // run swept nothing.
-func WriteEnvelopePlot(base string, s *Summary) (bool, error) {
-	lines := Envelope(s)
+func WriteEnvelopePlot(base string, s *verdict.Summary) (bool, error) {
+	lines := verdict.Envelope(s)
 	if len(lines) == 0 {
 		return false, nil
 	}
@@ -156,7 +98,7 @@ func WriteEnvelopePlot(base string, s *Summary) (bool, error) {
 
 // sweptTicks ticks the x axis at every swept value, labelled as the
 // scenario wrote it, when every value is positive (a log axis needs it).
-func sweptTicks(lines []EnvelopeLine) (plot.ConstantTicks, bool) {
+func sweptTicks(lines []verdict.EnvelopeLine) (plot.ConstantTicks, bool) {
 	seen := map[float64]bool{}
 	var ticks plot.ConstantTicks
 	for _, l := range lines {
@@ -189,7 +131,7 @@ func (percentTicks) Ticks(min, max float64) []plot.Tick {
 // backend (every overlap of its cases: how long two holders coexisted,
 // the window a late write has), as box plots on a log scale. It returns
 // false when no case overlapped.
-func WriteOverlapPlot(base string, s *Summary) (bool, error) {
+func WriteOverlapPlot(base string, s *verdict.Summary) (bool, error) {
 	names, idx := byBackend(s)
 	type group struct {
 		name string
@@ -238,8 +180,8 @@ func WriteOverlapPlot(base string, s *Summary) (bool, error) {
 
 // writeEnvelopeTable writes one line per swept case and the rate at each
 // of its points.
-func writeEnvelopeTable(b *strings.Builder, s *Summary) error {
-	lines := Envelope(s)
+func writeEnvelopeTable(b *strings.Builder, s *verdict.Summary) error {
+	lines := verdict.Envelope(s)
 	var vals []string
 	seen := map[string]bool{}
 	for _, l := range lines {

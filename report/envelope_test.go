@@ -7,16 +7,17 @@ import (
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestEnvelope: the points of a swept case, over their trials, become one
 // line per backend, sorted by magnitude, each point with its rate of two
 // holders; the plot is written.
 func TestEnvelope(t *testing.T) {
-	var cases []CaseSummary
+	var cases []verdict.CaseSummary
 	add := func(backend string, x float64, value string, trial, violations int) {
 		row := backend + "-pause[for=" + value + "]"
-		cases = append(cases, CaseSummary{Check: checker.Result{Case: row, Backend: backend, Status: "ok", Valid: true, Violations: violations,
+		cases = append(cases, verdict.CaseSummary{Check: checker.Result{Case: row, Backend: backend, Status: checker.StatusOK, Valid: true, Decided: true, Violations: violations,
 			Meta: history.CaseMeta{Name: row, Backend: backend, Row: row, Trial: trial, Trials: 4, Need: 1,
 				Sweep: &history.SweepPoint{Case: backend + "-pause", Labels: []string{"for"}, Values: []string{value}, X: []float64{x}}}}})
 	}
@@ -30,9 +31,8 @@ func TestEnvelope(t *testing.T) {
 		}
 		add("etcd", 2, "2×lease", trial, v)
 	}
-	s := &Summary{Cases: cases}
-	s.Rows = rows(cases)
-	lines := Envelope(s)
+	s := verdict.Recount(&verdict.Summary{Cases: cases})
+	lines := verdict.Envelope(s)
 	if len(lines) != 2 || lines[0].Backend != "redis" || len(lines[0].Points) != 2 || lines[0].Points[0].X != 0.5 {
 		t.Fatalf("lines: %+v", lines)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden/")
@@ -17,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // the summary and the plots with the stored files. Run with -update after
 // an intended change and review the diff.
 func TestGoldenResults(t *testing.T) {
-	sum, err := AnalyzeFile(filepath.Join("testdata", "golden.jsonl"))
+	sum, err := verdict.AnalyzeFile(filepath.Join("testdata", "golden.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // IndexHTML is the page over the runs of a results root.
@@ -20,7 +21,7 @@ const IndexHTML = "index.html"
 type indexEntry struct {
 	rel     string
 	started time.Time
-	sum     Summary
+	sum     verdict.Summary
 }
 
 // WriteIndex writes root/index.html: one line per results folder found

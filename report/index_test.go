@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestWriteIndex: the index lists every results folder under the root,
@@ -17,10 +18,10 @@ import (
 // listed as such.
 func TestWriteIndex(t *testing.T) {
 	root := t.TempDir()
-	put := func(rel string, started time.Time, verdict string) {
+	put := func(rel string, started time.Time, rowVerdict string) {
 		dir := filepath.Join(root, rel)
 		os.MkdirAll(dir, 0o755)
-		s := Summary{Scenario: rel, Conditions: &Conditions{Started: started}, Rows: []RowSummary{{Row: "a", Verdict: verdict}}, Cases: []CaseSummary{{}}}
+		s := verdict.Summary{Scenario: rel, Conditions: &verdict.Conditions{Started: started}, Rows: []verdict.RowSummary{{Row: "a", Verdict: rowVerdict}}, Cases: []verdict.CaseSummary{{}}}
 		b, _ := json.Marshal(s)
 		os.WriteFile(filepath.Join(dir, layout.SummaryFile), b, 0o644)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // linViewName is the file of a key's porcupine visualization.
@@ -17,19 +19,16 @@ func linViewName(caseName, key string) string {
 // writeLinearizationViews writes porcupine's HTML visualization of every
 // key whose history is not linearizable (or could not be decided), with
 // the case's fault windows annotated.
-func writeLinearizationViews(dir string, s *Summary) error {
+func writeLinearizationViews(dir string, s *verdict.Summary) error {
 	for _, c := range s.Cases {
 		lin := c.Linearizability
 		for _, key := range slices.Sorted(maps.Keys(lin.Info)) {
 			info := lin.Info[key]
 			var notes []porcupine.Annotation
-			for _, w := range c.Metrics.wins {
-				end := w.end
-				if end < w.start {
-					end = w.start
-				}
-				notes = append(notes, porcupine.Annotation{Tag: "faults", Start: w.start, End: end,
-					Description: fmt.Sprintf("%s on %s", w.fault, w.target), BackgroundColor: "#f4cccc"})
+			for _, w := range c.Metrics.Timeline().Windows {
+				end := max(w.End, w.Start)
+				notes = append(notes, porcupine.Annotation{Tag: "faults", Start: w.Start, End: end,
+					Description: fmt.Sprintf("%s on %s", w.Fault, w.Target), BackgroundColor: "#f4cccc"})
 			}
 			info.AddAnnotations(notes)
 			if err := porcupine.VisualizePath(lin.Model, info, filepath.Join(dir, linViewName(c.Check.Case, key))); err != nil {

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // ScatterPlot is the base name of the latency-against-safety plot.
@@ -54,13 +56,13 @@ type ScatterPoint struct {
 
 // ScatterPoints returns the backends that have both a valid no-fault case
 // and cases under faults; the scatter means nothing for the others.
-func ScatterPoints(s *Summary) []ScatterPoint {
-	d := NewDecision(s)
+func ScatterPoints(s *verdict.Summary) []ScatterPoint {
+	d := verdict.NewDecision(s)
 	var out []ScatterPoint
 	for _, r := range d.Rows {
 		var acq, viol int
 		for _, c := range s.Cases {
-			if c.Check.Backend == r.Backend && FaultClass(c.Check.Meta) != ClassNone {
+			if c.Check.Backend == r.Backend && verdict.FaultClass(c.Check.Meta) != verdict.ClassNone {
 				acq += c.Check.AcquiresOK
 				viol += c.Check.Violations
 			}
@@ -78,7 +80,7 @@ func ScatterPoints(s *Summary) []ScatterPoint {
 // is fast and safe. Each backend has its own colour and shape, named in
 // the legend (labels beside the points would overlap). It draws nothing,
 // and reports false, when fewer than two backends have both figures.
-func WriteScatter(base string, s *Summary) (bool, error) {
+func WriteScatter(base string, s *verdict.Summary) (bool, error) {
 	pts := ScatterPoints(s)
 	if len(pts) < 2 {
 		return false, nil

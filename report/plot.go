@@ -10,6 +10,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // nines maps a percentile to the HDR-style x axis: 0 at 0%, 1 at 90%, 2 at 99%, 3 at 99.9%: x = -log10(1 - p/100).
@@ -36,7 +39,7 @@ var palette = []color.Color{
 }
 
 // byBackend groups case indexes by backend, in order of first appearance.
-func byBackend(s *Summary) (names []string, idx map[string][]int) {
+func byBackend(s *verdict.Summary) (names []string, idx map[string][]int) {
 	idx = map[string][]int{}
 	for i, c := range s.Cases {
 		b := c.Check.Backend
@@ -48,13 +51,28 @@ func byBackend(s *Summary) (names []string, idx map[string][]int) {
 	return names, idx
 }
 
+// shortRow names a case's row inside its backend's panel: shortCase
+// without the trial's suffix (".t3").
+func shortRow(c *verdict.CaseSummary) string {
+	n := shortCase(c)
+	if c.Check.Meta.Trials > 1 {
+		if i := strings.LastIndex(n, ".t"); i >= 0 {
+			n = n[:i]
+		}
+	}
+	if n == "" {
+		return verdict.FaultClass(c.Check.Meta)
+	}
+	return n
+}
+
 // shortCase names a case inside its backend's panel: the part of its name
 // after the backend's, or its fault class when that is all it shares.
-func shortCase(c *CaseSummary) string {
+func shortCase(c *verdict.CaseSummary) string {
 	n := strings.TrimPrefix(c.Check.Case, c.Check.Backend)
 	n = strings.TrimLeft(n, "-_ ")
 	if n == "" {
-		return FaultClass(c.Check.Meta)
+		return verdict.FaultClass(c.Check.Meta)
 	}
 	if c.Check.Meta.Trial > 0 {
 		n = strings.TrimSuffix(n, fmt.Sprintf("#%d", c.Check.Meta.Trial))
@@ -66,7 +84,7 @@ func shortCase(c *CaseSummary) string {
 // as small multiples, one panel per backend with a line per case, on
 // shared axes (latency on a log scale, percentiles on a "nines" axis, HDR
 // histogram style), to base+".png" and base+".svg".
-func WriteLatencyPlot(base string, s *Summary) error {
+func WriteLatencyPlot(base string, s *verdict.Summary) error {
 	names, idx := byBackend(s)
 	type line struct {
 		label string
@@ -75,12 +93,33 @@ func WriteLatencyPlot(base string, s *Summary) error {
 	panels := map[string][]line{}
 	lo, hi, maxX := math.Inf(1), 0.0, 2.0
 	for _, b := range names {
+		// One line per row: a row's trials (side by side, ten lanes of one
+		// case) are samples of one distribution, merged.
+		var rows []string
+		merged := map[string]*hdrhistogram.Histogram{}
+		trials := map[string]int{}
+		label := map[string]string{}
 		for _, i := range idx[b] {
 			c := &s.Cases[i]
 			h := c.Metrics.LatencyHistogram()
 			if h == nil || h.TotalCount() == 0 {
 				continue
 			}
+			row := c.Check.Meta.Row
+			if row == "" {
+				row = c.Check.Case
+			}
+			if merged[row] == nil {
+				rows = append(rows, row)
+				merged[row] = hdrhistogram.Import(h.Export())
+				label[row] = shortRow(c)
+			} else {
+				merged[row].Merge(h)
+			}
+			trials[row]++
+		}
+		for _, row := range rows {
+			h := merged[row]
 			var pts plotter.XYs
 			for _, pct := range []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999} {
 				if pct > 0 && float64(h.TotalCount())*(1-pct/100) < 1 {
@@ -94,7 +133,11 @@ func WriteLatencyPlot(base string, s *Summary) error {
 				pts = append(pts, plotter.XY{X: nines(pct), Y: v})
 				lo, hi, maxX = math.Min(lo, v), math.Max(hi, v), math.Max(maxX, nines(pct))
 			}
-			panels[b] = append(panels[b], line{label: shortCase(c), pts: pts})
+			lb := label[row]
+			if trials[row] > 1 {
+				lb = fmt.Sprintf("%s (%d trials)", lb, trials[row])
+			}
+			panels[b] = append(panels[b], line{label: lb, pts: pts})
 		}
 	}
 	var plots []*plot.Plot
@@ -190,3 +233,6 @@ func savePlot(p *plot.Plot, w, h vg.Length, base string) error {
 	}
 	return nil
 }
+
+// LatencyPlot is the base name of the latency plot (.png and .svg).
+const LatencyPlot = "latency"

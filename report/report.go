@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,12 +15,76 @@ import (
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/verdict"
 )
 
+// MaxFeatured bounds the cases whose own figures (time series, holder
+// timeline) the report draws and embeds: a sweep of hundreds of trials
+// must still give a page that opens at once.
+const MaxFeatured = 24
+
+// Featured picks the cases whose own figures the report shows: every case
+// that is not as expected, then, for each backend, its trial with the
+// longest overlap of two holders and its slowest one (p99 acquire
+// latency), then, for each backend still without one, a representative
+// case (its first) — at most MaxFeatured, in that order.
+func Featured(s *verdict.Summary) map[int]bool {
+	out := map[int]bool{}
+	add := func(i int) {
+		if i >= 0 && len(out) < MaxFeatured {
+			out[i] = true
+		}
+	}
+	for i, c := range s.Cases {
+		if c.Check.Status != checker.StatusOK {
+			add(i)
+		}
+	}
+	type best struct{ overlap, slow, first int }
+	byBackend := map[string]*best{}
+	var order []string
+	for i, c := range s.Cases {
+		b := byBackend[c.Check.Backend]
+		if b == nil {
+			b = &best{overlap: -1, slow: -1, first: i}
+			byBackend[c.Check.Backend] = b
+			order = append(order, c.Check.Backend)
+		}
+		if c.Check.OverlapMaxMs > 0 && (b.overlap < 0 || c.Check.OverlapMaxMs > s.Cases[b.overlap].Check.OverlapMaxMs) {
+			b.overlap = i
+		}
+		if c.Metrics.AcquireLatency.Count > 0 && (b.slow < 0 || c.Metrics.AcquireLatency.P99 > s.Cases[b.slow].Metrics.AcquireLatency.P99) {
+			b.slow = i
+		}
+	}
+	for _, name := range order {
+		add(byBackend[name].overlap)
+	}
+	for _, name := range order {
+		add(byBackend[name].slow)
+	}
+	for _, name := range order {
+		b := byBackend[name]
+		if !out[b.overlap] && !out[b.slow] {
+			add(b.first)
+		}
+	}
+	return out
+}
+
 // WriteAll writes summary.json, report.md, report.html and the plots
-// into dir.
-func WriteAll(dir string, s *Summary) error {
-	s.Decision = NewDecision(s)
+// into dir: the run's own figures, and those of its featured cases (see
+// Featured), so that report.html stays a few MB however many trials the
+// run holds. WriteAllFigures draws every case's.
+func WriteAll(dir string, s *verdict.Summary) error { return writeAll(dir, s, false) }
+
+// WriteAllFigures is WriteAll with every case's own figures drawn, as
+// files beside the report; the featured ones are embedded in it, the
+// others linked.
+func WriteAllFigures(dir string, s *verdict.Summary) error { return writeAll(dir, s, true) }
+
+func writeAll(dir string, s *verdict.Summary, every bool) error {
+	s.Decision = verdict.NewDecision(s)
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
@@ -43,8 +108,12 @@ func WriteAll(dir string, s *Summary) error {
 	if pl.overlaps, err = WriteOverlapPlot(filepath.Join(dir, OverlapPlot), s); err != nil {
 		return err
 	}
+	pl.featured, pl.every = Featured(s), every
 	for i := range s.Cases {
 		c := &s.Cases[i]
+		if !pl.featured[i] && !every {
+			continue
+		}
 		if hasTimeSeries(c) {
 			if err := WriteTimeSeries(dir, c); err != nil {
 				return err
@@ -90,30 +159,36 @@ func yesno(b *bool) string {
 	return "no"
 }
 
-var statusWords = map[string]string{
-	"ok":             "✓ as expected",
-	"violation":      "✗ UNSAFE (unexpected)",
-	"unavailable":    "✗ NOT LIVE (unexpected)",
-	"not-reproduced": "✗ expected outcome not reproduced",
-	"invalid":        "✗ invalid run",
-	"unknown":        "? incomplete",
+// expected says what a case expects of one outcome: yes, no, any (not
+// promised either way) or — (not judged).
+func expected(e history.Expectation, name string, b *bool) string {
+	if e.IsAny(name) {
+		return "any"
+	}
+	return yesno(b)
 }
 
 // WriteReport writes the human-readable report, with the scatter plot
 // when WriteScatter drew one.
-func WriteReport(w io.Writer, s *Summary) error {
-	return writeReport(w, s, drawn{scatter: len(ScatterPoints(s)) >= 2, envelope: len(Envelope(s)) > 0})
+func WriteReport(w io.Writer, s *verdict.Summary) error {
+	return writeReport(w, s, drawn{scatter: len(ScatterPoints(s)) >= 2, envelope: len(verdict.Envelope(s)) > 0, featured: Featured(s)})
 }
 
-// drawn says which of the optional plots were drawn.
-type drawn struct{ scatter, envelope, overlaps bool }
+// drawn says which of the optional plots were drawn, and which cases'
+// own figures: the featured ones, embedded; with every, the others too,
+// linked.
+type drawn struct {
+	scatter, envelope, overlaps bool
+	featured                    map[int]bool
+	every                       bool
+}
 
 // caption writes a figure and the sentence that says how to read it.
 func caption(b *strings.Builder, alt, file, text string) {
 	fmt.Fprintf(b, "![%s](%s)\n\n*%s*\n\n", alt, file, text)
 }
 
-func writeReport(w io.Writer, s *Summary, pl drawn) error {
+func writeReport(w io.Writer, s *verdict.Summary, pl drawn) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lockbench report: %s\n\n", s.Scenario)
 	writeConditions(&b, s)
@@ -122,11 +197,11 @@ func writeReport(w io.Writer, s *Summary, pl drawn) error {
 	}
 	d := s.Decision
 	if d == nil {
-		d = NewDecision(s)
+		d = verdict.NewDecision(s)
 	}
 	b.WriteString("## Decision view\n\n")
 	b.WriteString("Which lock is safe under which class of fault, and what it costs: backends down, the fault classes this run exercised across, each cell summing up every case (and trial) of that backend in that class. " + DecisionLegend + " The last columns are the cost when nothing goes wrong: acquire latency and throughput of the busiest case without faults, and the hand-off latency (a holder's release to the next holder's grant).\n\n")
-	if err := d.WriteMarkdown(&b); err != nil {
+	if err := WriteDecisionMarkdown(&b, d); err != nil {
 		return err
 	}
 	b.WriteString("\n")
@@ -170,8 +245,11 @@ func writeReport(w io.Writer, s *Summary, pl drawn) error {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Cases\n\n")
-	for _, c := range s.Cases {
-		writeCase(&b, &c)
+	if n := len(pl.featured); n < len(s.Cases) {
+		fmt.Fprintf(&b, "Figures of their own are drawn for %d of the %d cases: every case that is not as expected, and for each backend its trial with the longest overlap, its slowest, or a representative one. `bench report -all-figures .` draws every case's beside this report.\n\n", n, len(s.Cases))
+	}
+	for i, c := range s.Cases {
+		writeCase(&b, &c, figures{embed: pl.featured[i], link: pl.every && !pl.featured[i]})
 	}
 	if len(s.Warnings) > 0 {
 		b.WriteString("## Warnings\n\n")
@@ -198,7 +276,7 @@ func writeReport(w io.Writer, s *Summary, pl drawn) error {
 
 // WriteSafetyTable writes the safety columns of every case of the
 // summaries, one row per case.
-func WriteSafetyTable(w io.Writer, sums ...*Summary) error {
+func WriteSafetyTable(w io.Writer, sums ...*verdict.Summary) error {
 	t := Table{Header: []string{"case", "backend", "faults", "verdict", "violations", "lost updates", "stale rejected", "stale accepted", "token regressions", "acquisitions", "unknown acquires", "longest gap ms"},
 		Right: rightFrom(4, 12)}
 	for _, s := range sums {
@@ -208,7 +286,7 @@ func WriteSafetyTable(w io.Writer, sums ...*Summary) error {
 			if !r.Meta.Fenced {
 				stale += " (no token)"
 			}
-			t.Add(r.Case, r.Backend, faultsText(r.Meta), statusWords[r.Status], fmt.Sprint(r.Violations), fmt.Sprint(r.Resource.LostUpdates),
+			t.Add(r.Case, r.Backend, faultsText(r.Meta), verdict.StatusWords(r.Status), fmt.Sprint(r.Violations), fmt.Sprint(r.Resource.LostUpdates),
 				fmt.Sprint(r.Resource.StaleRejected), stale, fmt.Sprint(r.TokenRegressions), fmt.Sprint(r.AcquiresOK), fmt.Sprint(r.AcquiresUnknown),
 				fmt.Sprintf("%.0f", r.Liveness.LongestGapMs))
 		}
@@ -219,7 +297,7 @@ func WriteSafetyTable(w io.Writer, sums ...*Summary) error {
 // WriteLatencyTable writes the latency and throughput of every case of
 // the summaries: the load, achieved and offered rates, drops, acquire
 // latency percentiles and hand-off latency.
-func WriteLatencyTable(w io.Writer, sums ...*Summary) error {
+func WriteLatencyTable(w io.Writer, sums ...*verdict.Summary) error {
 	t := Table{Header: []string{"case", "backend", "load", "acq/s", "offered/s", "dropped", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "hand-off p50 ms", "hand-off p99 ms"},
 		Right: rightFrom(3, 12)}
 	for _, s := range sums {
@@ -253,8 +331,9 @@ func plural(n int) string {
 
 // hasTimeline says whether a case gets a holder timeline: it had faults or
 // violations, and somebody held the lock at all.
-func hasTimeline(c *CaseSummary) bool {
-	return len(c.Metrics.spans) > 0 && (len(c.Metrics.wins) > 0 || c.Check.Violations > 0)
+func hasTimeline(c *verdict.CaseSummary) bool {
+	tl := c.Metrics.Timeline()
+	return len(tl.Spans) > 0 && (len(tl.Windows) > 0 || c.Check.Violations > 0)
 }
 
 // faultsText names a case's faults (and client misuse) for a table.
@@ -270,18 +349,23 @@ func faultsText(m history.CaseMeta) string {
 	return strings.Join(names, ", ")
 }
 
+// figures says how a case's own figures appear in its section: embedded,
+// linked as files beside the report, or not at all.
+type figures struct{ embed, link bool }
+
 // writeCase writes one case's section.
-func writeCase(b *strings.Builder, c *CaseSummary) {
+func writeCase(b *strings.Builder, c *verdict.CaseSummary, fig figures) {
 	r := c.Check
-	fmt.Fprintf(b, "### %s (%s): %s\n\n", r.Case, r.Backend, statusWords[r.Status])
-	fmt.Fprintf(b, "- expected: violations %s, stale writes accepted %s, lost updates %s", yesno(r.Expect.Violations), yesno(r.Expect.StaleAccepted), yesno(r.Expect.LostUpdates))
+	fmt.Fprintf(b, "### %s (%s): %s\n\n", r.Case, r.Backend, verdict.StatusWords(r.Status))
+	e := r.Expect
+	fmt.Fprintf(b, "- expected: violations %s, stale writes accepted %s, lost updates %s", expected(e, "violations", e.Violations), expected(e, "stale_writes_accepted", e.StaleAccepted), expected(e, "lost_updates", e.LostUpdates))
 	if r.Expect.Note != "" {
 		fmt.Fprintf(b, " — %s", r.Expect.Note)
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(b, "- mutual exclusion: %s (%d violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
 		r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
-	fmt.Fprintf(b, "- availability: %s\n", availability(r.Liveness))
+	fmt.Fprintf(b, "- availability: %s\n", verdict.Availability(r.Liveness))
 	if st := r.Store; st != nil {
 		fmt.Fprintf(b, "- the work ran in the backend's own database: %s; %d increments committed, %d conflicts (each retried), %d rolled back by a refused commit, %d cut short, %d unknown; the counters read at the end: %d increments lost, %d never committed\n",
 			st.Verdict, st.Committed, st.Conflicts, st.RolledBack, st.CutShort, st.Unknown, st.Lost, st.Phantom)
@@ -316,11 +400,25 @@ func writeCase(b *strings.Builder, c *CaseSummary) {
 		fmt.Fprintf(b, "- **invalid**: %s\n", why)
 	}
 	b.WriteString("\n")
-	if hasTimeSeries(c) {
-		caption(b, r.Case+" over time", timeseriesName(r.Case)+".png", "Acquisitions per second (top) and the slowest acquisition of each 250 ms (bottom) over the whole case, fault windows shaded: a zero rate is a time nobody acquired the lock, and the latency line breaks there.")
-	}
-	if hasTimeline(c) {
-		caption(b, "who held the lock when", timelineName(r.Case)+".png", "Who believed they held one key when: one lane per client, a bar per hold, red where two holds overlap; × marks a write the fencing token refused, a red ▲ a late write that landed. Faults shaded.")
+	switch {
+	case fig.embed:
+		if hasTimeSeries(c) {
+			caption(b, r.Case+" over time", timeseriesName(r.Case)+".png", "Acquisitions per second (top) and the slowest acquisition of each 250 ms (bottom) over the whole case, fault windows shaded: a zero rate is a time nobody acquired the lock, and the latency line breaks there.")
+		}
+		if hasTimeline(c) {
+			caption(b, "who held the lock when", timelineName(r.Case)+".png", "Who believed they held one key when: one lane per client, a bar per hold, red where two holds overlap; × marks a write the fencing token refused, a red ▲ a late write that landed. Faults shaded.")
+		}
+	case fig.link:
+		var links []string
+		if hasTimeSeries(c) {
+			links = append(links, fmt.Sprintf("[over time](%s.png)", url.PathEscape(timeseriesName(r.Case))))
+		}
+		if hasTimeline(c) {
+			links = append(links, fmt.Sprintf("[who held the lock when](%s.png)", url.PathEscape(timelineName(r.Case))))
+		}
+		if len(links) > 0 {
+			fmt.Fprintf(b, "- figures: %s\n\n", strings.Join(links, ", "))
+		}
 	}
 	if ph := c.Metrics.Phases; len(ph) > 0 {
 		b.WriteString("| fault | target | phase | seconds | acquisitions | acq/s | failed | unknown | p50 ms | p99 ms | max ms | violations |\n")
@@ -328,10 +426,14 @@ func writeCase(b *strings.Builder, c *CaseSummary) {
 		for _, p := range ph {
 			for _, x := range []struct {
 				name string
-				s    PhaseStats
+				s    checker.PhaseStats
 			}{{"before", p.Before}, {"during", p.During}, {"after", p.After}} {
-				fmt.Fprintf(b, "| %s | %s | %s | %.1f | %d | %.0f | %d | %d | %.2f | %.2f | %.2f | %d |\n", p.Fault, p.Target, x.name,
-					x.s.DurationS, x.s.Acquisitions, x.s.AcquiresPerSec, x.s.AcquiresFailed, x.s.AcquiresUnknown, x.s.P50, x.s.P99, x.s.Max, x.s.Violations)
+				lat := "— | — | —"
+				if x.s.Max != nil {
+					lat = fmt.Sprintf("%.2f | %.2f | %.2f", *x.s.P50, *x.s.P99, *x.s.Max)
+				}
+				fmt.Fprintf(b, "| %s | %s | %s | %.1f | %d | %.0f | %d | %d | %s | %d |\n", p.Fault, p.Target, x.name,
+					x.s.DurationS, x.s.Acquisitions, x.s.AcquiresPerSec, x.s.AcquiresFailed, x.s.AcquiresUnknown, lat, x.s.Violations)
 			}
 		}
 		b.WriteString("\n")
@@ -345,83 +447,7 @@ func writeCase(b *strings.Builder, c *CaseSummary) {
 	b.WriteString("\n")
 }
 
-// Verdicts counts rows by verdict.
-func (s *Summary) Verdicts() map[string]int {
-	out := map[string]int{}
-	for _, r := range s.Rows {
-		out[r.Verdict]++
-	}
-	return out
-}
-
-// availability says in a few words how live the lock was: the longest
-// stretch without any acquisition, and how soon it recovered after each
-// fault healed.
-func availability(l checker.Liveness) string {
-	out := fmt.Sprintf("longest_gap=%.0fms", l.LongestGapMs)
-	for _, f := range l.Faults {
-		switch {
-		case f.RecoveredAfterMs >= 0:
-			out += fmt.Sprintf(" recovered_after_%s=%.0fms", f.Fault, f.RecoveredAfterMs)
-		case f.Verdict == checker.Unmet:
-			out += fmt.Sprintf(" recovered_after_%s=never", f.Fault)
-		}
-	}
-	return out
-}
-
-// Verdict lines for the terminal, one per case.
-func (s *Summary) Lines() []string {
-	var out []string
-	for _, c := range s.Cases {
-		out = append(out, CaseLines(c)...)
-	}
-	for _, r := range s.Rows {
-		if r.Trials > 1 {
-			out = append(out, fmt.Sprintf("row %-20s %s: expected outcome in %d/%d trials (need %d), %d invalid", r.Row, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid))
-		}
-	}
-	return out
-}
-
-// CaseLines is one case's verdict line, with its unmet expectations,
-// invalid reasons and thresholds under it.
-func CaseLines(c CaseSummary) []string {
-	r, m := c.Check, c.Metrics
-	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%d stale_accepted=%d lost=%d stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%.2fms",
-		r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.StaleAccepted, r.Resource.LostUpdates, r.Resource.StaleRejected,
-		r.TokenRegressions, r.AcquiresOK, availability(r.Liveness), m.AcquiresPerSec, m.AcquireLatency.P99)}
-	for _, u := range r.Unmet {
-		out = append(out, "    unmet: "+u)
-	}
-	for _, i := range r.Invalid {
-		out = append(out, "    invalid: "+i)
-	}
-	for _, v := range c.Thresholds {
-		out = append(out, "    "+v.String())
-	}
-	return out
-}
-
-// Tally sums the run up in one line: rows by verdict.
-func (s *Summary) Tally() string {
-	v := s.Verdicts()
-	if len(s.Rows) == 0 {
-		return ""
-	}
-	parts := []string{fmt.Sprintf("%d as expected", v["ok"]+v["reproduced"])}
-	for _, k := range []string{"violation", "unavailable", "not-reproduced", "invalid"} {
-		if v[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", v[k], k))
-		}
-	}
-	if n := s.ThresholdsFailed(); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d threshold(s) failed", n))
-	}
-	return fmt.Sprintf("%d row(s) from %d case(s): %s", len(s.Rows), len(s.Cases), strings.Join(parts, ", "))
-}
-
-func hasTrials(s *Summary) bool {
+func hasTrials(s *verdict.Summary) bool {
 	for _, r := range s.Rows {
 		if r.Trials > 1 {
 			return true

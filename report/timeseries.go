@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // timeseriesName is the base name of a case's time-series plot.
@@ -39,37 +41,34 @@ func (s shade) Plot(c draw.Canvas, p *plot.Plot) {
 // cover the whole case; an interval without any acquisition is a zero
 // rate and a gap in the latency line (no acquisition, no latency), never a
 // latency of 0 ms.
-func WriteTimeSeries(dir string, c *CaseSummary) error {
+func WriteTimeSeries(dir string, c *verdict.CaseSummary) error {
 	m := c.Metrics
+	tl := m.Timeline()
 	if !hasTimeSeries(c) {
 		return nil
 	}
-	step := float64(SeriesStep) / 1e9
+	step := float64(verdict.SeriesStep) / 1e9
 	n := int(math.Ceil(m.DurationS / step))
-	if n < len(m.series) {
-		n = len(m.series)
+	if n < len(tl.Series) {
+		n = len(tl.Series)
 	}
 	var rate, worst plotter.XYs
 	for i := 0; i < n; i++ {
-		var p point
-		if i < len(m.series) {
-			p = m.series[i]
+		var p verdict.Point
+		if i < len(tl.Series) {
+			p = tl.Series[i]
 		}
 		x := float64(i) * step
-		rate = append(rate, plotter.XY{X: x, Y: float64(p.acq) / step})
+		rate = append(rate, plotter.XY{X: x, Y: float64(p.Acquisitions) / step})
 		y := math.NaN()
-		if p.acq > 0 {
-			y = p.maxMs
+		if p.Acquisitions > 0 {
+			y = p.MaxMs
 		}
 		worst = append(worst, plotter.XY{X: x, Y: y})
 	}
 	var wins [][2]float64
-	for _, w := range m.wins {
-		end := w.end
-		if end < w.start {
-			end = w.start
-		}
-		wins = append(wins, [2]float64{float64(w.start-m.start) / 1e9, float64(end-m.start) / 1e9})
+	for _, w := range tl.Windows {
+		wins = append(wins, [2]float64{float64(w.Start-tl.Start) / 1e9, float64(max(w.End, w.Start)-tl.Start) / 1e9})
 	}
 	mk := func(title, ylabel string, xys plotter.XYs, col color.Color) (*plot.Plot, error) {
 		p := plot.New()
@@ -98,8 +97,9 @@ func WriteTimeSeries(dir string, c *CaseSummary) error {
 // hasTimeSeries says whether a case gets a time series: it had faults and
 // lasted long enough for one point (a case where nothing was ever acquired
 // gets one too: a flat zero says so).
-func hasTimeSeries(c *CaseSummary) bool {
-	return len(c.Metrics.wins) > 0 && (c.Metrics.DurationS >= float64(SeriesStep)/1e9 || len(c.Metrics.series) > 0)
+func hasTimeSeries(c *verdict.CaseSummary) bool {
+	tl := c.Metrics.Timeline()
+	return len(tl.Windows) > 0 && (c.Metrics.DurationS >= float64(verdict.SeriesStep)/1e9 || len(tl.Series) > 0)
 }
 
 // addBroken draws xys as a line broken wherever Y is NaN; a lone point

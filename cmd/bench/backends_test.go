@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/layout"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // backendsScenario runs every lock backend on its real cluster through its
@@ -93,7 +93,7 @@ func TestBackendsAgainstRealClusters(t *testing.T) {
 	}
 	sum := readSummary(t, dir)
 	tokens := tokensByCase(t, filepath.Join(dir, layout.HistoryFile))
-	byName := map[string]report.CaseSummary{}
+	byName := map[string]verdict.CaseSummary{}
 	for _, c := range sum.Cases {
 		byName[c.Check.Case] = c
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func checkCmd() *command {
@@ -28,7 +29,7 @@ defaults, so a stored history gets the verdict its run got.`
 			fmt.Fprintln(cio.stderr, "warning:", w)
 		}
 		if *jsonOut {
-			sum.Decision = report.NewDecision(sum)
+			sum.Decision = verdict.NewDecision(sum)
 			if err := writeJSON(cio.stdout, sum); err != nil {
 				return err
 			}
@@ -45,16 +46,16 @@ defaults, so a stored history gets the verdict its run got.`
 
 // analyzePath checks a results folder (with its run.json) or a history
 // file.
-func analyzePath(path string) (*report.Summary, error) {
+func analyzePath(path string) (*verdict.Summary, error) {
 	var (
-		sum *report.Summary
+		sum *verdict.Summary
 		err error
 	)
 	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
-		sum, err = report.AnalyzeDir(path)
+		sum, err = verdict.AnalyzeDir(path)
 		path = filepath.Join(path, layout.HistoryFile)
 	} else {
-		sum, err = report.AnalyzeFile(path)
+		sum, err = verdict.AnalyzeFile(path)
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -69,19 +70,26 @@ func reportCmd() *command {
 	c := newCommand("report", "RESULTS_DIR...", "regenerate summary, report and plots of results folders from their histories", 1, -1)
 	c.long = `Re-checks each folder's history.jsonl (with its run.json) and rewrites
 summary.json, report.md, report.html, bench.txt and every plot, as the run
-would write them with this version of lockbench. The exit code is the
-worst verdict over the folders.`
+would write them with this version of lockbench (each case's own figures
+for the cases the report features; with -all-figures for every case, the
+others linked beside it). The exit code is the worst verdict over the
+folders.`
+	all := c.fs.Bool("all-figures", false, "draw every case's own figures (time series, holder timeline), not only the featured cases'")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		var worst error
 		for _, dir := range args {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return exitcode.With(fmt.Errorf("%s: not a results folder", dir), exitcode.Config)
 			}
-			sum, err := report.AnalyzeDir(dir)
+			sum, err := verdict.AnalyzeDir(dir)
 			if err != nil {
 				return exitcode.With(fmt.Errorf("%s: %w", dir, err), exitcode.Config)
 			}
-			if err := report.WriteAll(dir, sum); err != nil {
+			write := report.WriteAll
+			if *all {
+				write = report.WriteAllFigures
+			}
+			if err := write(dir, sum); err != nil {
 				return fmt.Errorf("%s: %w", dir, err)
 			}
 			fmt.Fprintf(cio.stdout, "%s: %s; open %s\n", dir, sum.Tally(), filepath.Join(dir, report.ReportHTML))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // percent is a flag holding a percentage, written "5%" or "5" (always
@@ -43,7 +44,7 @@ direction are marked "unverified"; -min-runs makes that a failure (101).`
 		if *alpha <= 0 || *alpha >= 1 {
 			return exitcode.With(fmt.Errorf("-alpha %v: want a value between 0 and 1", *alpha), exitcode.Config)
 		}
-		var sets [2][]*report.Summary
+		var sets [2][]*verdict.Summary
 		for i, dir := range args {
 			set, err := report.LoadSet(dir)
 			if err != nil {
@@ -77,6 +78,45 @@ direction are marked "unverified"; -min-runs makes that a failure (101).`
 			return exitcode.With(fmt.Errorf("-min-runs %d: %d old and %d new run(s) are too few to judge", *minRuns, cmp.OldRuns, cmp.NewRuns), exitcode.Invalid)
 		case perf > 0:
 			return exitcode.With(fmt.Errorf("%d significant regression(s) beyond the %v noise floor", perf, noise.String()), exitcode.Threshold)
+		}
+		return nil
+	}
+	return c
+}
+
+func agreeCmd() *command {
+	c := newCommand("agree", "RUN RUN [RUN...]", "check that runs of one profile agree: no verdict flipped, no two-holders or damage interval disjoint", 1, -1)
+	c.long = `Each RUN is a results folder, or a folder of them (make stability's).
+For every row held by two runs or more, its verdict in each run and its
+rate of two holders with the 95% interval; for every decision cell, its
+two-holders and damage rates. A row whose verdict differs between runs, or
+a rate whose intervals do not overlap, means an outcome held by luck in one
+of them (or a lock that changed between them): exit 102. Read it as a
+warning threshold, not a test at 5%: two 95% intervals of one rate miss
+each other in well under 1% of pairs.`
+	jsonOut := c.fs.Bool("json", false, "print the agreement as JSON")
+	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
+		var runs []*verdict.Summary
+		for _, dir := range args {
+			set, err := report.LoadSet(dir)
+			if err != nil {
+				return exitcode.With(err, exitcode.Config)
+			}
+			runs = append(runs, set...)
+		}
+		if len(runs) < 2 {
+			return exitcode.With(fmt.Errorf("%d run(s) found: agreement needs two or more", len(runs)), exitcode.Config)
+		}
+		a := verdict.Agree(runs...)
+		if *jsonOut {
+			if err := writeJSON(cio.stdout, a); err != nil {
+				return err
+			}
+		} else if err := report.WriteAgreement(cio.stdout, a); err != nil {
+			return err
+		}
+		if !a.Agreed() {
+			return exitcode.With(fmt.Errorf("the %d runs disagree: %d verdict(s) flipped, %d rate(s) with disjoint intervals", len(runs), a.Flipped, a.Disjoint), exitcode.NotReproduced)
 		}
 		return nil
 	}

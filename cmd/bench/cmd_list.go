@@ -76,9 +76,13 @@ func listCmd() *command {
 			_, err = io.WriteString(cio.stdout, howTable(m))
 			return err
 		}
-		dir := "scenarios"
-		if len(args) > 0 {
+		// Backends, faults and modes always; scenario files where there is
+		// a folder of them: the one named, or ./scenarios when it exists.
+		dir, named := "scenarios", len(args) > 0
+		if named {
 			dir = args[0]
+		} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			dir = ""
 		}
 		l, err := buildListing(dir)
 		if err != nil {
@@ -107,6 +111,9 @@ func buildListing(dir string) (*listing, error) {
 			reqs = append(reqs, string(r))
 		}
 		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Modes: modesOf(f), Options: f.OptionList()})
+	}
+	if dir == "" {
+		return l, nil
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -192,6 +199,9 @@ func (l *listing) write(w io.Writer, options bool) error {
 		}
 	}
 	b.WriteString("\nSCENARIOS\n")
+	if len(l.Scenarios) == 0 {
+		b.WriteString("none here: no scenarios/ folder in this directory (bench list DIR lists the scenario files under DIR)\n")
+	}
 	fw := 0
 	for _, s := range l.Scenarios {
 		fw = max(fw, len(s.File))

@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/lockbench/lockbench/internal/cluster"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/internal/cluster"
 )
 
 // TestListSaysWhatEachFaultActsOn: bench list -json names, per fault, the
@@ -45,5 +46,15 @@ func TestListSaysWhatEachFaultActsOn(t *testing.T) {
 	}
 	if c := byName["latency"].Claims; !slices.Equal(c, []string{"latency"}) {
 		t.Errorf("latency claims %v, want its own name", c)
+	}
+}
+
+// TestListAnywhere: bench list run where there is no scenarios/ folder
+// still lists the backends and faults, and says where scenarios come from.
+func TestListAnywhere(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out, _, err := runInProcess(t, "list", "-brief")
+	if err != nil || !strings.Contains(out, "BACKENDS") || !strings.Contains(out, "none here") {
+		t.Fatalf("bench list in an empty directory: %v\n%s", err, out)
 	}
 }

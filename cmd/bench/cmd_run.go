@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/internal/targets"
+	"github.com/lockbench/lockbench/verdict"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
@@ -62,7 +63,7 @@ The last lines printed are a tally and the results folder ("open
 			// Each case's verdict as soon as it is judged: the same line
 			// as the final table's, so a long run shows where it stands.
 			opts.OnCase = func(b []byte) {
-				st := report.NewStream()
+				st := verdict.NewStream()
 				r := history.NewReader(bytes.NewReader(b), "history")
 				for r.Next() {
 					if _, err := st.Add(r.Event()); err != nil {
@@ -70,7 +71,7 @@ The last lines printed are a tally and the results folder ("open
 					}
 				}
 				for _, cs := range st.Summary().Cases {
-					for _, l := range report.CaseLines(cs) {
+					for _, l := range verdict.CaseLines(cs) {
 						fmt.Fprintln(opts.Log, "  "+l)
 					}
 				}
@@ -144,8 +145,8 @@ func scenarioOptions(network, targetsFile string, comp composeFlags) (scenario.O
 
 // analyseRun checks the history of a results folder and writes its
 // summary, report and plots into it.
-func analyseRun(dir string) (*report.Summary, error) {
-	sum, err := report.AnalyzeDir(dir)
+func analyseRun(dir string) (*verdict.Summary, error) {
+	sum, err := verdict.AnalyzeDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +157,7 @@ func analyseRun(dir string) (*report.Summary, error) {
 }
 
 // verdictError is the run's outcome as an error with its exit code.
-func verdictError(s *report.Summary) error { return s.Err() }
+func verdictError(s *verdict.Summary) error { return s.Err() }
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {

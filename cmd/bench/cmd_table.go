@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 func tableCmd() *command {
@@ -27,9 +28,9 @@ table over all of them:
   -view latency   every case's throughput, latency and hand-off latency`
 	view := c.fs.String("view", "known", "known, decision, safety or latency")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
-		var sums []*report.Summary
+		var sums []*verdict.Summary
 		for _, dir := range args {
-			sum, err := report.AnalyzeDir(dir)
+			sum, err := verdict.AnalyzeDir(dir)
 			if err != nil {
 				return exitcode.With(fmt.Errorf("%s: %w", dir, err), exitcode.Config)
 			}
@@ -39,7 +40,7 @@ table over all of them:
 		case "known":
 			return knownTable(cio.stdout, args, sums)
 		case "decision":
-			return report.NewDecision(sums...).WriteMarkdown(cio.stdout)
+			return report.WriteDecisionMarkdown(cio.stdout, verdict.NewDecision(sums...))
 		case "safety":
 			return report.WriteSafetyTable(cio.stdout, sums...)
 		case "latency":
@@ -54,7 +55,7 @@ table over all of them:
 // The versions column names the servers the row's own cases started
 // (run.json records each case's server kinds); a results folder from
 // before that was recorded lists every server of its run.
-func knownTable(w io.Writer, dirs []string, sums []*report.Summary) error {
+func knownTable(w io.Writer, dirs []string, sums []*verdict.Summary) error {
 	t := report.Table{Header: []string{"row", "backend", "verdict", "expected outcome in", "two holders in (95%)", "violations", "stale rejected", "stale accepted", "token regressions", "versions"},
 		Right: []bool{false, false, false, false, false, true, true, true, true, false}}
 	var failed int

@@ -83,15 +83,19 @@ func printSchedule(w io.Writer, path string, sc *scenario.Scenario) {
 			fmt.Fprintln(w, "      faults:")
 		}
 		for _, f := range c.Faults {
-			fmt.Fprintf(w, "        %8s – %-8s %-11s %s%s\n", fmtDur(f.At), fmtDur(f.At+f.For), f.Type, f.Target, targetNote(f.Target))
+			spread := ""
+			if f.Spread > 0 {
+				spread = fmt.Sprintf(" (%s later than written: spread over the lock's %s cycle)", fmtDur(f.Spread), fmtDur(f.Cycle))
+			}
+			fmt.Fprintf(w, "        %8s – %-8s %-11s %s%s%s\n", fmtDur(f.At), fmtDur(f.At+f.For), f.Type, f.Target(), targetNote(f.Targets[0]), spread)
 		}
 	}
 	fmt.Fprintln(w)
 }
 
 // targetNote says when a target is a role, resolved only at run time.
-func targetNote(t string) string {
-	if faults.IsRole(t) {
+func targetNote(t faults.Target) string {
+	if t.IsRole() {
 		return " (role: resolved when the fault starts)"
 	}
 	return ""

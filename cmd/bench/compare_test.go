@@ -10,16 +10,16 @@ import (
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // writeRun writes a crafted results folder holding only summary.json.
 func writeRun(t *testing.T, dir string, p99 float64, violations int) {
 	t.Helper()
-	s := report.Summary{Cases: []report.CaseSummary{{
+	s := verdict.Summary{Cases: []verdict.CaseSummary{{
 		Check:   checker.Result{Case: "redis", Backend: "redis", Status: "ok", Violations: violations},
-		Metrics: report.Metrics{AcquiresPerSec: 100, AcquireLatency: report.Percentiles{P50: 1, P99: p99}},
-	}}, Rows: []report.RowSummary{{Row: "redis", Verdict: "reproduced"}}}
+		Metrics: verdict.Metrics{AcquiresPerSec: 100, AcquireLatency: checker.Percentiles{Count: 100, P50: 1, P99: p99}},
+	}}, Rows: []verdict.RowSummary{{Row: "redis", Verdict: "reproduced"}}}
 	b, _ := json.Marshal(s)
 	os.MkdirAll(dir, 0o755)
 	if err := os.WriteFile(filepath.Join(dir, layout.SummaryFile), b, 0o644); err != nil {
@@ -49,6 +49,47 @@ func TestCompareCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, _, err := runInProcess(t, "compare", tt.old, tt.new)
+			if got := exitcode.Of(err); got != tt.code {
+				t.Errorf("exit %d, want %d (%v)\n%s", got, tt.code, err, out)
+			}
+			if !strings.Contains(out, tt.out) {
+				t.Errorf("output lacks %q:\n%s", tt.out, out)
+			}
+		})
+	}
+}
+
+// TestAgreeCommand: runs of one profile whose row flipped, or whose rates'
+// intervals are disjoint, disagree (exit 102); the same runs agree.
+func TestAgreeCommand(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir, verdictWord string, hits int) {
+		t.Helper()
+		s := verdict.Summary{RunID: filepath.Base(dir), Rows: []verdict.RowSummary{{Row: "etcd[pause=0.9×lease]", Backend: "etcd", Verdict: verdictWord, TwoHolders: verdict.NewRate(hits, 10)}}}
+		b, _ := json.Marshal(s)
+		os.MkdirAll(dir, 0o755)
+		if err := os.WriteFile(filepath.Join(dir, layout.SummaryFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "stability", "a"), "reproduced", 10)
+	write(filepath.Join(root, "stability", "b"), "reproduced", 8)
+	write(filepath.Join(root, "zero"), "reproduced", 0)
+	write(filepath.Join(root, "flip"), "not-reproduced", 9)
+	tests := []struct {
+		name string
+		args []string
+		code exitcode.Code
+		out  string
+	}{
+		{"a folder of runs that agree", []string{filepath.Join(root, "stability")}, exitcode.OK, "the runs agree"},
+		{"10 of 10 against 0 of 10", []string{filepath.Join(root, "stability", "a"), filepath.Join(root, "zero")}, exitcode.NotReproduced, "intervals disjoint: 10 of 10, ≥ 72% | 0 of 10, ≤ 28%"},
+		{"a verdict flipped", []string{filepath.Join(root, "stability"), filepath.Join(root, "flip")}, exitcode.NotReproduced, "verdict flipped: reproduced | reproduced | not-reproduced"},
+		{"one run", []string{filepath.Join(root, "zero")}, exitcode.Config, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runInProcess(t, append([]string{"agree"}, tt.args...)...)
 			if got := exitcode.Of(err); got != tt.code {
 				t.Errorf("exit %d, want %d (%v)\n%s", got, tt.code, err, out)
 			}

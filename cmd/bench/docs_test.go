@@ -3,7 +3,9 @@ package main
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,5 +55,53 @@ func TestExitCodeTableIsTheCodes(t *testing.T) {
 	}
 	if !strings.Contains(exitCodes, "101 invalid run") {
 		t.Errorf("the help's table is not generated from exitcode.Table:\n%s", exitCodes)
+	}
+}
+
+// TestDocsNameRealFiles: every file and folder docs/extending.md and
+// docs/architecture.md name in backquotes exists (a name with a
+// placeholder, <name>, stands for a file to create), and the layout in
+// docs/extending.md lists every package of the module: what a newcomer
+// is told to touch is there.
+func TestDocsNameRealFiles(t *testing.T) {
+	path := regexp.MustCompile("`((?:[a-z0-9_.-]+/)+[A-Za-z0-9_.<>-]*)`")
+	for _, doc := range []string{"../../docs/extending.md", "../../docs/architecture.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range path.FindAllStringSubmatch(string(b), -1) {
+			p := m[1]
+			if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") || first == "gonum" {
+				continue // a Go module (golang.org/x/crypto/ssh, gonum/plot), not a file
+			}
+			if strings.Contains(p, "<") {
+				p = filepath.Dir(p) // a file to create: its folder must exist
+			}
+			if _, err := os.Stat(filepath.Join("../..", p)); err != nil {
+				t.Errorf("%s names %s, which does not exist", filepath.Base(doc), m[1])
+			}
+		}
+	}
+	b, err := os.ReadFile("../../docs/extending.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (strings.HasPrefix(f[0], "internal/") || strings.HasSuffix(f[0], "/") || f[0] == "history") {
+			listed[strings.TrimSuffix(f[0], "/")] = true
+		}
+	}
+	out, err := exec.Command("go", "list", "github.com/lockbench/lockbench/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, "github.com/lockbench/lockbench/")
+		top, _, _ := strings.Cut(rel, "/")
+		if !listed[rel] && !listed[top] && !listed[filepath.Dir(rel)] {
+			t.Errorf("docs/extending.md's layout does not list %s", rel)
+		}
 	}
 }

@@ -9,6 +9,7 @@
 //	bench compare OLD NEW             compare runs, benchstat style, and gate
 //	bench list [DIR]                  backends (with options), faults, scenarios
 //	bench perf                        the harness against a bare lock loop
+//	bench driver check|perf|list|build  lock clients in any language (docs/drivers.md)
 //	bench worker                      (internal) one application instance
 //
 // Each subcommand lives in a file of its own (cmd_<name>.go); cli.go holds

@@ -16,10 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // envBeBench makes the test binary behave as the bench command. The runner
@@ -150,7 +154,7 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	sum := readSummary(t, dir)
-	byName := map[string]report.CaseSummary{}
+	byName := map[string]verdict.CaseSummary{}
 	for _, c := range sum.Cases {
 		byName[c.Check.Case] = c
 	}
@@ -184,13 +188,13 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 	}
 }
 
-func readSummary(t *testing.T, dir string) *report.Summary {
+func readSummary(t *testing.T, dir string) *verdict.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, layout.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s report.Summary
+	var s verdict.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +400,7 @@ func TestNoChildSurvives(t *testing.T) {
 		{"pause/interrupt", longRun, "fault pause-1: pause on instance-1", syscall.SIGINT},
 		{"pause/killed", longRun, "fault pause-1: pause on instance-1", syscall.SIGKILL},
 	}
-	if cluster.FirewallAvailable() == nil {
+	if firewall.Available() == nil {
 		variants = append(variants,
 			variant{"iptables/interrupt", longPartition, "fault isolate-1: isolate on consul-2", syscall.SIGINT},
 			variant{"iptables/killed", longPartition, "fault isolate-1: isolate on consul-2", syscall.SIGKILL})
@@ -433,11 +437,13 @@ func TestNoChildSurvives(t *testing.T) {
 			if sig == syscall.SIGKILL && strings.HasPrefix(v.name, "pause") {
 				// What is asserted below needs instance 2 to have events held
 				// back behind the paused instance-1 when the harness dies:
-				// wait until the tail journal has some (the kill could
-				// otherwise land before instance 2 acted again).
-				waitFor(t, 10*time.Second, "instance 2's events in the tail journal", func() bool {
-					b, _ := os.ReadFile(filepath.Join(out, layout.TailFile))
-					return bytes.Contains(b, []byte(`"proc":"i2`))
+				// wait until the tail journal has some the history has not
+				// (the kill could otherwise land before instance 2 acted
+				// again: the journal also holds its events from before the
+				// pause, already written, and instance 2 may wait a lease
+				// out if instance 1 was paused holding the lock).
+				waitFor(t, 10*time.Second, "instance 2's events held back in the tail journal", func() bool {
+					return heldBack(filepath.Join(out, layout.HistoryFile), filepath.Join(out, layout.TailFile), "i2") > 0
 				})
 			}
 			kids := childrenOf(pid)
@@ -483,11 +489,34 @@ func TestNoChildSurvives(t *testing.T) {
 			if len(left) > 0 {
 				t.Errorf("temp dirs left behind: %v", left)
 			}
-			if rules, err := exec.Command("iptables", "-w", "-S").Output(); err == nil && bytes.Contains(rules, []byte(fmt.Sprintf("%s%d", cluster.ChainPrefix, pid))) {
+			if rules, err := exec.Command("iptables", "-w", "-S").Output(); err == nil && bytes.Contains(rules, []byte(fmt.Sprintf("%s%d", firewall.ChainPrefix, pid))) {
 				t.Errorf("iptables chain of run %d left behind:\n%s", pid, rules)
 			}
 		})
 	}
+}
+
+// heldBack counts the events of proc (a prefix: "i2") that the tail journal
+// holds and the history at path does not have yet; 0 when either cannot
+// be read now.
+func heldBack(path, tailPath, proc string) int {
+	f, n, err := history.OpenRecovered(path, tailPath)
+	if err != nil || n == 0 {
+		return 0
+	}
+	defer f.Close()
+	var evs []history.Event
+	r := history.NewReader(f, path)
+	for r.Next() {
+		evs = append(evs, *r.Event())
+	}
+	count := 0
+	for _, e := range evs[max(0, len(evs)-n):] {
+		if strings.HasPrefix(e.Proc, proc) {
+			count++
+		}
+	}
+	return count
 }
 
 // alive reports whether process p exists and is not a zombie.
@@ -524,7 +553,7 @@ func childrenOf(pid int) []int {
 		if err != nil {
 			continue
 		}
-		i := bytes.Index(env, []byte(cluster.EnvRunID+"="))
+		i := bytes.Index(env, []byte(procgroup.EnvRunID+"="))
 		if i < 0 {
 			continue
 		}

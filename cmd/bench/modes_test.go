@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/control"
 	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/internal/targets"
 )
@@ -100,10 +101,10 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 	}
 	// ctl gives every field a control section may give; bare, only the
 	// required ones (what Mode.ControlNeeds asks for is then refused).
-	ctl, bare, kube := map[string]*cluster.Control{}, map[string]*cluster.Control{}, map[string]*cluster.Control{}
+	ctl, bare, kube := map[string]*control.Section{}, map[string]*control.Section{}, map[string]*control.Section{}
 	for n := range servers {
-		kube[n] = &cluster.Control{Kubernetes: &cluster.Kubernetes{Namespace: "lb", Pod: n}, Pattern: "x"}
-		bare[n] = &cluster.Control{SSH: cluster.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
+		kube[n] = &control.Section{Kubernetes: &control.Kubernetes{Namespace: "lb", Pod: n}, Pattern: "x"}
+		bare[n] = &control.Section{SSH: control.SSH{Host: "10.9.0.1", User: "root", KeyEnv: "K", KnownHosts: "kh"}, PidFile: "/run/x.pid", Start: "x"}
 		full := *bare[n]
 		full.DataDir = "/var/lib/x"
 		full.FaketimeFile = "/var/lib/x/faketime.rc"

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,32 +11,25 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
-	"github.com/lockbench/lockbench/internal/runner"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
-// faultRecords reads faults.jsonl.
-func faultRecords(t *testing.T, dir string) map[string]runner.FaultRecord {
+// faultRecords reads faults.jsonl, by case and fault.
+func faultRecords(t *testing.T, dir string) map[string]layout.Fault {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, layout.FaultsFile))
+	recs, err := layout.ReadFaults(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	out := map[string]runner.FaultRecord{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r runner.FaultRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	out := map[string]layout.Fault{}
+	for _, r := range recs {
 		out[r.Case+"/"+r.Name] = r
 	}
 	return out
 }
 
-func byCase(s *report.Summary) map[string]report.CaseSummary {
-	out := map[string]report.CaseSummary{}
+func byCase(s *verdict.Summary) map[string]verdict.CaseSummary {
+	out := map[string]verdict.CaseSummary{}
 	for _, c := range s.Cases {
 		out[c.Check.Case] = c
 	}

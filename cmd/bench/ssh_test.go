@@ -13,6 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/cgroup"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/netns"
+	"github.com/lockbench/lockbench/internal/slot"
+
 	"github.com/lockbench/lockbench/internal/cluster"
 )
 
@@ -39,12 +44,12 @@ func startRemoteHosts(t *testing.T) *remoteHosts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot, err := cluster.AcquireHostSlot()
+	sl, err := slot.AcquireHosts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(slot.Release)
-	hosts, err := cluster.NewHosts(slot)
+	t.Cleanup(sl.Release)
+	hosts, err := netns.New(sl.N, sl.Harness())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +89,7 @@ func startRemoteHosts(t *testing.T) *remoteHosts {
 	var known bytes.Buffer
 	var cluster3 []string
 	for i, n := range names {
-		r.ip[n] = slot.Server(i + 1)
+		r.ip[n] = sl.Server(i + 1)
 		if strings.HasPrefix(n, "etcd") {
 			cluster3 = append(cluster3, fmt.Sprintf("%s=http://%s:2380", n, r.ip[n]))
 		}
@@ -282,7 +287,7 @@ func TestSSHControlPlane(t *testing.T) {
 	checkClean := func(when string) {
 		t.Helper()
 		for n := range r.ns {
-			if out := r.inNS(n, "iptables -w -S | grep -c "+cluster.ChainPrefix); out != "0" {
+			if out := r.inNS(n, "iptables -w -S | grep -c "+firewall.ChainPrefix); out != "0" {
 				t.Errorf("%s: %s rules of lockbench on %s: %s", when, out, n, r.inNS(n, "iptables -w -S"))
 			}
 			if st := r.state(n); st == "gone" || st[0] == 'T' {
@@ -345,7 +350,7 @@ cases:
 	if st := r.state("etcd-1"); st == "gone" || st[0] != 'T' {
 		t.Errorf("after the SIGKILL etcd-1 is %s, want still stopped (T)", st)
 	}
-	if out := r.inNS("etcd-2", "iptables -w -S | grep -c "+cluster.ChainPrefix); out == "0" {
+	if out := r.inNS("etcd-2", "iptables -w -S | grep -c "+firewall.ChainPrefix); out == "0" {
 		t.Errorf("after the SIGKILL etcd-2 has no lockbench chain left to repair")
 	}
 	if left := deadRunCgroups(); len(left) == 0 {
@@ -373,7 +378,7 @@ cases:
 func deadRunCgroups() []string {
 	var out []string
 	for _, ctrl := range []string{"cpu", "blkio"} {
-		dirs, _ := filepath.Glob(filepath.Join(cluster.CgroupRoot, ctrl, "lockbench-*"))
+		dirs, _ := filepath.Glob(filepath.Join(cgroup.Root, ctrl, "lockbench-*"))
 		for _, d := range dirs {
 			var pid, n int
 			if _, err := fmt.Sscanf(filepath.Base(d), "lockbench-%d-%d", &pid, &n); err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {

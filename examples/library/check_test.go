@@ -1,6 +1,6 @@
 // Package library shows lockbench used as a library by a program outside
 // its module: it reads a history.jsonl through the public packages
-// (history, checker, report) and gets a verdict. Being a module of its
+// (history, checker, verdict) and gets a verdict. Being a module of its
 // own, it cannot import lockbench's internal packages: if the public API
 // needed one, this would not compile.
 package library
@@ -11,7 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // A two-client history in which the second client is granted the lock
@@ -31,7 +31,7 @@ const twoHolders = `{"t":0,"type":"mark","f":"case-start","meta":{"name":"pause"
 // Example_report checks a history the way bench check does: every case,
 // its rows and the exit code.
 func Example_report() {
-	sum, err := report.Analyze(history.NewReader(strings.NewReader(twoHolders), "history.jsonl"))
+	sum, err := verdict.Analyze(history.NewReader(strings.NewReader(twoHolders), "history.jsonl"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -62,5 +62,5 @@ func Example_checker() {
 	res := c.Result()
 	lin := c.Linearizability(res.Valid)
 	fmt.Println(res.MutualExclusion, lin.Verdict, res.Zombies)
-	// Output: violation ok 2
+	// Output: violation ok 1
 }

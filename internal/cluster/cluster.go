@@ -14,9 +14,13 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/cgroup"
+	"github.com/lockbench/lockbench/internal/control"
+	"github.com/lockbench/lockbench/internal/firewall"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/powerfs"
-	"github.com/lockbench/lockbench/internal/wait"
+	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/slot"
 )
 
 // Server is one running lock server.
@@ -34,45 +38,45 @@ type Server struct {
 	// command builds the process to run (fresh for every (re)start); ready
 	// waits until the server answers.
 	command func() (*exec.Cmd, error)
-	ready   func(ctx context.Context, p *Process) error
+	ready   func(ctx context.Context, p *procgroup.Process) error
 
 	power *powerfs.FS // its data dir's power-loss layer, if any
 
 	mu   sync.Mutex
-	proc *Process
+	proc *procgroup.Process
 }
 
 // Process returns the server's current process.
-func (s *Server) Process() *Process {
+func (s *Server) Process() *procgroup.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.proc
 }
 
 // setProcess makes p the server's current process (at a start or restart).
-func (s *Server) setProcess(p *Process) {
+func (s *Server) setProcess(p *procgroup.Process) {
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
 }
 
 // Cluster is the set of servers of one case, on the addresses of the run's
-// own slot, with toxiproxy proxies on the links that faults act on. Close
-// tears everything down and is safe to call more than once.
+// own slot, with toxiproxy proxies on the links that faults act on, placed
+// by its deployment mode (Mode, placement). Close tears everything down
+// and is safe to call more than once.
 type Cluster struct {
 	RunID  string
 	LogDir string
-	Slot   *Slot
+	Slot   *slot.Slot
 	Toxi   *Toxi
-	// Firewall cuts traffic between member addresses (created on first
-	// use); in hosts mode Hosts does, with rules in each host's namespace.
-	Firewall *Firewall
-	// Hosts is non-nil in hosts mode (every server and instance in a
-	// network namespace of its own) and on a compose topology (each
-	// container's): what netem shapes.
-	Hosts   *Hosts
-	dataDir string
-	// place is where the servers and instances run (see placement).
+	// firewall is the harness's own iptables chain (created on first
+	// use): the cuts of the local mode, and of worker instances with a
+	// targets file.
+	firewall *firewall.Chain
+	dataDir  string
+	// mode is the cluster's deployment mode, and place its placement: where
+	// the servers and instances run.
+	mode  Mode
 	place placement
 
 	mu      sync.Mutex
@@ -91,15 +95,15 @@ type Cluster struct {
 
 // Options configure a cluster.
 type Options struct {
+	// Mode is the deployment mode's name (ModeOf chose it at validation;
+	// "" is the local mode).
+	Mode string
 	// Proxied names the server-side links that faults of the case act on
 	// (etcd-1-peer, redis-1-repl): only those go through toxiproxy.
 	Proxied []string
-	// Hosts puts every server, and every instance started through
-	// HostCommand, on a network namespace of its own (see Hosts).
-	Hosts bool
-	// External names servers lockbench does not start (bench run
-	// -targets): Start only checks that each answers on TCP, and nothing
-	// ever signals, kills or firewalls them.
+	// External names the servers of a targets file (the modes targets,
+	// ssh, kubernetes and compose): lockbench finds them at these
+	// addresses and starts none.
 	External map[string]string
 	// ExternalToxi, with External, drives an existing toxiproxy (its API
 	// URL and the host its proxies listen on) instead of starting one.
@@ -110,14 +114,14 @@ type Options struct {
 	// DiskLayer puts every server's data dir on the powerfs layer (see
 	// PowerLoss and DiskFull): a power-loss or disk-full fault needs it.
 	DiskLayer bool
-	// Control, with External, gives some of the external servers a
-	// control plane (SSH to their hosts): the server faults then act on
-	// them (see Control).
-	Control map[string]*Control
-	// Compose, with External, is the docker compose topology the external
-	// servers are services of: lockbench may then pause, kill, restart and
-	// cut them through the engine, and runs worker instances as containers
-	// on its network.
+	// Control, in the ssh and kubernetes modes, gives some of the targets
+	// file's servers a control plane: the server faults then act on them
+	// (see control.Section).
+	Control map[string]*control.Section
+	// Compose, in the compose mode, is the docker compose topology the
+	// targets file's servers are services of: lockbench may then pause,
+	// kill, restart and cut them through the engine, and runs worker
+	// instances as containers on its network.
 	Compose *Compose
 }
 
@@ -128,87 +132,62 @@ func New(runID, logDir string, proxied ...string) (*Cluster, error) {
 	return NewWith(runID, logDir, Options{Proxied: proxied})
 }
 
-// NewWith is New with options.
+// NewWith is New with options: the cluster's placement is its mode's.
 func NewWith(runID, logDir string, o Options) (*Cluster, error) {
-	if o.Hosts && o.External != nil {
-		return nil, errors.New("hosts mode places the servers lockbench starts; a targets file's it does not")
+	if o.Mode == "" {
+		o.Mode = ModeLocal
 	}
-	if o.Compose != nil && o.External == nil {
-		return nil, errors.New("a compose topology's servers are named by a targets file (Options.External)")
+	m, err := LookupMode(o.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if own := o.Mode == ModeLocal || o.Mode == ModeHosts; own != (o.External == nil) {
+		return nil, fmt.Errorf("the %s mode and the servers given (Options.External: %d) do not agree: the local and hosts modes start their servers, the others find a targets file's", o.Mode, len(o.External))
 	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	CleanStale()
-	CleanStaleCgroups()
-	if err := CleanStaleChains(); err != nil {
+	cgroup.CleanStale()
+	if err := firewall.CleanStale(); err != nil {
 		return nil, fmt.Errorf("remove iptables chains of dead runs: %w", err)
 	}
-	slot, err := AcquireSlot()
+	acquire := slot.Acquire
+	if o.Mode == ModeHosts {
+		acquire = slot.AcquireHosts
+	}
+	sl, err := acquire()
 	if err != nil {
 		return nil, err
 	}
 	dataDir, err := os.MkdirTemp("", fmt.Sprintf("lockbench-data-%d-", os.Getpid()))
 	if err != nil {
-		slot.Release()
+		sl.Release()
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	// Servers that refuse to run as root (PostgreSQL) must reach their
 	// data dir below this one.
 	if err := os.Chmod(dataDir, 0o755); err != nil {
 		os.RemoveAll(dataDir)
-		slot.Release()
+		sl.Release()
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	var hosts *Hosts
-	if o.Hosts {
-		slot.hosts = true
-		if hosts, err = NewHosts(slot); err != nil {
-			os.RemoveAll(dataDir)
-			slot.Release()
-			return nil, err
-		}
-	}
-	var t *Toxi
-	if o.ExternalToxi != nil {
-		t, err = ConnectToxi(*o.ExternalToxi, fmt.Sprintf("lockbench-%s-", runID))
-	} else {
-		t, err = StartToxi(slot.Harness())
-	}
-	if err != nil {
-		if hosts != nil {
-			hosts.Close()
-		}
+	c := &Cluster{RunID: runID, LogDir: logDir, Slot: sl, firewall: firewall.New(), dataDir: dataDir, mode: m,
+		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}}
+	// The placement first: in hosts mode, the harness's address (where
+	// toxiproxy listens) is on the link to the run's switch it makes.
+	if c.place, err = m.place(c, o); err != nil {
 		os.RemoveAll(dataDir)
-		slot.Release()
+		sl.Release()
 		return nil, err
 	}
-	c := &Cluster{RunID: runID, LogDir: logDir, Slot: slot, Toxi: t, Firewall: NewFirewall(), Hosts: hosts, dataDir: dataDir,
-		servers: map[string]*Server{}, proxied: map[string]bool{}, relays: map[string]*links.Relay{}}
-	ext := external{addrs: o.External, slot: slot, fw: c.Firewall}
-	switch {
-	case o.Compose != nil:
-		c.Hosts = containerHosts()
-		cleanStaleContainers(slot.N)
-		c.place = &onCompose{external: ext, cfg: o.Compose, h: c.Hosts, runID: runID}
-	case o.External != nil && len(o.Control) > 0 && controlPlane(o.Control) == ModeKubernetes:
-		if err := KubernetesAvailable(); err != nil {
-			c.Close()
-			return nil, err
-		}
-		if c.place, err = kubePlane(ext, o.Control, runID); err != nil {
-			c.place = &ext
-			c.Close()
-			return nil, err
-		}
-	case o.External != nil && len(o.Control) > 0:
-		c.place = newOnSSH(ext, o.Control)
-	case o.External != nil:
-		c.place = &ext
-	case hosts != nil:
-		c.place = &onHosts{loopback: loopback{slot: slot, fw: c.Firewall}, h: hosts}
-	default:
-		c.place = &loopback{slot: slot, fw: c.Firewall}
+	if o.ExternalToxi != nil {
+		c.Toxi, err = ConnectToxi(*o.ExternalToxi, fmt.Sprintf("lockbench-%s-", runID))
+	} else {
+		c.Toxi, err = StartToxi(sl.Harness())
+	}
+	if err != nil {
+		return nil, errors.Join(err, c.place.close(), os.RemoveAll(dataDir), release(sl))
 	}
 	c.power = o.DiskLayer
 	c.faketime = map[string]bool{}
@@ -221,66 +200,15 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 	return c, nil
 }
 
-// controlPlane is the mode of a targets file's control sections: every
-// one uses the same plane (targets.Load checks it).
-func controlPlane(ctl map[string]*Control) string {
-	for _, c := range ctl {
-		if c.Plane() == "kubernetes" {
-			return ModeKubernetes
-		}
-	}
-	return ModeSSH
+// release gives a slot back, as a step of an undo.
+func release(s *slot.Slot) error {
+	s.Release()
+	return nil
 }
 
-// routed makes the server-side link name go through a proxy when a fault
-// acts on it, and returns the address to advertise for it: a relay that
-// counts the link's traffic in front of the proxy, or addr itself.
-func (c *Cluster) routed(name, addr string) (string, error) {
-	if !c.proxied[name] {
-		return addr, nil
-	}
-	p, err := c.proxy(name, addr)
-	if err != nil {
-		return "", err
-	}
-	r, err := links.NewRelay(c.Slot.Harness(), name, p.Listen)
-	if err != nil {
-		return "", fmt.Errorf("relay for %s: %w", name, err)
-	}
-	c.mu.Lock()
-	c.relays[name] = r
-	c.mu.Unlock()
-	return r.Addr(), nil
-}
-
-// RelayCounts returns the traffic of a server-side link, if it has a relay.
-func (c *Cluster) RelayCounts(name string) (links.Counts, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.relays[name]
-	if !ok {
-		return links.Counts{}, false
-	}
-	return r.Counts(), true
-}
-
-// ClientProxy returns the shared proxy of a server's client link, making it
-// on first use.
-func (c *Cluster) ClientProxy(name string) (*toxiclient.Proxy, error) {
-	s := c.Server(name)
-	if s == nil {
-		return nil, fmt.Errorf("proxy for %s: no such server", name)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.Proxy == nil {
-		p, err := c.proxy(name, s.Addr)
-		if err != nil {
-			return nil, err
-		}
-		s.Proxy = p
-	}
-	return s.Proxy, nil
+// found is the base of the placements of a targets file's servers.
+func (c *Cluster) found(o Options) found {
+	return found{addrs: o.External, slot: c.Slot, fw: c.firewall}
 }
 
 // Start launches every server in specs, waits until each answers (and each
@@ -292,68 +220,6 @@ func (c *Cluster) Start(ctx context.Context, specs []backends.ServerSpec) error 
 	}
 	c.settlePower()
 	return nil
-}
-
-// allocIP gives a server its own address in the run's slot, so that
-// faults can cut the links between two members or between a member and a
-// client instance.
-func (c *Cluster) allocIP() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nextIP++
-	return c.Slot.Server(c.nextIP)
-}
-
-// newServer gives a server of a single-port kind its own address and a
-// free port there, and registers it.
-func (c *Cluster) newServer(sp backends.ServerSpec) (*Server, int, error) {
-	ip := c.allocIP()
-	s := &Server{Spec: sp, IP: ip}
-	if err := c.add(s); err != nil {
-		return nil, 0, err
-	}
-	port, err := c.place.port(ip)
-	if err != nil {
-		return nil, 0, err
-	}
-	c.mu.Lock()
-	s.Addr = fmt.Sprintf("%s:%d", ip, port)
-	c.mu.Unlock()
-	return s, port, nil
-}
-
-// add registers a server and creates its data dir, its log path and, in
-// hosts mode, its host.
-func (c *Cluster) add(s *Server) error {
-	if err := c.place.host(s); err != nil {
-		return err
-	}
-	s.Dir = filepath.Join(c.dataDir, s.Spec.Name)
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return fmt.Errorf("data dir for %s: %w", s.Spec.Name, err)
-	}
-	s.LogPath = filepath.Join(c.LogDir, s.Spec.Name+".log")
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return errors.New("cluster is closed")
-	}
-	if _, dup := c.servers[s.Spec.Name]; dup {
-		c.mu.Unlock()
-		return fmt.Errorf("two servers named %s", s.Spec.Name)
-	}
-	c.servers[s.Spec.Name] = s
-	c.order = append(c.order, s.Spec.Name)
-	c.mu.Unlock()
-	if c.power {
-		return c.mountPower(s) // registered first: Close unmounts it
-	}
-	return nil
-}
-
-// proxy puts a toxiproxy proxy named name in front of addr.
-func (c *Cluster) proxy(name, addr string) (*toxiclient.Proxy, error) {
-	return c.Toxi.Proxy(name, addr)
 }
 
 // Endpoints maps each server name to its real client address.
@@ -381,217 +247,6 @@ func (c *Cluster) Names() []string {
 	return append([]string(nil), c.order...)
 }
 
-// launch starts s's process and waits until it answers.
-func (c *Cluster) launch(ctx context.Context, s *Server) error {
-	if err := c.spawn(s); err != nil {
-		return err
-	}
-	return c.await(ctx, s)
-}
-
-// spawn starts s's process without waiting.
-func (c *Cluster) spawn(s *Server) error {
-	cmd, err := s.command()
-	if err != nil {
-		return fmt.Errorf("start %s: %w", s.Spec.Name, err)
-	}
-	if c.faketime[s.Spec.Name] {
-		if cmd.Env, err = s.useFaketime(cmd.Env); err != nil {
-			return fmt.Errorf("start %s: %w", s.Spec.Name, err)
-		}
-	}
-	c.place.wrap(s.NS, cmd)
-	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("log file for %s: %w", s.Spec.Name, err)
-	}
-	if cmd.Stdout == nil {
-		cmd.Stdout = logf
-	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = logf
-	}
-	p, err := StartProcess(s.Spec.Name, c.RunID, cmd)
-	logf.Close() // the child has its own copy
-	if err != nil {
-		return err
-	}
-	s.setProcess(p)
-	return nil
-}
-
-// await waits until s answers; on failure the error names the server and
-// quotes the end of its log (which stays in the results folder).
-func (c *Cluster) await(ctx context.Context, s *Server) error {
-	if err := s.ready(ctx, s.Process()); err != nil {
-		return fmt.Errorf("%s did not become ready: %w\nlast lines of %s:\n%s", s.Spec.Name, err, s.LogPath, Tail(s.LogPath, 10))
-	}
-	return nil
-}
-
-// awaitAll waits for every member of an ensemble that was spawned.
-func (c *Cluster) awaitAll(ctx context.Context, servers []*Server) error {
-	for _, s := range servers {
-		if err := c.await(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// poll calls try every 50ms until it succeeds, p exits, ctx ends or the
-// timeout passes.
-func poll(ctx context.Context, p *Process, timeout time.Duration, try func() error) error {
-	var last error
-	ok, err := wait.Until(ctx, 50*time.Millisecond, timeout, func() (bool, error) {
-		if p != nil && !p.Alive() {
-			return false, fmt.Errorf("process exited: %v", p.ExitErr())
-		}
-		last = try()
-		return last == nil, nil
-	})
-	switch {
-	case err != nil || ok:
-		return err
-	}
-	return fmt.Errorf("not ready within %s: %v", timeout, last)
-}
-
-// ErrMissingBinary wraps a missing server executable.
-var ErrMissingBinary = errors.New("server binary not found")
-
-// CheckBinaries verifies that the executables for specs exist, with a
-// message saying how to get what is missing.
-func CheckBinaries(specs []backends.ServerSpec) error {
-	for _, sp := range specs {
-		if _, err := binary(sp.Kind); err != nil {
-			return fmt.Errorf("%s: %w", sp.Name, err)
-		}
-	}
-	return nil
-}
-
-// Versions returns the version of each server kind in specs.
-func Versions(specs []backends.ServerSpec) map[string]string {
-	out := map[string]string{}
-	for _, sp := range specs {
-		if k, err := LookupKind(sp.Kind); err == nil && k.Version != nil {
-			if _, done := out[sp.Kind]; !done {
-				out[sp.Kind] = k.Version()
-			}
-		}
-	}
-	return out
-}
-
-// firstLine runs a command and returns the first line of its output.
-func firstLine(bin string, args ...string) string {
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
-}
-
-// Peers lists the other servers of the same kind as name.
-func (c *Cluster) Peers(name string) []string {
-	s := c.Server(name)
-	if s == nil {
-		return nil
-	}
-	var out []string
-	for _, n := range c.Names() {
-		if o := c.Server(n); n != name && o.Spec.Kind == s.Spec.Kind {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// ServerEndpoint returns the address of a server for an address-level
-// rule, or an error saying why a rule on it would not separate it from its
-// peers.
-func (c *Cluster) ServerEndpoint(name string) (Endpoint, error) {
-	s := c.Server(name)
-	if s == nil {
-		return Endpoint{}, fmt.Errorf("no server %q", name)
-	}
-	if err := c.place.separable(s); err != nil {
-		return Endpoint{}, err
-	}
-	return Endpoint{IP: s.IP}, nil
-}
-
-// Cut is one address-level rule in force.
-type Cut interface {
-	Packets() (int64, error)
-	Undo() error
-}
-
-// Drop cuts the packets from a to b: in the receiving host's namespace in
-// hosts mode and on a compose topology, else in the harness's iptables
-// chain on loopback.
-func (c *Cluster) Drop(a, b Endpoint) (Cut, error) { return c.DropSome(a, b, 1) }
-
-// DropSome drops each packet from a to b with probability p.
-func (c *Cluster) DropSome(a, b Endpoint, p float64) (Cut, error) {
-	return c.place.drop(a, b, p)
-}
-
-// HostCommand makes cmd run on a host of its own named name at ip (hosts
-// mode: a worker instance); on loopback it leaves cmd alone.
-// In a compose topology it makes cmd a worker container on the
-// topology's network and returns the container's name.
-func (c *Cluster) HostCommand(name, ip string, cmd *exec.Cmd) (string, error) {
-	return c.place.instance(name, ip, cmd)
-}
-
-// HarnessIP is where the harness's own listeners (the protected resource)
-// are reachable by the workers: the slot's harness address, or the host's
-// address on a compose topology's network.
-func (c *Cluster) HarnessIP() string { return c.place.harnessIP() }
-
-// InstanceIP is worker instance n's own address.
-func (c *Cluster) InstanceIP(n int) string { return c.place.instanceIP(n) }
-
-// InstanceMark is the mark worker instance n's connections carry (SO_MARK),
-// or 0 when its address shows on the wire (see Endpoint.Mark).
-func (c *Cluster) InstanceMark(n int) int { return c.place.instanceMark(n) }
-
-// InstanceEndpoint is worker instance n as one side of a rule.
-func (c *Cluster) InstanceEndpoint(n int) Endpoint {
-	return Endpoint{IP: c.place.instanceIP(n), Mark: c.place.instanceMark(n)}
-}
-
-// Kill SIGKILLs the named server.
-func (c *Cluster) Kill(name string) error {
-	s := c.Server(name)
-	if s == nil {
-		return fmt.Errorf("kill: no server %q", name)
-	}
-	return c.place.kill(s)
-}
-
-// Restart starts a killed server again with the same address, data
-// directory and settings, and waits until it answers.
-func (c *Cluster) Restart(ctx context.Context, name string) error {
-	s := c.Server(name)
-	if s == nil {
-		return fmt.Errorf("restart: no server %q", name)
-	}
-	return c.place.restart(ctx, c, s)
-}
-
-// Signal sends sig to the named server's process group.
-func (c *Cluster) Signal(name string, sig syscall.Signal) error {
-	s := c.Server(name)
-	if s == nil {
-		return fmt.Errorf("signal: no server %q", name)
-	}
-	return c.place.signal(s, sig)
-}
-
 // Close kills every server, stops toxiproxy and removes the data dir.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
@@ -614,7 +269,7 @@ func (c *Cluster) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.Firewall.Close(); err != nil {
+	if err := c.firewall.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("remove iptables chain: %w", err))
 	}
 	for name, r := range c.relays {
@@ -673,16 +328,13 @@ func Tail(path string, n int) string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
-// Binary returns the executable of a server kind ("redis", "etcd", ...),
-// or an error saying how to get it.
-func Binary(kind string) (string, error) { return binary(kind) }
-
 // Reusable reports whether the cluster can be handed to another case once
 // Refresh says it is back at its baseline: servers lockbench started on
 // loopback (not hosts of their own, not a targets file, not a compose
 // topology, none under libfaketime: a moved clock stays moved).
 func (c *Cluster) Reusable() bool {
-	return c.place.reusable() && len(c.faketime) == 0
+	_, ok := c.place.(keeper)
+	return ok && len(c.faketime) == 0
 }
 
 // Refresh brings a cluster a case has finished with back to its baseline
@@ -742,15 +394,3 @@ func (c *Cluster) Refresh(ctx context.Context, timeout time.Duration) error {
 	}
 	return nil
 }
-
-// Probe is how the machine is asked what it can do for a fault (root,
-// iptables, network namespaces, tc netem, cgroups, libfaketime): the one
-// probe scenario validation consults for every requirement a fault
-// declares (faults.Info.Requires). Tests replace it to see what a machine
-// without them refuses.
-var Probe = struct {
-	Firewall, Hosts, Netem, Faketime, Fuse func() error
-	Cgroups                                func(controller string) error
-	// Kubernetes: this bench can drive servers in Kubernetes.
-	Kubernetes func() error
-}{FirewallAvailable, HostsAvailable, NetemAvailable, FaketimeAvailable, PowerAvailable, CgroupsAvailable, KubernetesAvailable}

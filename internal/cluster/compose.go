@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/faults"
 	"net"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/docker"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/netns"
+	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
 )
@@ -25,7 +30,14 @@ func init() {
 			faults.ActSignal: every, faults.ActKill: every, faults.ActCut: every, faults.ActShape: every,
 			faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer}, faults.ActAdmin: {OnServer},
 			faults.ActProxy: {OnClientLink}},
-		Why: "with -compose the servers and instances are containers of the topology: no cgroup, disk layer or libfaketime of the harness's reaches them, and the links between containers go through no proxy (cut them with isolate, split or one-way)"})
+		Why: "with -compose the servers and instances are containers of the topology: no cgroup, disk layer or libfaketime of the harness's reaches them, and the links between containers go through no proxy (cut them with isolate, split or one-way)",
+		place: func(c *Cluster, o Options) (placement, error) {
+			if o.Compose == nil {
+				return nil, errors.New("the compose mode needs the compose topology (Options.Compose)")
+			}
+			cleanStaleContainers(c.Slot.N)
+			return &onCompose{found: c.found(o), cfg: o.Compose, h: netns.Containers(), runID: c.RunID}, nil
+		}})
 }
 
 // Compose names a running compose topology (make compose-bench brings one
@@ -43,9 +55,9 @@ type Compose struct {
 // as containers of the worker image on the topology's network. The
 // topology outlives the run: Close leaves every server running.
 type onCompose struct {
-	external
+	found
 	cfg   *Compose
-	h     *Hosts
+	h     *netns.Hosts
 	runID string
 	// network and gateway are the topology's docker network and the
 	// host's address on it (the harness's, there), learnt from the first
@@ -81,13 +93,15 @@ func (o *onCompose) kill(s *Server) error { return s.Process().Kill(5 * time.Sec
 func (o *onCompose) signal(s *Server, sig syscall.Signal) error {
 	return s.Process().Signal(sig)
 }
-func (o *onCompose) separable(*Server) error                    { return nil }
-func (o *onCompose) drop(a, b Endpoint, p float64) (Cut, error) { return o.h.DropSome(a, b, p) }
+func (o *onCompose) separable(*Server) error { return nil }
+func (o *onCompose) drop(a, b firewall.Endpoint, p float64) (firewall.Cut, error) {
+	return o.h.DropSome(a, b, p)
+}
 
 // harnessIP is the host's address on the topology's network.
 func (o *onCompose) harnessIP() string {
 	if o.gateway == "" {
-		return o.external.harnessIP()
+		return o.found.harnessIP()
 	}
 	return o.gateway
 }
@@ -96,7 +110,7 @@ func (o *onCompose) harnessIP() string {
 // from its servers and from other runs' instances.
 func (o *onCompose) instanceIP(n int) string {
 	if o.gateway == "" {
-		return o.external.instanceIP(n)
+		return o.found.instanceIP(n)
 	}
 	p := strings.Split(o.gateway, ".")
 	return fmt.Sprintf("%s.%s.%d.%d", p[0], p[1], 1+o.slot.N%200, n)
@@ -109,8 +123,8 @@ func (o *onCompose) release(s *Server) error {
 	if p == nil {
 		return nil
 	}
-	dockerCmd("unpause", p.Container())
-	_, err := dockerCmd("start", p.Container())
+	docker.Run("unpause", p.Container())
+	_, err := docker.Run("start", p.Container())
 	p.Detach()
 	return err
 }
@@ -141,7 +155,7 @@ func (o *onCompose) attach(s *Server) error {
 	if err != nil || id == "" {
 		return fmt.Errorf("%s: no container of that service in %s (is the topology up? make compose-bench brings it up): %v", s.Spec.Name, o.cfg.File, err)
 	}
-	nets, err := dockerCmd("inspect", "-f", `{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.Gateway}} {{$v.IPAddress}}{{"\n"}}{{end}}`, id)
+	nets, err := docker.Run("inspect", "-f", `{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.Gateway}} {{$v.IPAddress}}{{"\n"}}{{end}}`, id)
 	if err != nil {
 		return err
 	}
@@ -158,7 +172,7 @@ func (o *onCompose) attach(s *Server) error {
 }
 
 func (o *onCompose) watch(s *Server, id string) error {
-	p, err := StartContainerProcess(s.Spec.Name, o.runID, id, exec.Command("docker", "wait", id))
+	p, err := procgroup.StartContainerProcess(s.Spec.Name, o.runID, id, exec.Command("docker", "wait", id))
 	if err != nil {
 		return err
 	}
@@ -173,7 +187,7 @@ func (o *onCompose) restart(ctx context.Context, _ *Cluster, s *Server) error {
 		return fmt.Errorf("restart %s: still running", s.Spec.Name)
 	}
 	id := s.Process().Container()
-	if _, err := dockerCmd("start", id); err != nil {
+	if _, err := docker.Run("start", id); err != nil {
 		return err
 	}
 	if err := o.watch(s, id); err != nil {
@@ -196,9 +210,9 @@ func (o *onCompose) instance(name, ip string, cmd *exec.Cmd) (string, error) {
 		return "", errors.New("the topology's network is unknown before its servers were found")
 	}
 	cname := fmt.Sprintf("lb%d-%s", o.slot.N, name)
-	dockerCmd("rm", "-f", cname) // a leftover of this slot
+	docker.Run("rm", "-f", cname) // a leftover of this slot
 	args := []string{"run", "-i", "--rm", "--name", cname, "--network", o.network, "--ip", ip,
-		"--label", fmt.Sprintf("lockbench.slot=%d", o.slot.N), "-e", EnvRunID + "=" + o.runID, o.cfg.WorkerImage}
+		"--label", fmt.Sprintf("lockbench.slot=%d", o.slot.N), "-e", procgroup.EnvRunID + "=" + o.runID, o.cfg.WorkerImage}
 	args = append(args, cmd.Args[1:]...)
 	docker, err := exec.LookPath("docker")
 	if err != nil {
@@ -212,12 +226,9 @@ func (o *onCompose) instance(name, ip string, cmd *exec.Cmd) (string, error) {
 // cleanStaleContainers removes the worker containers a killed run of slot
 // n left.
 func cleanStaleContainers(n int) {
-	ids, err := dockerCmd("ps", "-aq", "--filter", fmt.Sprintf("label=lockbench.slot=%d", n))
+	ids, err := docker.Run("ps", "-aq", "--filter", fmt.Sprintf("label=lockbench.slot=%d", n))
 	if err != nil || ids == "" {
 		return
 	}
-	dockerCmd(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	docker.Run(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 }
-
-// instanceMark: an instance is a container with an address of its own.
-func (o *onCompose) instanceMark(int) int { return 0 }

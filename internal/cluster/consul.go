@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 )
 
@@ -64,7 +66,7 @@ func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) e
 			"-disable-host-node-id", "-node-meta=lockbench-run:" + c.RunID}
 		args = append(args, joins...)
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 60*time.Second, func() error { return consulReady(s.Addr, c.RunID, names) })
 		}
 		if err := c.spawn(s); err != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 )
 
@@ -123,7 +125,7 @@ func startEtcd(ctx context.Context, c *Cluster, specs []backends.ServerSpec) err
 			args = append(args, "--unsafe-no-fsync")
 		}
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 30*time.Second, func() error { return etcdHealthy(s.Addr, initial) })
 		}
 		if err := c.spawn(s); err != nil {

@@ -1,69 +1,11 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/control"
 )
-
-// Kubernetes says where in a Kubernetes cluster a targets file's server
-// runs: its pod, and the agent container in that pod that lockbench runs
-// its shell commands in (a container with a shell and procps sharing the
-// pod's process namespace: kube/lockbench.yaml gives every server pod
-// one). Through the Kubernetes API (client-go, in a bench built with
-// -tags kubernetes): a pause is SIGSTOP and SIGCONT of the server's
-// process group from the agent, seen in the pod's /proc as over SSH; a
-// kill deletes the pod at once (its containers get SIGKILL) and its
-// StatefulSet makes it again, seen by the pod's uid; a cut between two
-// servers is a Chaos Mesh NetworkChaos, seen as Chaos Mesh records it in
-// force (checker/MODEL.md §10); a clock jump a TimeChaos, seen by asking
-// the server its time. Cuts of a worker instance are made where the
-// instances run, as with any targets file.
-type Kubernetes struct {
-	Namespace string `yaml:"namespace" json:"namespace"`
-	Pod       string `yaml:"pod" json:"pod"`
-	// Agent is the agent container's name (default lockbench-agent).
-	Agent string `yaml:"agent" json:"agent,omitempty"`
-	// Kubeconfig and Context choose the cluster: by default the pod's
-	// own service account when bench runs in the cluster, else
-	// $KUBECONFIG or ~/.kube/config.
-	Kubeconfig string `yaml:"kubeconfig" json:"kubeconfig,omitempty"`
-	Context    string `yaml:"context" json:"context,omitempty"`
-}
-
-// AgentName is the agent container's name.
-func (k *Kubernetes) AgentName() string {
-	if k.Agent == "" {
-		return "lockbench-agent"
-	}
-	return k.Agent
-}
-
-func (c *Control) checkKubernetes() error {
-	var errs []string
-	k := c.Kubernetes
-	if c.SSH != (SSH{}) {
-		errs = append(errs, "give ssh or kubernetes, not both")
-	}
-	if k.Namespace == "" {
-		errs = append(errs, "kubernetes.namespace: missing")
-	}
-	if k.Pod == "" {
-		errs = append(errs, "kubernetes.pod: missing (the server's pod)")
-	}
-	if (c.PidFile == "") == (c.Pattern == "") {
-		errs = append(errs, "give exactly one of pid_file or pattern (how the agent finds the server's process in the pod)")
-	}
-	if c.Unit != "" || c.Start != "" {
-		errs = append(errs, "unit and start are for ssh: in Kubernetes the pod's controller starts the server again")
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
-}
 
 // ModeKubernetes is the mode of a targets file whose servers are
 // controlled through the Kubernetes API.
@@ -91,12 +33,18 @@ func init() {
 			faults.ActDiskFull:     "not carried: IOChaos action fault with errno 28 (ENOSPC) would, but disk-full is seen by the writes it refused, which IOChaos does not count",
 			faults.ActAdmin:        "never on a targets file's servers",
 			faults.ActProxy:        "client links: toxiproxy where bench runs, as with any targets file; server links: not carried",
+		},
+		place: func(c *Cluster, o Options) (placement, error) {
+			if err := KubernetesAvailable(); err != nil {
+				return nil, err
+			}
+			return kubePlane(external{found: c.found(o)}, o.Control, c.RunID)
 		}})
 }
 
 // kubePlane makes the Kubernetes placement; a bench built with -tags
 // kubernetes sets it (onkube.go).
-var kubePlane func(ext external, ctl map[string]*Control, runID string) (placement, error)
+var kubePlane func(ext external, ctl map[string]*control.Section, runID string) (placement, error)
 
 // KubernetesAvailable says whether this bench can drive servers in
 // Kubernetes (it was built with -tags kubernetes).

@@ -26,7 +26,8 @@ const (
 var Ons = []On{OnServer, OnInstance, OnClientLink, OnServerLink}
 
 // Mode is a deployment mode as validation, bench list and the README's
-// table see it, before any cluster is made: which fault actions
+// table see it, before any cluster is made, and the placement NewWith
+// makes of it: which fault actions
 // (faults.Action) it can perform on which class of target, and where.
 // Each placement file declares its own (loopback.go, onhosts.go,
 // compose.go, external.go, onssh.go); a fault runs in a mode exactly when
@@ -81,6 +82,9 @@ type Mode struct {
 	// perform it and why the mode does not (documentation: bench list
 	// -modes prints it, docs/architecture.md holds it).
 	How map[faults.Action]string
+
+	// place makes the mode's placement for a cluster (NewWith).
+	place func(c *Cluster, o Options) (placement, error)
 }
 
 // Does reports whether the mode performs action a on targets of class on.
@@ -109,6 +113,40 @@ const (
 	ModeTargets = "targets"
 	ModeSSH     = "ssh"
 )
+
+// Where says where a run's servers and instances are: what ModeOf
+// chooses the mode from.
+type Where struct {
+	// Hosts: each server and instance on a host of its own (network:
+	// hosts).
+	Hosts bool
+	// Targets: the servers are a targets file's; Plane is the file's
+	// control plane ("" when it gives no control section, "ssh",
+	// "kubernetes").
+	Targets bool
+	Plane   string
+	// Compose: the targets file's servers are a compose topology's
+	// services, which lockbench controls.
+	Compose bool
+}
+
+// ModeOf is the deployment mode of a run: the one place it is chosen,
+// at validation; the cluster is then made in it (Options.Mode).
+func ModeOf(w Where) string {
+	switch {
+	case w.Compose:
+		return ModeCompose
+	case w.Targets && w.Plane == "kubernetes":
+		return ModeKubernetes
+	case w.Targets && w.Plane != "":
+		return ModeSSH
+	case w.Targets:
+		return ModeTargets
+	case w.Hosts:
+		return ModeHosts
+	}
+	return ModeLocal
+}
 
 // ModeOrder is the order of the modes' columns: from lockbench's own
 // servers to other people's.

@@ -2,8 +2,12 @@ package cluster
 
 import (
 	"fmt"
-	"github.com/lockbench/lockbench/faults"
 	"os/exec"
+	"time"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/netns"
 )
 
 // The hosts mode: everything the local mode does, cuts between any two
@@ -15,16 +19,22 @@ func init() {
 			faults.ActDiskThrottle: {OnServer}, faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer},
 			faults.ActPowerLoss: {OnServer}, faults.ActDiskFull: {OnServer}, faults.ActAdmin: {OnServer},
 			faults.ActProxy: {OnClientLink, OnServerLink}},
-	})
+		place: func(c *Cluster, _ Options) (placement, error) {
+			h, err := netns.New(c.Slot.N, c.Slot.Harness())
+			if err != nil {
+				return nil, err
+			}
+			return &onHosts{own: own{slot: c.Slot}, h: h}, nil
+		}})
 }
 
 // onHosts is the placement of hosts mode: lockbench's own servers, as on
 // loopback, but each server and each worker instance in a network
-// namespace of its own (see Hosts), so that a cut separates any two of
-// them, whatever address they send from, and every port is free.
+// namespace of its own (see netns.Hosts), so that a cut separates any two
+// of them, whatever address they send from, and every port is free.
 type onHosts struct {
-	loopback
-	h *Hosts
+	own
+	h *netns.Hosts
 }
 
 func (o *onHosts) host(s *Server) error {
@@ -50,7 +60,13 @@ func (o *onHosts) wrap(ns string, cmd *exec.Cmd) {
 
 func (o *onHosts) separable(*Server) error { return nil }
 
-func (o *onHosts) drop(a, b Endpoint, p float64) (Cut, error) { return o.h.DropSome(a, b, p) }
+func (o *onHosts) drop(a, b firewall.Endpoint, p float64) (firewall.Cut, error) {
+	return o.h.DropSome(a, b, p)
+}
+
+func (o *onHosts) shape(ip string, to []string, delay, jitter time.Duration, loss float64) (firewall.Cut, error) {
+	return o.h.Shape(o.h.NS(ip), to, delay, jitter, loss)
+}
 
 func (o *onHosts) instance(name, ip string, cmd *exec.Cmd) (string, error) {
 	ns, err := o.h.Add(name, ip)
@@ -67,5 +83,3 @@ func (o *onHosts) close() error {
 	}
 	return nil
 }
-
-func (o *onHosts) reusable() bool { return false }

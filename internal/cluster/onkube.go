@@ -13,6 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/control"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/remote"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/kube"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,13 +25,13 @@ import (
 )
 
 func init() {
-	kubePlane = func(ext external, ctl map[string]*Control, runID string) (placement, error) {
-		return newOnKube(ext, ctl, runID, func(k *Kubernetes) (*kube.Client, error) { return kube.New(k.Kubeconfig, k.Context) })
+	kubePlane = func(ext external, ctl map[string]*control.Section, runID string) (placement, error) {
+		return newOnKube(ext, ctl, runID, func(k *control.Kubernetes) (*kube.Client, error) { return kube.New(k.Kubeconfig, k.Context) })
 	}
 }
 
 // onKube is the placement of a targets file's servers that run in
-// Kubernetes pods (see Kubernetes): found at the file's addresses like any
+// Kubernetes pods (see control.Kubernetes): found at the file's addresses like any
 // external server, their processes acted on from each pod's agent
 // container through the pods/exec API (the same shell commands as over
 // SSH), their pods deleted for a kill, and cut from each other and their
@@ -40,9 +45,9 @@ func init() {
 // targets file, and are cut by their connections' marks.
 type onKube struct {
 	external
-	ctl     map[string]*Control
+	ctl     map[string]*control.Section
 	run     string // the run's label value
-	connect func(*Kubernetes) (*kube.Client, error)
+	connect func(*control.Kubernetes) (*kube.Client, error)
 	log     func(format string, args ...any)
 
 	mu       sync.Mutex
@@ -54,7 +59,7 @@ type onKube struct {
 	clocks   map[string]*clockShift
 }
 
-func newOnKube(ext external, ctl map[string]*Control, runID string, connect func(*Kubernetes) (*kube.Client, error)) (*onKube, error) {
+func newOnKube(ext external, ctl map[string]*control.Section, runID string, connect func(*control.Kubernetes) (*kube.Client, error)) (*onKube, error) {
 	return &onKube{external: ext, ctl: ctl, run: labelValue(runID), connect: connect,
 		log:     func(format string, args ...any) { fmt.Fprintf(os.Stderr, "control: "+format+"\n", args...) },
 		clients: map[string]*kube.Client{}, repaired: map[string]bool{}, byIP: map[string]string{}, clocks: map[string]*clockShift{}}, nil
@@ -74,7 +79,7 @@ func labelValue(s string) string {
 }
 
 // client is the cluster a server's control section names, connected once.
-func (o *onKube) client(k *Kubernetes) (*kube.Client, error) {
+func (o *onKube) client(k *control.Kubernetes) (*kube.Client, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := k.Kubeconfig + "\x00" + k.Context
@@ -87,72 +92,6 @@ func (o *onKube) client(k *Kubernetes) (*kube.Client, error) {
 	}
 	o.clients[key] = c
 	return c, nil
-}
-
-// podHost runs shell commands in a pod's agent container.
-type podHost struct {
-	kc    *kube.Client
-	pod   kube.Pod
-	agent string
-}
-
-func (h *podHost) String() string { return "pod " + h.pod.String() + " (" + h.agent + ")" }
-
-func (h *podHost) run(ctx context.Context, cmd string) (string, error) {
-	out, status, err := h.kc.Shell(ctx, h.pod, h.agent, cmd)
-	out = strings.TrimSpace(out)
-	if err != nil {
-		return out, fmt.Errorf("kubernetes %s: %q: %w", h, cmd, err)
-	}
-	if status != 0 {
-		return out, fmt.Errorf("kubernetes %s: %q: %w: %s", h, cmd, &RemoteExit{Status: status}, out)
-	}
-	return out, nil
-}
-
-// podProc is a server's process in a pod: stopped, resumed and looked at
-// from the agent container as over SSH (remoteProc), killed by deleting
-// its pod, and watched through the pod's state.
-type podProc struct {
-	*remoteProc
-	kc       *kube.Client
-	pod      kube.Pod
-	uid      string // the pod the process runs in
-	restarts int32  // its containers' restarts when the process was found
-}
-
-// kill deletes the pod at once (its containers get SIGKILL: a crash) and
-// waits until the API no longer shows that pod.
-func (p *podProc) kill(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := p.kc.DeletePod(ctx, p.pod); err != nil {
-		return err
-	}
-	return pollUntil(ctx, 100*time.Millisecond, func() bool { return p.gone(ctx) },
-		fmt.Errorf("delete pod %s: still there after %s", p.pod, timeout))
-}
-
-// gone reports whether the API says the process's pod is gone: deleted,
-// replaced (another uid), being deleted, or its containers restarted.
-func (p *podProc) gone(ctx context.Context) bool {
-	st, err := p.kc.State(ctx, p.pod)
-	switch {
-	case errors.Is(err, kube.ErrNotFound):
-		return true
-	case err != nil:
-		return false // no answer is no news
-	}
-	return st.UID != p.uid || st.Deleting || st.Restarts > p.restarts
-}
-
-// watch closes done when the pod is gone (seen twice in a row).
-func (p *podProc) watch(done chan struct{}, stop <-chan struct{}) {
-	watchGone(done, stop, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return p.gone(ctx)
-	})
 }
 
 func pollUntil(ctx context.Context, every time.Duration, ok func() bool, timeout error) error {
@@ -198,14 +137,14 @@ func (o *onKube) attach(s *Server) error {
 	}
 	// One coordinator drives a namespace at a time: a note of any other
 	// harness is a dead run's.
-	did, err := repairHost(p.h, func(pid int) bool { return pid == os.Getpid() })
+	did, err := remote.Repair(p.Shell(), func(pid int) bool { return pid == os.Getpid() })
 	for _, d := range did {
 		o.log("%s (left by a run that is gone)", d)
 	}
 	if err != nil {
 		return err
 	}
-	proc := newRemoteProcess(s.Spec.Name, p)
+	proc := procgroup.NewRemote(s.Spec.Name, p)
 	if stopped, err := proc.Stopped(); err == nil && stopped {
 		o.log("%s was stopped; resuming it", s.Spec.Name)
 		if err := proc.Signal(syscall.SIGCONT); err != nil {
@@ -239,11 +178,11 @@ func (o *onKube) repair(kc *kube.Client, ns string) error {
 
 // find waits until the server's pod runs with every container ready and
 // the agent finds its process there.
-func (o *onKube) find(ctx context.Context, s *Server, kc *kube.Client, ctl *Control, timeout time.Duration) (*podProc, error) {
+func (o *onKube) find(ctx context.Context, s *Server, kc *kube.Client, ctl *control.Section, timeout time.Duration) (*remote.PodProc, error) {
 	k := ctl.Kubernetes
 	pod := kube.Pod{Namespace: k.Namespace, Name: k.Pod}
-	h := &podHost{kc: kc, pod: pod, agent: k.AgentName()}
-	var p *podProc
+	h := &remote.PodShell{KC: kc, Pod: pod, Agent: k.AgentName()}
+	var p *remote.PodProc
 	var last error
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -253,12 +192,12 @@ func (o *onKube) find(ctx context.Context, s *Server, kc *kube.Client, ctl *Cont
 			last = fmt.Errorf("pod %s not ready (%v)", pod, err)
 			return false
 		}
-		r, err := locateOnce(h, ctl, s.Spec.Name)
+		r, err := remote.LocateOnce(h, ctl, s.Spec.Name)
 		if err != nil {
 			last = err
 			return false
 		}
-		p = &podProc{remoteProc: r, kc: kc, pod: pod, uid: st.UID, restarts: st.Restarts}
+		p = &remote.PodProc{Proc: r, KC: kc, Pod: pod, UID: st.UID, Restarts: st.Restarts}
 		return true
 	}, nil)
 	if err != nil || p == nil {
@@ -267,7 +206,7 @@ func (o *onKube) find(ctx context.Context, s *Server, kc *kube.Client, ctl *Cont
 	return p, nil
 }
 
-func (o *onKube) controlled(s *Server) (*Control, error) {
+func (o *onKube) controlled(s *Server) (*control.Section, error) {
 	ctl := o.ctl[s.Spec.Name]
 	if ctl == nil || s.Process() == nil {
 		return nil, fmt.Errorf("%s has no control section in the targets file: lockbench does not act on it", s.Spec.Name)
@@ -307,7 +246,7 @@ func (o *onKube) restart(ctx context.Context, _ *Cluster, s *Server) error {
 	if err != nil {
 		return fmt.Errorf("restart %s: %w", s.Spec.Name, err)
 	}
-	s.setProcess(newRemoteProcess(s.Spec.Name, p))
+	s.setProcess(procgroup.NewRemote(s.Spec.Name, p))
 	return nil
 }
 
@@ -319,7 +258,7 @@ func (o *onKube) separable(s *Server) error {
 // drop cuts a from b: between two controlled servers with a NetworkChaos
 // from a's pod to b's, seen in force as Chaos Mesh records it; from or to
 // a worker instance here, by its mark, as with any targets file.
-func (o *onKube) drop(a, b Endpoint, p float64) (Cut, error) {
+func (o *onKube) drop(a, b firewall.Endpoint, p float64) (firewall.Cut, error) {
 	o.mu.Lock()
 	an, bn := o.byIP[a.IP], o.byIP[b.IP]
 	o.mu.Unlock()
@@ -473,7 +412,7 @@ func (o *onKube) jumpClock(name string, d time.Duration) error {
 
 // serverContainer is the pod's first container that is not the agent:
 // the one a TimeChaos moves the clock of.
-func (o *onKube) serverContainer(kc *kube.Client, k *Kubernetes) (string, error) {
+func (o *onKube) serverContainer(kc *kube.Client, k *control.Kubernetes) (string, error) {
 	return kc.FirstContainer(context.Background(), kube.Pod{Namespace: k.Namespace, Name: k.Pod}, k.AgentName())
 }
 
@@ -492,7 +431,7 @@ func (o *onKube) release(s *Server) error {
 		} else if np, err := o.find(context.Background(), s, kc, ctl, 2*time.Minute); err != nil {
 			errs = append(errs, err)
 		} else {
-			p = newRemoteProcess(s.Spec.Name, np)
+			p = procgroup.NewRemote(s.Spec.Name, np)
 		}
 	} else if stopped, err := p.Stopped(); err == nil && stopped {
 		errs = append(errs, p.Signal(syscall.SIGCONT))

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/cgroup"
+	"github.com/lockbench/lockbench/internal/control"
+	"github.com/lockbench/lockbench/internal/firewall"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/kube"
 	corev1 "k8s.io/api/core/v1"
@@ -135,7 +139,7 @@ func (f *fakeCluster) Exec(ctx context.Context, pod kube.Pod, container string, 
 	if container != "lockbench-agent" || len(cmd) != 3 || cmd[0] != "sh" {
 		return "", 0, fmt.Errorf("unexpected exec %v in %s/%s", cmd, pod, container)
 	}
-	line := strings.NewReplacer("/tmp/", f.dir+"/", CgroupRoot, f.dir+"/cgroup", "iptables", ":").Replace(cmd[2])
+	line := strings.NewReplacer("/tmp/", f.dir+"/", cgroup.Root, f.dir+"/cgroup", "iptables", ":").Replace(cmd[2])
 	out, err := exec.CommandContext(ctx, "bash", "-c", line).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode(), nil
@@ -179,12 +183,12 @@ func TestKubernetesControlPlane(t *testing.T) {
 	syscall.Kill(-pg, syscall.SIGSTOP)
 	os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("lockbench-stopped-%d-%d", 999999, pg)), []byte(fmt.Sprint(pg)), 0o644)
 
-	ctl := map[string]*Control{}
+	ctl := map[string]*control.Section{}
 	for i, pod := range []string{"etcd-0", "etcd-1"} {
-		ctl[fmt.Sprintf("etcd-%d", i+1)] = &Control{Kubernetes: &Kubernetes{Namespace: fakeNS, Pod: pod}, Pattern: "lbfake-" + pod}
+		ctl[fmt.Sprintf("etcd-%d", i+1)] = &control.Section{Kubernetes: &control.Kubernetes{Namespace: fakeNS, Pod: pod}, Pattern: "lbfake-" + pod}
 	}
 	var logged []string
-	o, err := newOnKube(external{}, ctl, "Run 42/x", func(*Kubernetes) (*kube.Client, error) { return kc, nil })
+	o, err := newOnKube(external{}, ctl, "Run 42/x", func(*control.Kubernetes) (*kube.Client, error) { return kc, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +242,7 @@ func TestKubernetesControlPlane(t *testing.T) {
 	}
 
 	// A cut.
-	cut, err := o.drop(Endpoint{IP: "etcd-1.example"}, Endpoint{IP: "etcd-2.example"}, 1)
+	cut, err := o.drop(firewall.Endpoint{IP: "etcd-1.example"}, firewall.Endpoint{IP: "etcd-2.example"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/faults"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/control"
+	"github.com/lockbench/lockbench/internal/faketime"
+	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/remote"
 
 	"github.com/lockbench/lockbench/backends"
 )
@@ -25,11 +31,14 @@ func init() {
 			faults.ActDiskThrottle: {OnServer}, faults.ActClock: {OnServer}, faults.ActClockRate: {OnServer}, faults.ActProxy: {OnClientLink}},
 		Faketime: true, NoEmulatedClock: true,
 		ControlNeeds: map[faults.Action]string{faults.ActDiskThrottle: "data_dir", faults.ActClock: "faketime_file", faults.ActClockRate: "faketime_file"},
-		Why:          "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables, confines it in a cgroup (CPU, disk writes) and moves its libfaketime clock on its host; it does not reach its disk's contents or its data beyond the run's keys, and a server's peer links go through no proxy"})
+		Why:          "over SSH lockbench signals, kills and restarts a server's processes, cuts it with iptables, confines it in a cgroup (CPU, disk writes) and moves its libfaketime clock on its host; it does not reach its disk's contents or its data beyond the run's keys, and a server's peer links go through no proxy",
+		place: func(c *Cluster, o Options) (placement, error) {
+			return newOnSSH(external{found: c.found(o)}, o.Control), nil
+		}})
 }
 
 // onSSH is the placement of a targets file's servers that have a control
-// plane (Control): found at the file's addresses like any external
+// plane (control.Section): found at the file's addresses like any external
 // server, and acted on over SSH on the hosts they run on. Before the first
 // case it repairs what a dead run of this machine left on each host (its
 // chains, the groups it stopped) and makes sure every controlled server
@@ -38,40 +47,40 @@ func init() {
 // ones: nothing acts on them.
 type onSSH struct {
 	external
-	ctl   map[string]*Control
-	hosts map[string]*sshHost        // by SSH address
-	fws   map[string]*remoteFirewall // by SSH address
-	byIP  map[string]string          // a controlled server's IP -> its SSH address
-	srv   map[string]*Server         // the controlled servers, by name
+	ctl   map[string]*control.Section
+	hosts map[string]*remote.SSHShell // by SSH address
+	fws   map[string]*remote.Chain    // by SSH address
+	byIP  map[string]string           // a controlled server's IP -> its SSH address
+	srv   map[string]*Server          // the controlled servers, by name
 	log   func(format string, args ...any)
 }
 
-func newOnSSH(ext external, ctl map[string]*Control) *onSSH {
-	return &onSSH{external: ext, ctl: ctl, hosts: map[string]*sshHost{}, fws: map[string]*remoteFirewall{}, byIP: map[string]string{}, srv: map[string]*Server{},
+func newOnSSH(ext external, ctl map[string]*control.Section) *onSSH {
+	return &onSSH{external: ext, ctl: ctl, hosts: map[string]*remote.SSHShell{}, fws: map[string]*remote.Chain{}, byIP: map[string]string{}, srv: map[string]*Server{},
 		log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "control: "+format+"\n", args...) }}
 }
 
 // host is the connection to the host of a controlled server, made (and
 // repaired) the first time.
-func (o *onSSH) hostOf(ctl *Control) (*sshHost, error) {
-	a := ctl.SSH.addr()
+func (o *onSSH) hostOf(ctl *control.Section) (*remote.SSHShell, error) {
+	a := ctl.SSH.Addr()
 	if h := o.hosts[a]; h != nil {
 		return h, nil
 	}
-	h, err := newSSHHost(ctl.SSH)
+	h, err := remote.DialSSH(ctl.SSH)
 	if err != nil {
 		return nil, err
 	}
-	did, err := repairHost(h, harnessAlive)
+	did, err := remote.Repair(h, remote.HarnessAlive)
 	for _, d := range did {
 		o.log("%s (left by a run that is gone)", d)
 	}
 	if err != nil {
-		h.close()
+		h.Close()
 		return nil, err
 	}
 	o.hosts[a] = h
-	o.fws[a] = &remoteFirewall{h: h, chain: fmt.Sprintf("%s%d", ChainPrefix, os.Getpid())}
+	o.fws[a] = remote.NewChain(h, firewall.Name(os.Getpid()))
 	return h, nil
 }
 
@@ -93,19 +102,19 @@ func (o *onSSH) attach(s *Server) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Spec.Name, err)
 	}
-	o.byIP[s.IP] = ctl.SSH.addr()
+	o.byIP[s.IP] = ctl.SSH.Addr()
 	o.srv[s.Spec.Name] = s
-	if err := o.restoreClock(h, ctl, harnessAlive); err != nil {
+	if err := o.restoreClock(h, ctl, remote.HarnessAlive); err != nil {
 		return fmt.Errorf("%s: %w", s.Spec.Name, err)
 	}
-	r, err := locate(h, ctl, s.Spec.Name)
+	r, err := remote.Locate(h, ctl, s.Spec.Name)
 	if err != nil {
 		o.log("%s: %v; starting it", s.Spec.Name, err)
 		if r, err = o.startRemote(context.Background(), s, h, ctl); err != nil {
 			return err
 		}
 	}
-	p := newRemoteProcess(s.Spec.Name, r)
+	p := procgroup.NewRemote(s.Spec.Name, r)
 	if stopped, err := p.Stopped(); err == nil && stopped {
 		o.log("%s was stopped; resuming it", s.Spec.Name)
 		if err := p.Signal(syscall.SIGCONT); err != nil {
@@ -119,32 +128,32 @@ func (o *onSSH) attach(s *Server) error {
 
 // startRemote runs the server's start command and waits until its port
 // answers and its process can be found.
-func (o *onSSH) startRemote(ctx context.Context, s *Server, h *sshHost, ctl *Control) (*remoteProc, error) {
-	if _, err := runT(h, ctl.startCmd()); err != nil {
-		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h.name, err)
+func (o *onSSH) startRemote(ctx context.Context, s *Server, h *remote.SSHShell, ctl *control.Section) (*remote.Proc, error) {
+	if _, err := remote.RunT(h, remote.StartCmd(ctl)); err != nil {
+		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h, err)
 	}
-	var r *remoteProc
+	var r *remote.Proc
 	err := poll(ctx, nil, 60*time.Second, func() error {
 		conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err != nil {
 			return err
 		}
 		conn.Close()
-		r, err = locate(h, ctl, s.Spec.Name)
+		r, err = remote.Locate(h, ctl, s.Spec.Name)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h.name, err)
+		return nil, fmt.Errorf("start %s on %s: %w", s.Spec.Name, h, err)
 	}
 	return r, nil
 }
 
-func (o *onSSH) controlled(s *Server) (*sshHost, *Control, error) {
+func (o *onSSH) controlled(s *Server) (*remote.SSHShell, *control.Section, error) {
 	ctl := o.ctl[s.Spec.Name]
 	if ctl == nil || s.Process() == nil {
 		return nil, nil, fmt.Errorf("%s has no control section in the targets file: lockbench does not act on it", s.Spec.Name)
 	}
-	return o.hosts[ctl.SSH.addr()], ctl, nil
+	return o.hosts[ctl.SSH.Addr()], ctl, nil
 }
 
 func (o *onSSH) kill(s *Server) error {
@@ -173,7 +182,7 @@ func (o *onSSH) restart(ctx context.Context, _ *Cluster, s *Server) error {
 	if err != nil {
 		return err
 	}
-	s.setProcess(newRemoteProcess(s.Spec.Name, r))
+	s.setProcess(procgroup.NewRemote(s.Spec.Name, r))
 	return nil
 }
 
@@ -187,7 +196,7 @@ func (o *onSSH) separable(s *Server) error {
 // controlled server they arrive at (a peer with no control plane sends
 // them); a cut from or to a worker instance is made here, by its mark,
 // since only this machine can tell its instances apart.
-func (o *onSSH) drop(a, b Endpoint, p float64) (Cut, error) {
+func (o *onSSH) drop(a, b firewall.Endpoint, p float64) (firewall.Cut, error) {
 	if a.Mark == 0 && b.Mark == 0 {
 		if addr, ok := o.byIP[a.IP]; ok {
 			return o.fws[addr].DropSome(a, b, p)
@@ -226,21 +235,21 @@ func (o *onSSH) release(s *Server) error {
 func (o *onSSH) close() error {
 	var errs []error
 	for a, f := range o.fws {
-		errs = append(errs, f.close())
-		errs = append(errs, o.hosts[a].close())
+		errs = append(errs, f.Close())
+		errs = append(errs, o.hosts[a].Close())
 	}
 	return errors.Join(errs...)
 }
 
 // jumpClock moves a controlled server's wall clock by d more, in the
-// faketime file its libfaketime reads on its host (Control.FaketimeFile):
+// faketime file its libfaketime reads on its host (control.Section.FaketimeFile):
 // its processes see the jump at their next clock read.
 func (o *onSSH) jumpClock(name string, d time.Duration) error {
 	h, ctl, fc, err := o.fakeClock(name)
 	if err != nil {
 		return fmt.Errorf("clock jump: %w", err)
 	}
-	fc.offset += d.Seconds()
+	fc.Offset += d.Seconds()
 	return o.writeFakeClock(h, ctl, fc)
 }
 
@@ -252,7 +261,7 @@ func (o *onSSH) driftClock(name string, rate float64) error {
 	if err != nil {
 		return fmt.Errorf("clock drift: %w", err)
 	}
-	out, err := runT(h, fmt.Sprintf("cut -d' ' -f1 /proc/uptime; sed 's/.*) //' /proc/%d/stat | cut -d' ' -f20", o.serverPid(name)))
+	out, err := remote.RunT(h, fmt.Sprintf("cut -d' ' -f1 /proc/uptime; sed 's/.*) //' /proc/%d/stat | cut -d' ' -f20", o.serverPid(name)))
 	f := strings.Fields(out)
 	if err != nil || len(f) != 2 {
 		return fmt.Errorf("clock drift on %s: the process's age on %s: %v (%q)", name, h, err, out)
@@ -262,7 +271,7 @@ func (o *onSSH) driftClock(name string, rate float64) error {
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("clock drift on %s: the process's age on %s: %q", name, h, out)
 	}
-	return o.writeFakeClock(h, ctl, fc.withRate(rate, up-start/clockTicks))
+	return o.writeFakeClock(h, ctl, fc.WithRate(rate, up-start/faketime.ClockTicks))
 }
 
 // serverPid is a controlled server's main pid on its host.
@@ -275,20 +284,20 @@ func (o *onSSH) serverPid(name string) int {
 
 // fakeClock reads a controlled server's faketime file ("+0" when it is
 // not there yet).
-func (o *onSSH) fakeClock(name string) (host, *Control, fakeClock, error) {
+func (o *onSSH) fakeClock(name string) (remote.Shell, *control.Section, faketime.Clock, error) {
 	ctl := o.ctl[name]
 	if ctl == nil || ctl.FaketimeFile == "" {
-		return nil, nil, fakeClock{}, fmt.Errorf("%s's control section gives no faketime_file", name)
+		return nil, nil, faketime.Clock{}, fmt.Errorf("%s's control section gives no faketime_file", name)
 	}
 	h, err := o.hostOf(ctl)
 	if err != nil {
-		return nil, nil, fakeClock{}, err
+		return nil, nil, faketime.Clock{}, err
 	}
-	out, err := runT(h, "cat "+shellQuote(ctl.FaketimeFile)+" 2>/dev/null || echo +0")
+	out, err := remote.RunT(h, "cat "+remote.Quote(ctl.FaketimeFile)+" 2>/dev/null || echo +0")
 	if err != nil {
-		return nil, nil, fakeClock{}, err
+		return nil, nil, faketime.Clock{}, err
 	}
-	fc, err := parseFakeClock(strings.TrimSpace(out))
+	fc, err := faketime.Parse(strings.TrimSpace(out))
 	return h, ctl, fc, err
 }
 
@@ -296,21 +305,21 @@ func (o *onSSH) fakeClock(name string) (host, *Control, fakeClock, error) {
 // before this run first wrote it beside it (<file>.lockbench-<pid>): at
 // release, or at a later run's start after this one was killed, the
 // file is put back, so that no server's clock stays moved by a run.
-func (o *onSSH) writeFakeClock(h host, ctl *Control, fc fakeClock) error {
-	f := shellQuote(ctl.FaketimeFile)
-	keep := shellQuote(fmt.Sprintf("%s.lockbench-%d", ctl.FaketimeFile, os.Getpid()))
-	_, err := runT(h, fmt.Sprintf("{ [ -e %[2]s ] || { if [ -e %[1]s ]; then cp %[1]s %[2]s; else echo +0 > %[2]s; fi; }; } && printf '%%s\\n' %[3]s > %[1]s", f, keep, shellQuote(fc.String())))
+func (o *onSSH) writeFakeClock(h remote.Shell, ctl *control.Section, fc faketime.Clock) error {
+	f := remote.Quote(ctl.FaketimeFile)
+	keep := remote.Quote(fmt.Sprintf("%s.lockbench-%d", ctl.FaketimeFile, os.Getpid()))
+	_, err := remote.RunT(h, fmt.Sprintf("{ [ -e %[2]s ] || { if [ -e %[1]s ]; then cp %[1]s %[2]s; else echo +0 > %[2]s; fi; }; } && printf '%%s\\n' %[3]s > %[1]s", f, keep, remote.Quote(fc.String())))
 	return err
 }
 
 // restoreClock puts back the server's faketime file as it was before the
 // runs that wrote it and are gone (gone says which: dead harnesses at a
 // run's start; this one at release).
-func (o *onSSH) restoreClock(h host, ctl *Control, gone func(pid int) bool) error {
+func (o *onSSH) restoreClock(h remote.Shell, ctl *control.Section, gone func(pid int) bool) error {
 	if ctl.FaketimeFile == "" {
 		return nil
 	}
-	out, err := runT(h, "for f in "+shellQuote(ctl.FaketimeFile)+".lockbench-*; do [ -e \"$f\" ] && echo \"$f\"; done; true")
+	out, err := remote.RunT(h, "for f in "+remote.Quote(ctl.FaketimeFile)+".lockbench-*; do [ -e \"$f\" ] && echo \"$f\"; done; true")
 	if err != nil {
 		return fmt.Errorf("restore the clock of %s: %w", h, err)
 	}
@@ -320,7 +329,7 @@ func (o *onSSH) restoreClock(h host, ctl *Control, gone func(pid int) bool) erro
 		if err != nil || !gone(pid) {
 			continue
 		}
-		if _, err := runT(h, fmt.Sprintf("mv %s %s", shellQuote(kept), shellQuote(ctl.FaketimeFile))); err != nil {
+		if _, err := remote.RunT(h, fmt.Sprintf("mv %s %s", remote.Quote(kept), remote.Quote(ctl.FaketimeFile))); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 )
 
@@ -85,7 +87,7 @@ func startPgBouncer(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 			cmd := exec.Command(PgBouncer, conf)
 			return cmd, asPostgres(cmd) // it refuses to run as root
 		}
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 20*time.Second, func() error {
 				conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
 				if err != nil {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 )
 
@@ -118,7 +120,7 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 			if err != nil {
 				return fmt.Errorf("%s pg_hba.conf: %w", sp.Name, err)
 			}
-			nets := []string{"127.0.0.0/8", c.Slot.prefix() + "0.0/16"}
+			nets := []string{"127.0.0.0/8", c.Slot.Prefix() + "0.0/16"}
 			var rules string
 			for _, n := range nets {
 				rules += "host all all " + n + " trust\nhost replication all " + n + " trust\n"
@@ -159,7 +161,7 @@ func startPostgres(ctx context.Context, c *Cluster, specs []backends.ServerSpec)
 			cmd := exec.Command(filepath.Join(PostgresBin, "postgres"), args...)
 			return cmd, asPostgres(cmd)
 		}
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 20*time.Second, func() error {
 				out, err := exec.Command(filepath.Join(PostgresBin, "pg_isready"), "-h", ip, "-p", fmt.Sprint(port), "-t", "1").CombinedOutput()
 				if err != nil {

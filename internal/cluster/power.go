@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/powerfs"
 )
 
@@ -40,7 +41,11 @@ func (c *Cluster) PowerLoss(name string) (powerfs.Loss, error) {
 	if s.power == nil {
 		return powerfs.Loss{}, fmt.Errorf("power loss: %s was started without a power-loss layer", name)
 	}
-	if err := c.place.kill(s); err != nil {
+	k, ok := c.place.(killer)
+	if !ok {
+		return powerfs.Loss{}, c.lacks("kill", name)
+	}
+	if err := k.kill(s); err != nil {
 		return powerfs.Loss{}, err
 	}
 	loss, err := s.power.Lose()
@@ -105,3 +110,23 @@ func (c *Cluster) unmountPower(servers []*Server) []error {
 
 // PowerAvailable says whether data dirs can be put on a power-loss layer.
 func PowerAvailable() error { return powerfs.Available() }
+
+// DataDevice is the major:minor of the disk holding a server's data: its
+// data dir here, or the data_dir its control section names on its host.
+func (c *Cluster) DataDevice(name string) (string, error) {
+	s := c.Server(name)
+	if s == nil {
+		return "", fmt.Errorf("no server %s", name)
+	}
+	if p := s.Process(); p != nil && p.Remote() != nil {
+		d, ok := p.Remote().(interface{ DataDevice() (string, error) })
+		if !ok {
+			return "", fmt.Errorf("%s: its control plane cannot reach its disk", name)
+		}
+		return d.DataDevice()
+	}
+	if s.Dir == "" {
+		return "", fmt.Errorf("%s has no data directory here", name)
+	}
+	return cgroup.DeviceOf(s.Dir)
+}

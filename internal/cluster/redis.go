@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 )
 
@@ -60,7 +62,7 @@ func startRedis(ctx context.Context, c *Cluster, specs []backends.ServerSpec) er
 		}
 		args = append(args, sp.Args...)
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 10*time.Second, func() error {
 				info, err := redisInfo(ctx, s.Addr, "server")
 				if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/redis/go-redis/v9"
 )
@@ -86,7 +88,7 @@ func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpe
 		}
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
 		replica := i > 0
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 20*time.Second, func() error {
 				info, err := redisInfo(ctx, s.Addr, "server", "replication")
 				if err != nil {
@@ -116,7 +118,7 @@ func startReplicated(ctx context.Context, c *Cluster, specs []backends.ServerSpe
 
 // samePID checks that an INFO server answer comes from process p: the
 // server answering on this run's address is the one this run started.
-func samePID(info string, p *Process) error {
+func samePID(info string, p *procgroup.Process) error {
 	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
 			if v != fmt.Sprint(p.Pid()) {
@@ -166,7 +168,7 @@ func startSentinels(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 		}
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, confPath, "--sentinel"), nil }
 		n := len(specs)
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 30*time.Second, func() error { return sentinelReady(ctx, s.Addr, n-1, wantReplicas) })
 		}
 		if err := c.spawn(s); err != nil {

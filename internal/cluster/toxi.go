@@ -9,6 +9,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/internal/links"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -82,6 +83,11 @@ func (t *Toxi) Proxy(name, upstream string) (*toxiclient.Proxy, error) {
 	return p, nil
 }
 
+// Get returns the proxy named name (as Proxy named it).
+func (t *Toxi) Get(name string) (*toxiclient.Proxy, error) {
+	return t.Client.Proxy(t.prefix + name)
+}
+
 // Close deletes every proxy and stops the server.
 func (t *Toxi) Close() error {
 	var errs []error
@@ -117,4 +123,60 @@ func FreePort(host string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// routed makes the server-side link name go through a proxy when a fault
+// acts on it, and returns the address to advertise for it: a relay that
+// counts the link's traffic in front of the proxy, or addr itself.
+func (c *Cluster) routed(name, addr string) (string, error) {
+	if !c.proxied[name] {
+		return addr, nil
+	}
+	p, err := c.proxy(name, addr)
+	if err != nil {
+		return "", err
+	}
+	r, err := links.NewRelay(c.Slot.Harness(), name, p.Listen)
+	if err != nil {
+		return "", fmt.Errorf("relay for %s: %w", name, err)
+	}
+	c.mu.Lock()
+	c.relays[name] = r
+	c.mu.Unlock()
+	return r.Addr(), nil
+}
+
+// RelayCounts returns the traffic of a server-side link, if it has a relay.
+func (c *Cluster) RelayCounts(name string) (links.Counts, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.relays[name]
+	if !ok {
+		return links.Counts{}, false
+	}
+	return r.Counts(), true
+}
+
+// ClientProxy returns the shared proxy of a server's client link, making it
+// on first use.
+func (c *Cluster) ClientProxy(name string) (*toxiclient.Proxy, error) {
+	s := c.Server(name)
+	if s == nil {
+		return nil, fmt.Errorf("proxy for %s: no such server", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Proxy == nil {
+		p, err := c.proxy(name, s.Addr)
+		if err != nil {
+			return nil, err
+		}
+		s.Proxy = p
+	}
+	return s.Proxy, nil
+}
+
+// proxy puts a toxiproxy proxy named name in front of addr.
+func (c *Cluster) proxy(name, addr string) (*toxiclient.Proxy, error) {
+	return c.Toxi.Proxy(name, addr)
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/procgroup"
+
 	"github.com/lockbench/lockbench/backends"
 )
 
@@ -105,7 +107,7 @@ func startZooKeeper(ctx context.Context, c *Cluster, specs []backends.ServerSpec
 				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
 			return cmd, nil
 		}
-		s.ready = func(ctx context.Context, p *Process) error {
+		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 60*time.Second, func() error {
 				mode, err := zkMode(s.Addr)
 				if err != nil {

@@ -1,9 +1,12 @@
-// Package layers holds the test that keeps the module's layers pointing
-// one way: the record (history) and configuration at the bottom; the
-// checker and the report above them; the backends, faults and cluster
-// beside each other above those; scenarios and workers; the runner; the
-// command on top. A package may import only packages of its own layer or
-// below; a new package must be given a layer here.
+// Package layers holds the tests that keep the module's import graph a
+// house a newcomer can walk: the layers point one way (the record,
+// configuration and the machinery's leaves at the bottom; the checker and
+// the report above them; the backends, faults and cluster beside each
+// other above those; scenarios and workers; the runner; the command on
+// top), and a package may import only packages of its own layer or
+// below; the graph is at most maxDepth packages deep; the worker stays
+// low; and only the cluster, the runner and the command use the cluster's
+// machinery. A new package must be given a layer here.
 package layers
 
 import (
@@ -17,11 +20,21 @@ const module = "github.com/lockbench/lockbench/"
 // layer of every package of the module, bottom (0) to top.
 var layer = map[string]int{
 	"history": 0, "internal/config": 0, "internal/suggest": 0, "internal/monoclock": 0, "internal/exitcode": 0,
-	"internal/layout": 0, "internal/version": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0, "internal/links": 0, "internal/powerfs": 0,
-	"internal/kube": 0, // Kubernetes objects and client-go: a leaf the cluster's Kubernetes placement uses
-	"checker":       1,
-	"report":        2,
-	"backends":      3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
+	"internal/layout": 0, "internal/version": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0,
+	"internal/links": 0,
+	// The machinery the cluster's deployment modes are built of, each a
+	// leaf with its own tests: the FUSE layer under data dirs, iptables,
+	// cgroups, network namespaces, process groups, the Docker CLI, the
+	// shell on a server's host (SSH, a pod; remotetest: its tests' sshd),
+	// Kubernetes objects and client-go.
+	"internal/control": 0, // a targets file's control section: configuration the ssh and kubernetes modes act on
+	"internal/powerfs": 0, "internal/slot": 0, "internal/netns": 0, "internal/faketime": 0, "internal/firewall": 0, "internal/cgroup": 0, "internal/docker": 0, "internal/procgroup": 0,
+	"internal/remote": 0, "internal/remote/remotetest": 0, "internal/kube": 0,
+	"checker": 1,
+	"verdict": 2, "report": 2,
+	"drivers":  0, // the reference drivers' sources, embedded
+	"backends": 3, "backends/driver": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
+	"internal/workload": 3, // what the clients do: the worker's input, below the scenario
 	"internal/scenario": 4, "internal/worker": 4, "internal/sim": 4,
 	"internal/runner": 5, "internal/perf": 6,
 	"internal/layers": 7, "cmd/bench": 7,
@@ -54,6 +67,119 @@ func TestLayersPointOneWay(t *testing.T) {
 			}
 			if to, ok := layer[dep]; ok && to > from {
 				t.Errorf("%s (layer %d) imports %s (layer %d): layers point one way, downwards", pkg, from, dep, to)
+			}
+		}
+	}
+}
+
+// TestWorkerStaysLow fails when the worker (the process that only takes
+// locks and writes events) links the coordinator's side: a worker binary
+// needs the backends, the history, the resource's client and small leaf
+// packages, never the scenarios, the clusters, the faults, the runner or
+// the report.
+func TestWorkerStaysLow(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"internal/worker").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		pkg, ours := strings.CutPrefix(dep, module)
+		if !ours {
+			continue
+		}
+		for _, high := range []string{"internal/scenario", "internal/cluster", "faults", "internal/runner", "report", "checker", "internal/targets"} {
+			if pkg == high || strings.HasPrefix(pkg, high+"/") {
+				t.Errorf("internal/worker depends on %s: the worker must not link the coordinator's side", pkg)
+			}
+		}
+	}
+}
+
+// maxDepth bounds the longest chain of imports between the module's
+// packages, counted in packages (cmd/bench -> ... -> a leaf).
+const maxDepth = 8
+
+// imports lists every package of the module with the module's packages it
+// imports (not its tests'), with the kubernetes build tag or without.
+func imports(t *testing.T, tags string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-tags", tags, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list -tags %q: %v", tags, err)
+	}
+	g := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		g[pkg] = nil
+		for _, imp := range fields[1:] {
+			if dep, ours := strings.CutPrefix(imp, module); ours {
+				g[pkg] = append(g[pkg], dep)
+			}
+		}
+	}
+	return g
+}
+
+// TestImportDepth fails when the import graph grows deeper than
+// maxDepth: a tall, narrow tower is where a newcomer gets lost.
+func TestImportDepth(t *testing.T) {
+	for _, tags := range []string{"", "kubernetes"} {
+		g := imports(t, tags)
+		depth := map[string][]string{} // package -> its longest chain down
+		var chain func(p string) []string
+		chain = func(p string) []string {
+			if c, ok := depth[p]; ok {
+				return c
+			}
+			var longest []string
+			for _, d := range g[p] {
+				if c := chain(d); len(c) > len(longest) {
+					longest = c
+				}
+			}
+			depth[p] = append([]string{p}, longest...)
+			return depth[p]
+		}
+		for p := range g {
+			if c := chain(p); len(c) > maxDepth {
+				t.Errorf("-tags %q: %s is %d packages deep (at most %d): %s", tags, p, len(c), maxDepth, strings.Join(c, " -> "))
+			}
+		}
+	}
+}
+
+// machinery are the leaves the cluster's deployment modes are built of.
+var machinery = []string{"internal/firewall", "internal/cgroup", "internal/netns", "internal/procgroup", "internal/docker",
+	"internal/remote", "internal/faketime", "internal/slot", "internal/powerfs", "internal/kube"}
+
+// TestMachineryStaysInside fails when a package other than the cluster,
+// the runner, the command (or the machinery itself) imports a piece of
+// the cluster's machinery: the others reach it through the cluster.
+func TestMachineryStaysInside(t *testing.T) {
+	allowed := func(pkg string) bool {
+		switch {
+		case pkg == "internal/cluster" || pkg == "internal/runner" || strings.HasPrefix(pkg, "cmd/"):
+			return true
+		}
+		for _, m := range machinery {
+			if pkg == m || strings.HasPrefix(pkg, m+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tags := range []string{"", "kubernetes"} {
+		for pkg, deps := range imports(t, tags) {
+			if allowed(pkg) {
+				continue
+			}
+			for _, d := range deps {
+				for _, m := range machinery {
+					if d == m {
+						t.Errorf("%s imports %s: only the cluster, the runner and the command use the cluster's machinery", pkg, d)
+					}
+				}
 			}
 		}
 	}

@@ -58,6 +58,10 @@ type RunCase struct {
 	// when it did not start its own (trials and cases on the same
 	// servers, the cluster checked back at its baseline in between).
 	Reused string `json:"reused_cluster_of,omitempty"`
+	// PlanSeeds are the seeds of the clients' plans (their holds, thinks
+	// and key picks), one per trial: lane by lane for a batch of trials
+	// side by side. A case's plan_seed replays one.
+	PlanSeeds []uint64 `json:"plan_seeds,omitempty"`
 }
 
 // Host describes the machine a run ran on.

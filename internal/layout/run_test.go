@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,5 +34,25 @@ func TestRunRoundTrip(t *testing.T) {
 	os.WriteFile(dir+"/"+RunFile, []byte("{"), 0o644)
 	if _, err := ReadRun(dir); err == nil || !strings.Contains(err.Error(), RunFile) {
 		t.Errorf("broken run.json: %v", err)
+	}
+}
+
+// TestReadFaults: faults.jsonl reads back as the type that wrote it, in
+// order; a bad line names its place; a folder without one is ErrNotExist.
+func TestReadFaults(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadFaults(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("no file: %v", err)
+	}
+	lines := `{"case":"a","name":"pause-1","type":"pause","target":"holder","resolved":"instance-2","lane":1,"options":{"failover":true},"scheduled_at_ns":1,"scheduled_for_ns":2,"applied":true}` + "\n\n" +
+		`{"case":"a","name":"kill-2","type":"kill","target":"redis-1","scheduled_at_ns":3,"scheduled_for_ns":0,"applied":false,"error":"no"}` + "\n"
+	os.WriteFile(filepath.Join(dir, FaultsFile), []byte(lines), 0o644)
+	got, err := ReadFaults(dir)
+	if err != nil || len(got) != 2 || got[0].Resolved != "instance-2" || got[0].Lane != 1 || got[0].Options["failover"] != true || got[1].Error != "no" {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	os.WriteFile(filepath.Join(dir, FaultsFile), []byte(lines+"{bad\n"), 0o644)
+	if _, err := ReadFaults(dir); err == nil || !strings.Contains(err.Error(), "faults.jsonl:4") {
+		t.Errorf("a bad line: %v", err)
 	}
 }

@@ -61,6 +61,9 @@ type Counts struct {
 	// Errors are reads and writes that failed with something other than a
 	// clean end of stream (a reset, a timeout).
 	Errors int64 `json:"errors"`
+	// Closed counts connections the other end closed (a read met the end
+	// of the stream): a cut that resets the connections in use shows here.
+	Closed int64 `json:"closed,omitempty"`
 	// Responses counts answers by delay: bucket i holds delays below
 	// Edges[i], the last one everything slower.
 	Responses [NBuckets]int64 `json:"responses"`
@@ -69,7 +72,7 @@ type Counts struct {
 // Sub returns c - o.
 func (c Counts) Sub(o Counts) Counts {
 	d := Counts{Dials: c.Dials - o.Dials, DialErrors: c.DialErrors - o.DialErrors, BytesOut: c.BytesOut - o.BytesOut,
-		BytesIn: c.BytesIn - o.BytesIn, Errors: c.Errors - o.Errors}
+		BytesIn: c.BytesIn - o.BytesIn, Errors: c.Errors - o.Errors, Closed: c.Closed - o.Closed}
 	for i := range d.Responses {
 		d.Responses[i] = c.Responses[i] - o.Responses[i]
 	}
@@ -79,15 +82,16 @@ func (c Counts) Sub(o Counts) Counts {
 // Add returns c + o.
 func (c Counts) Add(o Counts) Counts {
 	d := Counts{Dials: c.Dials + o.Dials, DialErrors: c.DialErrors + o.DialErrors, BytesOut: c.BytesOut + o.BytesOut,
-		BytesIn: c.BytesIn + o.BytesIn, Errors: c.Errors + o.Errors}
+		BytesIn: c.BytesIn + o.BytesIn, Errors: c.Errors + o.Errors, Closed: c.Closed + o.Closed}
 	for i := range d.Responses {
 		d.Responses[i] = c.Responses[i] + o.Responses[i]
 	}
 	return d
 }
 
-// Attempts is how often the link was used: dials and bytes sent.
-func (c Counts) Attempts() int64 { return c.Dials + c.DialErrors + c.BytesOut }
+// Attempts is how often the link was used: dials (refused ones too), bytes
+// sent, and connections that failed or were closed under their user.
+func (c Counts) Attempts() int64 { return c.Dials + c.DialErrors + c.BytesOut + c.Errors + c.Closed }
 
 // Answers is how many answers came back.
 func (c Counts) Answers() int64 {
@@ -113,12 +117,12 @@ func (c Counts) SlowestAtLeast() time.Duration {
 type Snapshot map[string]Counts
 
 type counters struct {
-	dials, dialErrs, out, in, errs atomic.Int64
-	resp                           [NBuckets]atomic.Int64
+	dials, dialErrs, out, in, errs, closed atomic.Int64
+	resp                                   [NBuckets]atomic.Int64
 }
 
 func (c *counters) counts() Counts {
-	out := Counts{Dials: c.dials.Load(), DialErrors: c.dialErrs.Load(), BytesOut: c.out.Load(), BytesIn: c.in.Load(), Errors: c.errs.Load()}
+	out := Counts{Dials: c.dials.Load(), DialErrors: c.dialErrs.Load(), BytesOut: c.out.Load(), BytesIn: c.in.Load(), Errors: c.errs.Load(), Closed: c.closed.Load()}
 	for i := range out.Responses {
 		out.Responses[i] = c.resp[i].Load()
 	}
@@ -274,7 +278,10 @@ func (c *countedConn) Read(b []byte) (int, error) {
 			c.c.answered(time.Duration(now() - p))
 		}
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	switch {
+	case errors.Is(err, io.EOF):
+		c.c.closed.Add(1)
+	case err != nil && !errors.Is(err, net.ErrClosed):
 		c.c.errs.Add(1)
 	}
 	return n, err

@@ -23,7 +23,7 @@ import (
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/runner"
 	"github.com/lockbench/lockbench/internal/scenario"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // Options configure a measurement.
@@ -36,6 +36,10 @@ type Options struct {
 	Log      io.Writer
 	// WorkerCommand is passed to the runner (tests run their own binary).
 	WorkerCommand func() (string, []string)
+	// Bare, when set, is the bare loop instead of the backend's own Locker
+	// in process: a driver's library loop in its own process (bench
+	// driver perf).
+	Bare func(ctx context.Context, backend string) (Sample, error)
 }
 
 // Variant is one way of running the workload.
@@ -107,9 +111,12 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 				}
 				var s Sample
 				var err error
-				if v == Bare {
+				switch {
+				case v == Bare && o.Bare != nil:
+					s, err = o.Bare(ctx, b)
+				case v == Bare:
 					s, err = bareLoop(ctx, o, b)
-				} else {
+				default:
 					s, err = harness(ctx, o, b, v, round)
 				}
 				if err != nil {
@@ -146,7 +153,7 @@ func harness(ctx context.Context, o Options, backend string, v Variant, round in
 	if err != nil {
 		return Sample{}, err
 	}
-	sum, err := report.AnalyzeFile(filepath.Join(out.Dir, layout.HistoryFile))
+	sum, err := verdict.AnalyzeFile(filepath.Join(out.Dir, layout.HistoryFile))
 	if err != nil {
 		return Sample{}, err
 	}

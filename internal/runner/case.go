@@ -29,14 +29,17 @@ import (
 
 // caseRun is one case in progress.
 type caseRun struct {
-	r        *run
-	c        *scenario.Case
-	idx      int
-	cl       *cluster.Cluster
+	r   *run
+	c   *scenario.Case
+	idx int
+	cl  *cluster.Cluster
+	// acts is the cluster as the faults act on it: cl (liveCluster), or
+	// a fake in tests.
+	acts     faultCluster
 	res      *resource.Server
 	resProxy string
 	plan     linkPlan
-	workers  map[string]*workerProc
+	workers  map[history.Instance]*workerProc
 	start    int64 // case start, since run base
 
 	// reusedFrom names the case whose cluster this one runs on ("": its
@@ -44,9 +47,17 @@ type caseRun struct {
 	reusedFrom string
 	dirty      atomic.Bool
 	liveMu     sync.Mutex
-	lastHeal   int64             // when the last fault healed (since run base)
-	waiting    map[string]bool   // clients with an acquire in flight, as events arrive
-	storing    map[string]string // clients inside a store critical section: client -> key
+	lastHeal   int64 // when the last fault healed (since run base)
+	// served is, for each key some client asked for, when it was last
+	// acquired (0: never), as events arrive: the lock's availability is
+	// per key (MODEL §11), so one lane's key served says nothing of
+	// another's.
+	served  map[string]int64
+	waiting map[string]bool   // clients with an acquire in flight, as events arrive
+	storing map[string]string // clients inside a store critical section: client -> key
+	// storeSince is when each storing client's store began (as events
+	// arrive, up to a flush of the worker's emitter late).
+	storeSince map[string]int64
 	stats      history.HarnessStats
 }
 
@@ -54,17 +65,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	logDir := filepath.Join(r.dir, layout.LogsDir, c.Name)
 	plan := planLinks(c)
 	began := time.Now()
-	co := cluster.Options{Proxied: plan.server, Hosts: c.Network == scenario.NetworkHosts, Faketime: faketimeServers(c), DiskLayer: needsFuse(c)}
-	if t := r.sc.Targets; t != nil {
-		co.External = t.Servers
-		co.Control = t.Control
-		if tp := t.Toxiproxy; tp != nil {
-			co.ExternalToxi = &cluster.ExternalToxi{API: tp.API, ListenHost: tp.ListenHost}
-		}
-		if cp := r.sc.Compose; cp != nil {
-			co.Compose = &cluster.Compose{File: cp.File, Project: cp.Project, WorkerImage: cp.WorkerImage}
-		}
-	}
+	co := r.clusterOptions(c, plan)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
 	}
@@ -75,7 +76,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 			return err
 		}
 	}
-	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, plan: plan, workers: map[string]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}, reusedFrom: from}
+	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, acts: liveCluster{cl}, plan: plan, workers: map[history.Instance]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}, storeSince: map[string]int64{}, served: map[string]int64{}, reusedFrom: from}
 	defer func() {
 		// Teardown runs on success, error, interrupt and panic alike.
 		cr.killWorkers()
@@ -106,7 +107,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	if err != nil {
 		return err
 	}
-	for i := 1; i <= c.Workload.Instances; i++ {
+	for i := history.Instance(1); i <= history.Instance(c.Workload.Instances); i++ {
 		routes, err := cr.routes(i, cr.res.Addr())
 		if err != nil {
 			return err
@@ -119,7 +120,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		return err
 	}
 	info := layout.RunCase{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds(),
-		Servers: serverKinds(c.Backend.Servers()), Reused: from}
+		Servers: serverKinds(c.Backend.Servers()), Reused: from, PlanSeeds: cr.planSeeds()}
 	for _, w := range cr.sortedWorkers() {
 		if ct := w.proc.Container(); ct != "" {
 			info.Containers = append(info.Containers, ct)
@@ -186,6 +187,24 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	return nil
 }
 
+// clusterOptions is how a case's cluster is made: in the run's mode, with
+// the proxies, clocks and disk layers its faults need, on a targets
+// file's servers when the run has one.
+func (r *run) clusterOptions(c *scenario.Case, plan linkPlan) cluster.Options {
+	co := cluster.Options{Mode: r.sc.Mode, Proxied: plan.server, Faketime: faketimeServers(c), DiskLayer: needsFuse(c)}
+	if t := r.sc.Targets; t != nil {
+		co.External = t.Servers
+		co.Control = t.Control
+		if tp := t.Toxiproxy; tp != nil {
+			co.ExternalToxi = &cluster.ExternalToxi{API: tp.API, ListenHost: tp.ListenHost}
+		}
+		if cp := r.sc.Compose; cp != nil {
+			co.Compose = &cluster.Compose{File: cp.File, Project: cp.Project, WorkerImage: cp.WorkerImage}
+		}
+	}
+	return co
+}
+
 // healed records that a fault healed at t.
 func (cr *caseRun) healed(t int64) {
 	cr.liveMu.Lock()
@@ -195,9 +214,14 @@ func (cr *caseRun) healed(t int64) {
 
 // watchRecovery keeps the workload running, past the case's duration if
 // need be, until the last heal is followed by the time the checker needs
-// to judge the recovery (checker.MinEvidence, or recovers_within): a fault
-// whose heal took long (a server restarted and waited for) must not leave
-// its recovery undecided for want of watching (checker/MODEL.md §11).
+// to judge the recovery (checker/MODEL.md §11): recovers_within, or
+// checker.MinEvidence; and, without recovers_within, while nothing has
+// some key a client asked for has not been acquired since the heal, up to
+// MinEvidence past the lock's own expiry bound (a dead holder's lease must
+// run out before "never" can be said). A fault whose heal took long (a
+// server restarted and waited for) must not leave its recovery undecided
+// for want of watching, nor one lane's key served hide another's that is
+// not (side by side, every lane's lock must be seen back or seen stuck).
 func (cr *caseRun) watchRecovery(ctx context.Context) {
 	cr.liveMu.Lock()
 	last := cr.lastHeal
@@ -205,12 +229,31 @@ func (cr *caseRun) watchRecovery(ctx context.Context) {
 	if last == 0 || cr.c.Expect.Measure || (cr.c.Expect.Available != nil && !*cr.c.Expect.Available) {
 		return
 	}
-	need := max(checker.MinEvidence, time.Duration(cr.c.Expect.RecoversWithinNs))
+	need, upTo := checker.MinEvidence, checker.MinEvidence+backends.ExpiryBound(cr.c.Backend, cr.c.Workload.TTL.D())
+	if b := time.Duration(cr.c.Expect.RecoversWithinNs); b > 0 {
+		need, upTo = b+time.Millisecond, b+time.Millisecond // a stretch longer than B
+	}
 	if more := time.Duration(last + int64(need) - monoclock.Since(cr.r.base)); more > 0 {
 		fmt.Fprintf(cr.r.log, "  the last fault healed %s before the case's end: running %s more to watch the recovery\n",
 			(need - more).Round(time.Millisecond), more.Round(time.Millisecond))
 		wait.Sleep(ctx, more)
 	}
+	for ctx.Err() == nil && cr.unservedSince(last) != "" && monoclock.Since(cr.r.base) < last+int64(upTo) {
+		wait.Sleep(ctx, 50*time.Millisecond) // not served since the heal: not yet due back, perhaps
+	}
+}
+
+// unservedSince returns a key some client asked for that has not been
+// acquired since t ("" when every one has).
+func (cr *caseRun) unservedSince(t int64) string {
+	cr.liveMu.Lock()
+	defer cr.liveMu.Unlock()
+	for k, at := range cr.served {
+		if at < t {
+			return k
+		}
+	}
+	return ""
 }
 
 // keyPrefix is what every key of the case starts with on servers lockbench
@@ -282,8 +325,8 @@ func faketimeServers(c *scenario.Case) []string {
 			continue
 		}
 		for _, t := range f.Targets {
-			if k, ok := kinds[t]; ok && slices.Contains(info.NeedsFaketime, k) && !slices.Contains(out, t) {
-				out = append(out, t)
+			if k, ok := kinds[t.Name]; ok && t.Kind == faults.Server && slices.Contains(info.NeedsFaketime, k) && !slices.Contains(out, t.Name) {
+				out = append(out, t.Name)
 			}
 		}
 	}
@@ -343,9 +386,9 @@ type keptCluster struct {
 
 // clusterKey says which cases can share a cluster: the same backend and
 // options (so the same servers), the same proxied server-side links,
-// clocks and data-dir layers, on the same network.
+// clocks and data-dir layers, in the same mode.
 func clusterKey(c *scenario.Case, co cluster.Options) string {
-	return fmt.Sprintf("%s|%s|%q|%q|%v|%v|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Hosts, co.External != nil, co.DiskLayer)
+	return fmt.Sprintf("%s|%s|%q|%q|%s|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Mode, co.DiskLayer)
 }
 
 // refreshWait bounds how long a kept cluster may take to answer again.

@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/scenario"
 )
@@ -18,47 +16,39 @@ import (
 // and no extra failure point to what it measures.
 type linkPlan struct {
 	all     bool
-	shared  map[string]bool         // client link of a server, or the resource
-	perInst map[string]map[int]bool // server -> instances with a proxy of their own
-	server  []string                // server-side links: etcd-1-peer, redis-1-repl
+	shared  map[string]bool                      // client link of a server, or the resource
+	perInst map[string]map[history.Instance]bool // server -> instances with a proxy of their own
+	server  []string                             // server-side links: etcd-1-peer, redis-1-repl
 }
 
 func planLinks(c *scenario.Case) linkPlan {
-	p := linkPlan{all: c.Workload.ProxyAll, shared: map[string]bool{}, perInst: map[string]map[int]bool{}}
+	p := linkPlan{all: c.Workload.ProxyAll, shared: map[string]bool{}, perInst: map[string]map[history.Instance]bool{}}
 	servers := map[string]bool{links.Resource: true}
 	for _, s := range c.Backend.Servers() {
 		servers[s.Name] = true
 	}
+	instance := func(name string, n history.Instance) {
+		if p.perInst[name] == nil {
+			p.perInst[name] = map[history.Instance]bool{}
+		}
+		p.perInst[name][n] = true
+	}
 	for _, f := range c.Faults {
-	each:
-		for _, s := range f.Targets {
-			t := faults.ParseTarget(s)
-			if t.Kind != faults.Link {
-				continue each
-			}
-			name := t.Name
-			n, per := t.Instance()
-			if t.Role() {
-				// Scoped to a role (@holder): any instance may be the one.
-				if p.perInst[name] == nil {
-					p.perInst[name] = map[int]bool{}
-				}
-				for n := 1; n <= c.Workload.Instances; n++ {
-					p.perInst[name][n] = true
-				}
-				continue each
-			}
+		for _, t := range f.Targets {
 			switch {
-			case per:
-				if p.perInst[name] == nil {
-					p.perInst[name] = map[int]bool{}
+			case t.Kind != faults.Link:
+			case t.IsRole():
+				// Scoped to a role (@holder): any instance may be the one.
+				for n := history.Instance(1); n <= history.Instance(c.Workload.Instances); n++ {
+					instance(t.Name, n)
 				}
-				p.perInst[name][n] = true
-			case servers[name]:
-				p.shared[name] = true
+			case t.Instance != 0:
+				instance(t.Name, t.Instance)
+			case servers[t.Name]:
+				p.shared[t.Name] = true
 			default:
-				if !slices.Contains(p.server, name) {
-					p.server = append(p.server, name)
+				if !slices.Contains(p.server, t.Name) {
+					p.server = append(p.server, t.Name)
 				}
 			}
 		}
@@ -78,7 +68,7 @@ func (p linkPlan) names(c *scenario.Case) []string {
 	}
 	for s, insts := range p.perInst {
 		for n := range insts {
-			out = append(out, fmt.Sprintf("%s@instance-%d", s, n))
+			out = append(out, faults.LinkTarget(s, n).Link())
 		}
 	}
 	out = append(out, p.server...)
@@ -89,7 +79,7 @@ func (p linkPlan) names(c *scenario.Case) []string {
 // routes makes the proxies instance n needs and returns how it reaches
 // every server and the resource. A per-instance proxy leads to the shared
 // one when both exist, so link:<server> faults still apply to everyone.
-func (cr *caseRun) routes(n int, resAddr string) ([]links.Route, error) {
+func (cr *caseRun) routes(n history.Instance, resAddr string) ([]links.Route, error) {
 	p := cr.plan
 	targets := cr.cl.Endpoints()
 	targets[links.Resource] = resAddr
@@ -113,7 +103,7 @@ func (cr *caseRun) routes(n int, resAddr string) ([]links.Route, error) {
 			if up == "" {
 				up = r.Addr
 			}
-			px, err := cr.cl.Toxi.Proxy(fmt.Sprintf("%s@instance-%d", name, n), up)
+			px, err := cr.cl.Toxi.Proxy(faults.LinkTarget(name, n).Link(), up)
 			if err != nil {
 				return nil, err
 			}
@@ -142,28 +132,4 @@ func (cr *caseRun) sharedProxy(name string) (string, error) {
 		cr.resProxy = px.Listen
 	}
 	return cr.resProxy, nil
-}
-
-// dialAddr is the address instance n reaches server name at: the proxy it
-// is routed through, or the server itself. An address-level cut between an
-// instance and a server must drop packets to and from this address.
-func (cr *caseRun) dialAddr(n int, name string) (cluster.Endpoint, error) {
-	w := cr.workers[fmt.Sprintf("instance-%d", n)]
-	if w == nil {
-		return cluster.Endpoint{}, fmt.Errorf("no instance-%d", n)
-	}
-	for _, r := range w.routes {
-		if r.Name != name {
-			continue
-		}
-		if r.Via == "" {
-			host, _, _ := strings.Cut(r.Addr, ":")
-			return cluster.Endpoint{IP: host}, nil
-		}
-		host, port, _ := strings.Cut(r.Via, ":")
-		var pn int
-		fmt.Sscan(port, &pn)
-		return cluster.Endpoint{IP: host, Port: pn}, nil
-	}
-	return cluster.Endpoint{}, fmt.Errorf("instance-%d has no route to %s", n, name)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"testing"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/scenario"
 )
 
@@ -26,7 +27,7 @@ cases:
 	}
 	p := planLinks(s.Cases[0])
 	for _, name := range []string{"etcd-1", "etcd-2", "etcd-3"} {
-		for n := 1; n <= 3; n++ {
+		for n := history.Instance(1); n <= 3; n++ {
 			if !p.perInst[name][n] {
 				t.Errorf("%s@instance-%d has no proxy", name, n)
 			}

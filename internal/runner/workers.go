@@ -11,22 +11,26 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
-	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/procgroup"
 	"github.com/lockbench/lockbench/internal/worker"
+	"github.com/lockbench/lockbench/internal/workload"
 )
 
 // workerProc is one running worker instance.
 type workerProc struct {
-	n      int
+	n      history.Instance
 	name   string // instance-N
-	proc   *cluster.Process
+	log    string // its log file
+	proc   *procgroup.Process
 	stdin  io.WriteCloser
 	routes []links.Route
 	ready  chan error
@@ -56,8 +60,8 @@ func (cr *caseRun) sortedWorkers() []*workerProc {
 	return out
 }
 
-func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error {
-	name := fmt.Sprintf("instance-%d", n)
+func (cr *caseRun) startWorker(n history.Instance, routes []links.Route, logDir string) error {
+	name := n.String()
 	bin, args := cr.r.opts.WorkerCommand()
 	cmd := exec.Command(bin, args...)
 	stdin, err := cmd.StdinPipe()
@@ -66,7 +70,7 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 	}
 	// Not cmd.StdoutPipe: its read end closes when the process exits,
 	// and the last events the worker wrote could be lost unread.
-	stdout, err := cluster.OutputPipe(cmd)
+	stdout, err := procgroup.OutputPipe(cmd)
 	if err != nil {
 		return fmt.Errorf("%s stdout: %w", name, err)
 	}
@@ -75,18 +79,18 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 		return fmt.Errorf("%s log: %w", name, err)
 	}
 	cmd.Stderr = logf
-	container, err := cr.cl.HostCommand(fmt.Sprintf("i%d", n), cr.cl.InstanceIP(n), cmd)
+	container, err := cr.cl.HostCommand(history.InstanceProc(n).String(), cr.cl.InstanceIP(int(n)), cmd)
 	if err != nil {
 		logf.Close()
 		return fmt.Errorf("%s host: %w", name, err)
 	}
-	src := cr.idx*1000 + n
+	src := cr.idx*1000 + int(n)
 	cr.r.m.addSource(src)
-	var p *cluster.Process
+	var p *procgroup.Process
 	if container != "" {
-		p, err = cluster.StartContainerProcess(name, cr.r.id, container, cmd)
+		p, err = procgroup.StartContainerProcess(name, cr.r.id, container, cmd)
 	} else {
-		p, err = cluster.StartProcess(name, cr.r.id, cmd)
+		p, err = procgroup.StartProcess(name, cr.r.id, cmd)
 	}
 	logf.Close()
 	if err != nil {
@@ -94,18 +98,19 @@ func (cr *caseRun) startWorker(n int, routes []links.Route, logDir string) error
 		cr.r.m.removeSource(src)
 		return err
 	}
-	w := &workerProc{n: n, name: name, proc: p, stdin: stdin, routes: routes, ready: make(chan error, 1), done: make(chan struct{})}
-	cr.workers[name] = w
+	w := &workerProc{n: n, name: name, proc: p, stdin: stdin, routes: routes, ready: make(chan error, 1), done: make(chan struct{}),
+		log: filepath.Join(logDir, name+".log")}
+	cr.workers[n] = w
 	go cr.readWorker(w, src, stdout) // it closes stdout at EOF
 	resAddr := cr.res.Addr()
-	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.r.caseSeed(cr.idx), Backend: cr.c.BackendName,
-		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(n), Mark: cr.cl.InstanceMark(n),
+	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.planSeed(cr.laneOf(n)), PlanInstance: history.Instance(cr.trialInstance(n)), Backend: cr.c.BackendName,
+		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(int(n)), Mark: cr.cl.InstanceMark(int(n)),
 		Resource: resAddr, Workload: cr.c.Workload.ForInstance(cr.trialInstance(n))}
 	if t := cr.r.sc.Targets; t != nil {
 		cfg.Auth = t.Auth
 	}
 	cfg.KeyPrefix = cr.keyPrefix()
-	if l := cr.laneOf(name); l > 0 {
+	if l := cr.laneOf(n); l > 0 {
 		cfg.KeyOffset = (l - 1) * cr.c.Workload.Keys.Count
 	}
 	line, err := json.Marshal(cfg)
@@ -191,6 +196,14 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.ReadCloser) {
 				} else {
 					delete(cr.waiting, e.Proc)
 				}
+				switch {
+				case e.Type == history.OK:
+					cr.served[e.Key] = e.T
+				case e.Key != "":
+					if _, ok := cr.served[e.Key]; !ok {
+						cr.served[e.Key] = 0
+					}
+				}
 				cr.liveMu.Unlock()
 			}
 			if e.F == history.OpStore {
@@ -199,8 +212,10 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.ReadCloser) {
 				cr.liveMu.Lock()
 				if e.Type == history.Invoke {
 					cr.storing[e.Proc] = e.Key
+					cr.storeSince[e.Proc] = e.T
 				} else {
 					delete(cr.storing, e.Proc)
+					delete(cr.storeSince, e.Proc)
 				}
 				cr.liveMu.Unlock()
 			}
@@ -216,13 +231,32 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.ReadCloser) {
 	killedBy, why := w.killedBy, fmt.Sprint(w.proc.ExitErr())
 	if w.stuck != "" {
 		why = w.stuck
+	} else if !expected && killedBy == "" {
+		why += lastWords(w.log)
 	}
 	w.mu.Unlock()
 	if !expected && readySent {
-		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkCrash, Proc: fmt.Sprintf("i%d", w.n),
+		cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkCrash, Proc: history.InstanceProc(w.n).String(),
 			Fault: killedBy, Err: why})
 	}
 	cr.r.m.removeSource(src)
+}
+
+// lastWords is ": " and the last line of a worker's log that says why it
+// ended ("bench: ...", as a worker writes it before it exits on an
+// error: a driver that broke, a backend that failed), or "".
+func lastWords(log string) string {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-20; i-- {
+		if strings.HasPrefix(lines[i], "bench: ") {
+			return ": " + lines[i]
+		}
+	}
+	return ""
 }
 
 // stopWorkers asks every worker to stop, and kills each one that has not
@@ -241,7 +275,7 @@ func (cr *caseRun) stopWorkers(ctx context.Context) error {
 		}
 	}
 	wl := cr.c.Workload
-	grace := wl.Longest(func(w scenario.Workload) time.Duration {
+	grace := wl.Longest(func(w workload.Workload) time.Duration {
 		return w.AcquireTimeout.D() + w.Hold.Max.D() + w.Hold.Value.D()
 	}) + 3*wl.OpTimeout.D() + 5*time.Second
 	deadline := time.Now().Add(grace)
@@ -287,26 +321,26 @@ func (cr *caseRun) workersCPU() float64 {
 	return t.Seconds()
 }
 
-// traffic sums what crossed link (a server, "server@instance-N" or
-// "resource") in the reports that the instances carrying it made after
-// since, waiting up to a second for them. Instances that are stopped or
-// gone cannot report: their last report counts.
-func (cr *caseRun) traffic(ctx context.Context, link string) (links.Counts, error) {
-	if c, ok := cr.cl.RelayCounts(link); ok {
-		return c, nil // a server-side link: its relay counts it
+// traffic sums what crossed a link (a server's client link, one
+// instance's, or the resource's) in the reports that the instances
+// carrying it made after the call began, waiting up to a second for them.
+// Instances that are stopped or gone cannot report: their last report
+// counts. A server-side link is counted by its relay.
+func (cr *caseRun) traffic(ctx context.Context, link faults.Target) (links.Counts, error) {
+	if c, ok := cr.acts.RelayCounts(link.Link()); ok {
+		return c, nil
 	}
-	name, inst, per := cutInstance(link)
 	since := monoclock.Since(cr.r.base)
 	deadline := time.Now().Add(time.Second)
 	for {
 		var sum links.Counts
 		fresh := true
 		for _, w := range cr.sortedWorkers() {
-			if per && w.n != inst {
+			if link.Instance != 0 && w.n != link.Instance {
 				continue
 			}
 			w.mu.Lock()
-			c, t := w.report.Links[name], w.reportT
+			c, t := w.report.Links[link.Name], w.reportT
 			w.mu.Unlock()
 			if t < since && w.proc.Alive() {
 				if stopped, _ := w.proc.Stopped(); !stopped {
@@ -332,14 +366,4 @@ func heapBytes() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
-}
-
-// trialInstance is instance n's number within its trial (the numbers a
-// scenario's workload overrides name): n itself, unless trials run side
-// by side, each with LaneInstances instances of its own.
-func (cr *caseRun) trialInstance(n int) int {
-	if cr.c.Lanes < 2 || cr.c.LaneInstances < 1 {
-		return n
-	}
-	return (n-1)%cr.c.LaneInstances + 1
 }

@@ -26,7 +26,7 @@ func (kvBackend) Open(context.Context, backends.Env) (backends.Locker, error) {
 
 type slowFault struct{}
 
-func (slowFault) Start(context.Context, faults.Env, string) (*faults.Effect, error) {
+func (slowFault) Start(context.Context, faults.Env, faults.Target) (*faults.Effect, error) {
 	return nil, errors.New("not for running")
 }
 

@@ -8,14 +8,12 @@
 package scenario
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/targets"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -25,6 +23,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/threshold"
+	"github.com/lockbench/lockbench/internal/workload"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -62,7 +61,7 @@ type Case struct {
 	Network     string // the scenario's
 	Options     []byte // the backend options as YAML, decoded again by workers
 	Backend     backends.Backend
-	Workload    Workload
+	Workload    workload.Workload
 	Faults      []*Fault
 	// Expect is what the file says; history.Expectation.WithDefaults
 	// fills the rest when the history is checked.
@@ -83,6 +82,16 @@ type Case struct {
 	// LaneInstances instances and Workload.Keys.Count keys of its own.
 	// Workload.Instances counts every lane's.
 	Lanes, LaneInstances int
+	// PlanSeed, when not 0, is the seed of the clients' plan (each
+	// client's holds, thinks and key picks) for every trial of the case,
+	// as written (plan_seed): a replay's clients then draw what the
+	// replayed trial's drew. 0: the run derives one per trial from its
+	// seed and the case's position.
+	PlanSeed uint64
+	// Fixed says the case's trials meet their faults at the times
+	// written (trials: {spread: false}), not spread over the lock's
+	// cycle: a replay's schedule is the one that really ran.
+	Fixed bool
 
 	nemesis *nemesis
 }
@@ -91,20 +100,37 @@ type Case struct {
 type Fault struct {
 	Name string
 	Type string
-	// Target is the target as expanded, for the record: one name or role,
-	// or a set of concrete targets separated by commas; Targets lists them.
-	Target  string
-	Targets []string
+	// Targets are the fault's targets as expanded, parsed once: one name
+	// or role, or a set of concrete targets of one kind.
+	Targets []faults.Target
 	// Group names faults that act together (MODEL §10): an idle member
 	// is excused by an observed one.
 	Group string
 	// Lane is, for a fault of a side-by-side trial, its lane (1-based; 0:
 	// none): a role resolves among that lane's instances only.
-	Lane  int
+	Lane int
+	// At is when it is scheduled: as written, plus Spread (see Spread).
 	At    time.Duration
 	For   time.Duration
 	Fault faults.Fault
+	// Spread is how much later than written the fault is scheduled, so
+	// that the trials of a row meet it at points of the lock's own cycle
+	// (Cycle) spread by the seed: each trial an independent draw.
+	Spread, Cycle time.Duration
+	// Trial, when not 0, is the one trial of the row the fault belongs
+	// to (trial: N, 1-based): the others do not meet it. 0: every trial.
+	Trial int
+	// Options are the fault's own options as written (latency, jump,
+	// percent...), for the records: faults.jsonl and the realized
+	// schedules carry them, and a replay writes them back.
+	Options map[string]any
+
+	line int // where the fault was written, for errors found later
 }
+
+// Target is the fault's target as the records write it (faults.jsonl,
+// the fault marks): its targets, separated by commas.
+func (f *Fault) Target() string { return faults.Targets(f.Targets) }
 
 // Meta describes the case for its case-start mark.
 func (c *Case) Meta() history.CaseMeta {
@@ -118,6 +144,7 @@ func (c *Case) Meta() history.CaseMeta {
 	}
 	m.Lockless = backends.IsLockless(c.Backend)
 	m.LeaseRenewed = backends.RenewsLease(c.Backend)
+	m.ExpiryBoundNs = int64(backends.ExpiryBound(c.Backend, c.Workload.TTL.D()))
 	if c.Network == NetworkHosts {
 		m.Network = NetworkHosts
 	}
@@ -128,13 +155,14 @@ func (c *Case) Meta() history.CaseMeta {
 	if c.Workload.WrongTokenRelease > 0 {
 		m.Misuse = append(m.Misuse, "wrong-token release")
 	}
-	if lease := m.LeaseNs; lease > 0 && c.Workload.AutoExtend.Every == 0 && int64(c.Workload.Longest(func(w Workload) time.Duration { return w.Hold.Upper() })) > lease {
+	if lease := m.LeaseNs; lease > 0 && c.Workload.AutoExtend.Every == 0 && int64(c.Workload.Longest(func(w workload.Workload) time.Duration { return w.Hold.Upper() })) > lease {
 		m.Misuse = append(m.Misuse, "work longer than the lease")
 	}
 	for _, f := range c.Faults {
-		sa := history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target, At: int64(f.At), For: int64(f.For), Group: f.Group}
+		sa := history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target(), At: int64(f.At), For: int64(f.For), Group: f.Group, Lane: f.Lane,
+			SpreadNs: int64(f.Spread), CycleNs: int64(f.Cycle)}
 		if info, err := faults.Lookup(f.Type); err == nil {
-			sa.Class = info.ClassOf(f.Target)
+			sa.Class = info.Class(f.Targets[0])
 		}
 		m.Faults = append(m.Faults, sa)
 	}
@@ -162,105 +190,7 @@ type caseDoc struct {
 	Trials     *trialsDoc  `yaml:"trials"`
 	Nemesis    *nemesisDoc `yaml:"nemesis"`
 	Thresholds []yaml.Node `yaml:"thresholds"`
-}
-
-// trialsDoc repeats a case: count runs, of which need must meet the
-// expectation (default: all of them).
-type trialsDoc struct {
-	Count int `yaml:"count"`
-	Need  int `yaml:"need"`
-	// SideBySide runs up to this many trials at once on one cluster, each
-	// with its own instances, keys and faults (a lane): trials then cost
-	// their duration once per batch. Only for faults on a trial's own
-	// instances and links.
-	SideBySide int `yaml:"side_by_side"`
-}
-
-// expectDoc is a case's expect: in YAML: history.Expectation itself, but
-// for its two bounds, written as durations in the file and kept as
-// nanoseconds in the record.
-type expectDoc struct {
-	history.Expectation `yaml:",inline"`
-	MaxGap              config.Duration `yaml:"max_gap"`
-	MinGap              config.Duration `yaml:"min_gap"`
-	RecoversWithin      config.Duration `yaml:"recovers_within"`
-}
-
-// Errors is every problem found in a scenario file.
-type Errors struct {
-	Path string
-	List []string
-}
-
-func (e *Errors) Error() string {
-	return fmt.Sprintf("%s: %d problem(s):\n  %s", e.Path, len(e.List), strings.Join(e.List, "\n  "))
-}
-
-// add records a problem as file:line: field: message.
-func (e *Errors) add(line int, field, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if field != "" {
-		msg = field + ": " + msg
-	}
-	if line < 1 {
-		line = 1
-	}
-	e.List = append(e.List, fmt.Sprintf("%s:%d: %s", e.Path, line, msg))
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+): `)
-
-// addErr records a decoding error, at the line the YAML library names when
-// it names one (else at line), without repeating it in the message.
-func (e *Errors) addErr(line int, field string, err error) {
-	msg := yamlMsg(err)
-	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
-		if n, perr := strconv.Atoi(msg[m[2]:m[3]]); perr == nil {
-			line = n
-			msg = msg[:m[0]] + msg[m[1]:]
-		}
-	}
-	e.add(line, field, "%s", msg)
-}
-
-// valueOf returns the value node of key in mapping n, or nil.
-func valueOf(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-// lineOf returns the line of a dotted path ("retry.attempts") inside n, or
-// the line of the deepest part of it that exists; def when n is empty.
-func lineOf(n *yaml.Node, path string, def int) int {
-	if n == nil || n.Kind == 0 {
-		return def
-	}
-	line := n.Line
-	for _, part := range strings.Split(path, ".") {
-		v := valueOf(n, part)
-		if v == nil {
-			return line
-		}
-		n, line = v, v.Line
-	}
-	return line
-}
-
-// has reports whether the dotted path is written in n.
-func has(n *yaml.Node, path string) bool {
-	for _, part := range strings.Split(path, ".") {
-		if n = valueOf(n, part); n == nil {
-			return false
-		}
-	}
-	return true
+	PlanSeed   uint64      `yaml:"plan_seed"`
 }
 
 // Load reads and validates the scenario file at path. A non-nil error is
@@ -361,7 +291,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	} else if strings.ContainsAny(s.Name, " /\t") {
 		errs.add(lineOf(doc, "name", 1), "name", "%q may not contain spaces or slashes (it names results folders)", s.Name)
 	}
-	base := DefaultWorkload()
+	base := workload.Default()
 	baseOK := true
 	if err := config.DecodeStrict(&f.Workload, &base); err != nil {
 		errs.addErr(f.Workload.Line, "workload", err)
@@ -385,7 +315,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	// TTL, an etcd lease rounded to seconds), or its workload's ttl for a
 	// backend without one.
 	ttlOf := func(n *yaml.Node) (time.Duration, bool) {
-		if c := parseCase(&Errors{}, 0, n, base, baseOK, s.Network, o.Targets, o.Compose != nil); c != nil {
+		if c := parseCase(&Errors{}, 0, n, base, baseOK, s.Network, s.Mode, o.Targets, o.Compose != nil); c != nil {
 			if lease := backends.LeaseTime(c.Backend, c.Workload.TTL.D()); lease > 0 {
 				return lease, true
 			}
@@ -403,7 +333,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		n := &f.Cases[i]
 		nodes, points := expandSweeps(errs, fmt.Sprintf("cases[%d]", i), n, ttlOf)
 		for k, pn := range nodes {
-			c := parseCase(errs, i, pn, base, baseOK, s.Network, o.Targets, o.Compose != nil)
+			c := parseCase(errs, i, pn, base, baseOK, s.Network, s.Mode, o.Targets, o.Compose != nil)
 			if c == nil {
 				break // one point's problems are every point's
 			}
@@ -428,16 +358,6 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	return s, nil
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.ScalarNode:
-		return "single value"
-	}
-	return "node"
-}
-
 func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
 		errs.add(n.Line, field, "want a threshold such as \"acquire_p99 < 50ms\"")
@@ -450,7 +370,7 @@ func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
 	return n.Value, true
 }
 
-func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, network string, ext *targets.File, compose bool) *Case {
+func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK bool, network, runMode string, ext *targets.File, compose bool) *Case {
 	var cd caseDoc
 	if n.Kind != yaml.MappingNode {
 		errs.add(n.Line, fmt.Sprintf("cases[%d]", i), "want a mapping with name and backend, not a %s", kindName(n))
@@ -465,7 +385,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		where = fmt.Sprintf("cases[%d] (%s)", i, cd.Name)
 	}
 	line := func(path string) int { return lineOf(n, path, n.Line) }
-	c := &Case{Name: cd.Name, BackendName: cd.Backend, Network: network}
+	c := &Case{Name: cd.Name, BackendName: cd.Backend, Network: network, PlanSeed: cd.PlanSeed}
 	if c.Name == "" {
 		errs.add(n.Line, where+".name", "missing")
 	} else if strings.ContainsAny(c.Name, " /\t.") {
@@ -497,7 +417,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	if cd.Options.Kind != 0 {
-		b, err := yaml.Marshal(&cd.Options)
+		b, err := yaml.Marshal(resolveAliases(&cd.Options))
 		if err != nil {
 			errs.add(line("options"), where+".options", "%v", err)
 			return nil
@@ -518,6 +438,10 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 		return nil
 	}
 	c.Backend = be
+	if can, says := backends.CanExtend(be); says && !can && c.Workload.AutoExtend.Every > 0 {
+		errs.add(line("workload"), where+".workload.auto_extend", "backend %s declares it cannot extend a lease (a driver's extend option)", cd.Backend)
+		ok = false
+	}
 	if ext != nil {
 		if err := ext.Check(be.Servers()); err != nil {
 			errs.addErr(line("backend"), where+".backend", err)
@@ -535,8 +459,8 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	c.Expect = cd.Expect.Expectation
 	c.Expect.MaxGapNs, c.Expect.RecoversWithinNs = int64(cd.Expect.MaxGap), int64(cd.Expect.RecoversWithin)
 	c.Expect.MinGapNs = int64(cd.Expect.MinGap)
-	if e := cd.Expect; e.Measure && (e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.MinGap != 0 || e.RecoversWithin != 0 || e.TokenRegressions != nil || e.LeasesLost != nil) {
-		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out violations, stale_writes_accepted, lost_updates, token_regressions, leases_lost, available, max_gap, min_gap and recovers_within")
+	if e := cd.Expect; e.Measure && (len(e.Any) > 0 || e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.MinGap != 0 || e.RecoversWithin != 0 || e.TokenRegressions != nil || e.LeasesLost != nil) {
+		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out any, violations, stale_writes_accepted, lost_updates, token_regressions, leases_lost, available, max_gap, min_gap and recovers_within")
 		ok = false
 	}
 	if !ok {
@@ -545,14 +469,14 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	targets, serverKinds := c.targets()
 	serverLinks := map[string]bool{}
 	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
-		serverLinks["link:"+l] = true
+		serverLinks[l] = true
 	}
 	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose, oneMember: backends.OneMember(c.Backend)}
 	if ext != nil && !compose {
 		sc.controlled = ext.Controlled
 		sc.controlHas = func(server, field string) bool { return ext.Control[server].Has(field) }
 	}
-	mode, err := cluster.LookupMode(modeName(network, ext, compose))
+	mode, err := cluster.LookupMode(runMode)
 	if err != nil {
 		errs.add(n.Line, where, "%v", err)
 		return nil
@@ -599,26 +523,18 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base Workload, baseOK bool, ne
 	return c
 }
 
-// modeName is the deployment mode of a case (cluster.Mode).
+// modeName is the deployment mode of a run (cluster.ModeOf chooses it).
 func modeName(network string, ext *targets.File, compose bool) string {
-	switch {
-	case compose:
-		return cluster.ModeCompose
-	case ext != nil && len(ext.Control) > 0 && ext.Plane() == "kubernetes":
-		return cluster.ModeKubernetes
-	case ext != nil && len(ext.Control) > 0:
-		return cluster.ModeSSH
-	case ext != nil:
-		return cluster.ModeTargets
-	case network == NetworkHosts:
-		return cluster.ModeHosts
+	w := cluster.Where{Hosts: network == NetworkHosts, Targets: ext != nil, Compose: compose}
+	if ext != nil {
+		w.Plane = ext.Plane()
 	}
-	return cluster.ModeLocal
+	return cluster.ModeOf(w)
 }
 
 // baseProblem reports whether p is a problem of the scenario's workload
 // itself (already reported there).
-func baseProblem(base Workload, p Problem) bool {
+func baseProblem(base workload.Workload, p workload.Problem) bool {
 	for _, q := range base.Validate() {
 		if q == p {
 			return true
@@ -627,133 +543,16 @@ func baseProblem(base Workload, p Problem) bool {
 	return false
 }
 
-// expandTrials turns a case with trials into one case per trial.
-func expandTrials(errs *Errors, i int, n *yaml.Node, c *Case) []*Case {
-	c.Row, c.Trial, c.Trials, c.Need = c.Name, 1, 1, 1
-	tn := valueOf(n, "trials")
-	if tn == nil {
-		return []*Case{c}
-	}
-	var t trialsDoc
-	if err := config.DecodeStrict(tn, &t); err != nil {
-		errs.addErr(tn.Line, fmt.Sprintf("cases[%d] (%s).trials", i, c.Name), err)
-		return nil
-	}
-	if t.Need == 0 {
-		t.Need = t.Count
-	}
-	if t.Count < 1 || t.Count > 100 || t.Need < 1 || t.Need > t.Count {
-		errs.add(tn.Line, fmt.Sprintf("cases[%d] (%s).trials", i, c.Name), "need 1 <= need <= count <= 100, got count %d need %d", t.Count, t.Need)
-		return nil
-	}
-	if t.SideBySide > 1 {
-		return sideBySide(errs, i, tn, c, t)
-	}
-	out := make([]*Case, t.Count)
-	for k := range out {
-		cp := *c
-		if t.Count > 1 {
-			cp.Name = fmt.Sprintf("%s.t%d", c.Name, k+1)
-		}
-		cp.Trial, cp.Trials, cp.Need = k+1, t.Count, t.Need
-		out[k] = &cp
-	}
-	return out
-}
-
-// MaxLanes bounds the trials run side by side.
-const MaxLanes = 20
-
-// sideBySide turns a case with trials into batches of at most
-// t.SideBySide trials run at once: lane l of a batch has instances
-// l*I+1..(l+1)*I, keys k(l*K)..k(l*K+K-1), and a copy of every fault,
-// named <fault>@l<l+1>, aimed at its own instances, links and keys.
-func sideBySide(errs *Errors, i int, tn *yaml.Node, c *Case, t trialsDoc) []*Case {
-	field := fmt.Sprintf("cases[%d] (%s).trials.side_by_side", i, c.Name)
-	switch {
-	case t.SideBySide > MaxLanes:
-		errs.add(tn.Line, field, "at most %d trials side by side, got %d", MaxLanes, t.SideBySide)
-		return nil
-	case c.nemesis != nil:
-		errs.add(tn.Line, field, "a nemesis draws its own schedule; run its trials one after another")
-		return nil
-	}
-	for _, f := range c.Faults {
-		for _, tg := range f.Targets {
-			if !laneTarget(tg) {
-				errs.add(tn.Line, field, "fault %s acts on %s, which every side-by-side trial would share: only faults on a trial's own instances, links and keys can run side by side", f.Name, tg)
-				return nil
-			}
-		}
-	}
-	I, K := c.Workload.Instances, c.Workload.Keys.Count
-	var out []*Case
-	for first := 1; first <= t.Count; first += t.SideBySide {
-		lanes := min(t.SideBySide, t.Count-first+1)
-		cp := *c
-		cp.Name = fmt.Sprintf("%s.t%d-%d", c.Name, first, first+lanes-1)
-		cp.Trial, cp.Trials, cp.Need, cp.Lanes, cp.LaneInstances = first, t.Count, t.Need, lanes, I
-		cp.Workload.Instances = I * lanes
-		cp.Faults = nil
-		for l := 0; l < lanes; l++ {
-			for _, f := range c.Faults {
-				lf := *f
-				lf.Name = fmt.Sprintf("%s@l%d", f.Name, l+1)
-				lf.Lane = l + 1
-				lf.Targets = nil
-				for _, tg := range f.Targets {
-					lf.Targets = append(lf.Targets, laneOf(tg, l, I, K))
-				}
-				lf.Target = strings.Join(lf.Targets, ",")
-				cp.Faults = append(cp.Faults, &lf)
-			}
-		}
-		out = append(out, &cp)
-	}
-	return out
-}
-
-// laneTarget reports whether a target belongs to one trial: an instance,
-// an instance role, or a link scoped to one.
-func laneTarget(t string) bool { return faults.ParseTarget(t).Lane() }
-
-// laneOf moves a target into lane l: its instances and keys shifted.
-func laneOf(t string, l, instances, keys int) string {
-	shiftInst := func(s string) string {
-		if n, ok := faults.ParseTarget(s).Instance(); ok {
-			return fmt.Sprintf("instance-%d", l*instances+n)
-		}
-		return s
-	}
-	shiftKey := func(s string) string {
-		if k, ok := strings.CutPrefix(s, faults.RoleHolderOf+"k"); ok {
-			var n int
-			if _, err := fmt.Sscanf(k, "%d", &n); err == nil {
-				return fmt.Sprintf("%sk%d", faults.RoleHolderOf, l*keys+n)
-			}
-		}
-		return s
-	}
-	pt := faults.ParseTarget(t)
-	if pt.Kind == faults.Link {
-		if pt.Scope != "" {
-			pt.Scope = shiftKey(shiftInst(pt.Scope))
-		}
-		return pt.String()
-	}
-	return shiftKey(shiftInst(t))
-}
-
 // targets lists the concrete target names of a case's cluster, and the
 // server kind of each server. A client link is a target only if some
 // instance dials that server, and link:<server>@instance-N only if
 // instance N does: a fault on a link nobody uses would do nothing.
 func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
-	t := map[string]faults.Kind{"link:resource": faults.Link}
+	t := map[string]faults.Kind{faults.LinkTarget(links.Resource, 0).String(): faults.Link}
 	kindOfServer := map[string]string{}
-	for i := 1; i <= c.Workload.Instances; i++ {
-		t[fmt.Sprintf("instance-%d", i)] = faults.Instance
-		t[fmt.Sprintf("link:resource@instance-%d", i)] = faults.Link
+	for i := history.Instance(1); i <= history.Instance(c.Workload.Instances); i++ {
+		t[faults.InstanceTarget(i).String()] = faults.Instance
+		t[faults.LinkTarget(links.Resource, i).String()] = faults.Link
 	}
 	if c.Backend == nil {
 		return t, kindOfServer
@@ -763,12 +562,12 @@ func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 		kindOfServer[s.Name] = s.Kind
 	}
 	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
-		t["link:"+l] = faults.Link
+		t[faults.LinkTarget(l, 0).String()] = faults.Link
 	}
 	for i := 1; i <= c.Workload.Instances; i++ {
 		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {
-			t["link:"+name] = faults.Link
-			t[fmt.Sprintf("link:%s@instance-%d", name, i)] = faults.Link
+			t[faults.LinkTarget(name, 0).String()] = faults.Link
+			t[faults.LinkTarget(name, history.Instance(i)).String()] = faults.Link
 		}
 	}
 	return t, kindOfServer
@@ -780,19 +579,4 @@ func backendNames() string {
 		n = append(n, b.Name)
 	}
 	return strings.Join(n, ", ")
-}
-
-// yamlMsg strips yaml.v3's "yaml: " prefixes for readable messages.
-func yamlMsg(err error) string {
-	msg := err.Error()
-	msg = strings.ReplaceAll(msg, "yaml: unmarshal errors:\n  ", "")
-	msg = strings.ReplaceAll(msg, "yaml: ", "")
-	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	return msg
-}
-
-// IsConfigError reports whether err is a problem with the scenario file.
-func IsConfigError(err error) bool {
-	var e *Errors
-	return errors.As(err, &e)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/control"
 	"github.com/lockbench/lockbench/internal/targets"
 )
 
@@ -91,7 +92,7 @@ func TestParseBad(t *testing.T) {
 		{"unknown top-level field", "name: t\nseeed: 3\ncases: [{name: c, backend: local}]\n", []string{"bad.yaml:2:", "seeed"}},
 		{"no name", "cases: [{name: c, backend: local}]\n", []string{"name: missing"}},
 		{"no cases", "name: t\n", []string{"no cases"}},
-		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: consul, etcd, etcd-txn, local"}},
+		{"unknown backend", base("    backend: zookeper\n"), []string{"cases[0] (c).backend", `unknown backend "zookeper"`, "known: consul, driver, etcd, etcd-txn, local"}},
 		{"missing backend", base("    faults: []\n"), []string{"cases[0] (c).backend: missing"}},
 		{"unknown backend option", base("    backend: redis\n    options: {persistance: none}\n"), []string{"bad.yaml:6:", "cases[0] (c).options", "persistance"}},
 		{"bad backend option value", base("    backend: redis\n    options: {persistence: sometimes}\n"), []string{"persistence", "sometimes"}},
@@ -132,6 +133,9 @@ func TestParseBad(t *testing.T) {
 		{"memory pressure on a killed server", base("    backend: redis\n    options: {maxmemory: 4mb, maxmemory_policy: volatile-lru}\n    faults:\n      - {type: memory-pressure, target: redis-1, at: 0s, for: 1s}\n      - {type: kill, target: redis-1, at: 500ms, for: 100ms}\n"), []string{"overlap on target redis-1", "process"}},
 		{"duplicate case", "name: t\ncases: [{name: c, backend: local}, {name: c, backend: local}]\n", []string{`"c" is used twice`}},
 		{"bad expectation field", base("    backend: local\n    expect: {violation: true}\n"), []string{"violation"}},
+		{"any for a bound", base("    backend: local\n    expect: {max_gap: any}\n"), []string{"bad.yaml:6:", "max_gap: any is only for an outcome"}},
+		{"any beside measure", base("    backend: local\n    expect: {measure: true, violations: any}\n"), []string{"expect.measure", "leave out any"}},
+		{"any misspelt", base("    backend: local\n    expect: {violations: anything}\n"), []string{"violations: want true, false or any, not \"anything\""}},
 		{"unknown field after comments", "name: t\n# a comment\n\ncases:\n  - name: c\n    # more\n\n    backend: local\n    workload:\n      # and more\n      clinets: 2\n", []string{"bad.yaml:11:", "clinets"}},
 		{"top-level workload error reported once, where written", "name: t\nworkload:\n  ttl: -1s\ncases: [{name: a, backend: local}, {name: b, backend: local}]\n", []string{"bad.yaml:3: workload.ttl"}},
 		{"fault window that overflows", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1h, for: 2562047h}]\n"), []string{"for: must be a positive duration of at most 24h"}},
@@ -178,6 +182,30 @@ func TestShippedScenariosParse(t *testing.T) {
 		if _, err := Load(f); err != nil {
 			t.Errorf("%v", err)
 		}
+	}
+}
+
+// TestExpectAny keeps an outcome written "any" out of the judged
+// expectation and out of its defaults, beside outcomes that are judged.
+func TestExpectAny(t *testing.T) {
+	src := "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n    backend: local\n    faults: [{type: kill, target: instance-1, at: 1s}]\n    expect: {violations: any, available: any, lost_updates: false}\n"
+	s, err := Parse("any.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Cases[0].Expect
+	if e.Violations != nil || e.Available != nil || e.LostUpdates == nil || *e.LostUpdates {
+		t.Fatalf("expect = %+v", e)
+	}
+	if !e.IsAny("violations") || !e.IsAny("available") || e.IsAny("lost_updates") {
+		t.Errorf("any = %v", e.Any)
+	}
+	d := e.WithDefaults(true, true)
+	if d.Violations != nil || d.Available != nil || d.StaleAccepted == nil {
+		t.Errorf("defaults over any: %+v", d)
+	}
+	if err := s.Cases[0].Meta().Validate(); err != nil {
+		t.Errorf("meta: %v", err)
 	}
 }
 
@@ -243,7 +271,7 @@ cases:
 func schedule(c *Case) string {
 	var b strings.Builder
 	for _, f := range c.Faults {
-		fmt.Fprintf(&b, "%s %s %s %s %s; ", f.Name, f.Type, f.Target, f.At, f.For)
+		fmt.Fprintf(&b, "%s %s %s %s %s; ", f.Name, f.Type, f.Target(), f.At, f.For)
 	}
 	return b.String()
 }
@@ -326,14 +354,14 @@ cases:
 		t.Fatal(err)
 	}
 	fs := s.Cases[0].Faults
-	if got := strings.Join(fs[0].Targets, " "); got != "link:etcd-1@instance-1 link:etcd-2@instance-1 link:etcd-3@instance-1" {
+	if got := strings.ReplaceAll(fs[0].Target(), ",", " "); got != "link:etcd-1@instance-1 link:etcd-2@instance-1 link:etcd-3@instance-1" {
 		t.Errorf("pattern expanded to %q", got)
 	}
-	if fs[1].Target != "link:etcd-2@instance-2,link:etcd-1@instance-2" || fs[1].Group != "out" {
-		t.Errorf("list: target %q group %q", fs[1].Target, fs[1].Group)
+	if fs[1].Target() != "link:etcd-2@instance-2,link:etcd-1@instance-2" || fs[1].Group != "out" {
+		t.Errorf("list: target %q group %q", fs[1].Target(), fs[1].Group)
 	}
 	m := s.Cases[0].Meta()
-	if m.Faults[0].Target != fs[0].Target || m.Faults[1].Group != "out" {
+	if m.Faults[0].Target != fs[0].Target() || m.Faults[1].Group != "out" {
 		t.Errorf("meta: %+v", m.Faults)
 	}
 	// Links scoped to an instance role keep the role, resolved at the
@@ -343,7 +371,7 @@ cases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Cases[0].Faults[0].Target; got != "link:etcd-1@holder,link:etcd-2@holder,link:etcd-3@holder" {
+	if got := s.Cases[0].Faults[0].Target(); got != "link:etcd-1@holder,link:etcd-2@holder,link:etcd-3@holder" {
 		t.Errorf("role-scoped pattern expanded to %q", got)
 	}
 	if _, err := Parse("bad.yaml", []byte(strings.Replace(src, "link:etcd-*@instance-1", "link:redis-*@holder", 1))); err == nil || !strings.Contains(err.Error(), `"link:redis-*@holder" matches no target`) {
@@ -418,20 +446,30 @@ cases:
 	if b.Workload.Instances != 6 || len(b.Faults) != 6 {
 		t.Fatalf("instances %d, faults %d", b.Workload.Instances, len(b.Faults))
 	}
-	if f := b.Faults[4]; f.Name != "pause-1@l3" || f.Lane != 3 || f.Target != "holder" {
+	if f := b.Faults[4]; f.Name != "pause-1@l3" || f.Lane != 3 || f.Target() != "holder" {
 		t.Errorf("lane 3's pause: %+v", f)
 	}
-	if f := b.Faults[5]; f.Name != "drop-2@l3" || f.Target != "link:redis-1@instance-6" {
+	if f := b.Faults[5]; f.Name != "drop-2@l3" || f.Target() != "link:redis-1@instance-6" {
 		t.Errorf("lane 3's drop: %+v", f)
 	}
 	m := b.Meta()
 	if m.Lanes != 3 || m.LaneInstances != 2 || m.Trials != 5 {
 		t.Errorf("meta: %+v", m)
 	}
+	// A fault on a server the lanes share happens once: every lane meets it.
 	shared := strings.Replace(src, "link:redis-1@instance-2", "redis-1", 1)
 	shared = strings.Replace(shared, "type: drop", "type: pause", 1)
-	if _, err := Parse("bad.yaml", []byte(shared)); err == nil || !strings.Contains(err.Error(), "every side-by-side trial would share") {
-		t.Errorf("a server fault side by side: %v", err)
+	ss, err := Parse("shared.yaml", []byte(shared))
+	if err != nil {
+		t.Fatalf("a server fault side by side: %v", err)
+	}
+	sb := ss.Cases[0]
+	if len(sb.Faults) != 4 || sb.Faults[0].Name != "pause-2" || sb.Faults[0].Lane != 0 || sb.Faults[0].Target() != "redis-1" {
+		t.Errorf("shared fault: %d faults, first %+v", len(sb.Faults), sb.Faults[0])
+	}
+	mixed := strings.Replace(src, "link:redis-1@instance-2", "[link:redis-1@instance-2, link:redis-1]", 1)
+	if _, err := Parse("bad.yaml", []byte(mixed)); err == nil || !strings.Contains(err.Error(), "split it in two") {
+		t.Errorf("a fault on both a lane's own link and a shared server: %v", err)
 	}
 }
 
@@ -604,9 +642,9 @@ func TestConnectedMember(t *testing.T) {
 // can carry (faults.Info.Remote) are accepted on the servers that have
 // one, roles only when every server has one, and refused otherwise.
 func TestControlPlaneFaults(t *testing.T) {
-	ctl := &cluster.Control{PidFile: "/run/x.pid", Start: "x"}
+	ctl := &control.Section{PidFile: "/run/x.pid", Start: "x"}
 	tf := &targets.File{Path: "t.yaml", Servers: map[string]string{"etcd-1": "10.0.0.1:2379", "etcd-2": "10.0.0.2:2379", "etcd-3": "10.0.0.3:2379"},
-		Control: map[string]*cluster.Control{"etcd-1": ctl, "etcd-2": ctl}}
+		Control: map[string]*control.Section{"etcd-1": ctl, "etcd-2": ctl}}
 	doc := func(fault string) []byte {
 		return []byte("name: t\nworkload: {duration: 3s}\ncases:\n  - name: c\n    backend: etcd\n    faults: [" + fault + "]\n")
 	}
@@ -637,8 +675,8 @@ func TestControlPlaneFaults(t *testing.T) {
 	defer func() { cluster.Probe = saved }()
 	cluster.Probe.Kubernetes = func() error { return nil }
 	cluster.Probe.Firewall = func() error { return nil }
-	kc := &cluster.Control{Kubernetes: &cluster.Kubernetes{Namespace: "lb", Pod: "p"}, Pattern: "x"}
-	kf := &targets.File{Path: "t.yaml", Servers: tf.Servers, Control: map[string]*cluster.Control{"etcd-1": kc, "etcd-2": kc, "etcd-3": kc}}
+	kc := &control.Section{Kubernetes: &control.Kubernetes{Namespace: "lb", Pod: "p"}, Pattern: "x"}
+	kf := &targets.File{Path: "t.yaml", Servers: tf.Servers, Control: map[string]*control.Section{"etcd-1": kc, "etcd-2": kc, "etcd-3": kc}}
 	for _, tt := range []struct{ fault, want string }{
 		{"{type: isolate, target: etcd-1, at: 1s, for: 1s}", ""},
 		{"{type: isolate, target: etcd-1, protocol: udp, at: 1s, for: 1s}", "in every protocol at once"},
@@ -663,5 +701,149 @@ func TestControlPlaneFaults(t *testing.T) {
 	cluster.Probe.Kubernetes = func() error { return errors.New("built without Kubernetes") }
 	if _, err := ParseWith("c.yaml", doc("{type: pause, target: etcd-1, at: 1s, for: 1s}"), Options{Targets: kf}); err == nil || !strings.Contains(err.Error(), "built without Kubernetes") {
 		t.Errorf("a bench without Kubernetes: %v", err)
+	}
+}
+
+// TestTrialsSpreadOverTheCycle: the trials of a row meet their faults at
+// points of the lock's own cycle drawn from the seed (etcd: its keep-alive,
+// a third of its lease), within the slack the case leaves, the same for
+// the same seed and different for another; a single case keeps its
+// schedule as written.
+func TestTrialsSpreadOverTheCycle(t *testing.T) {
+	src := `name: t
+seed: 5
+workload: {duration: 6s, ttl: 3s, instances: 2}
+cases:
+  - name: p
+    backend: etcd
+    trials: {count: 8, need: 1, side_by_side: 4}
+    faults: [{type: pause, target: holder, at: 1s, for: 2s}]
+  - name: one
+    backend: etcd
+    faults: [{type: pause, target: holder, at: 1s, for: 2s}]
+`
+	s, err := Parse("spread.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spreads := map[time.Duration]bool{}
+	for _, c := range s.Cases[:2] {
+		for _, f := range c.Faults {
+			if f.Cycle != time.Second || f.Spread < 0 || f.Spread >= time.Second || f.At != time.Second+f.Spread {
+				t.Errorf("%s %s: at %s, spread %s of a %s cycle", c.Name, f.Name, f.At, f.Spread, f.Cycle)
+			}
+			spreads[f.Spread] = true
+		}
+	}
+	if len(spreads) < 6 {
+		t.Errorf("8 trials met the pause at only %d points of the cycle", len(spreads))
+	}
+	if f := s.Cases[2].Faults[0]; f.At != time.Second || f.Spread != 0 {
+		t.Errorf("a single case's fault moved: %+v", f)
+	}
+	first := s.Cases[0].Faults[0].Spread
+	if err := s.Reseed(5); err != nil || s.Cases[0].Faults[0].Spread != first {
+		t.Errorf("the same seed spread differently: %v", err)
+	}
+	if err := s.Reseed(6); err != nil || s.Cases[0].Faults[0].Spread == first || s.Cases[0].Faults[0].At != time.Second+s.Cases[0].Faults[0].Spread {
+		t.Errorf("another seed: spread %s, at %s (%v)", s.Cases[0].Faults[0].Spread, s.Cases[0].Faults[0].At, err)
+	}
+}
+
+// TestSpreadKeepsASchedule: a trial's faults move by one offset, so they
+// keep their places to one another (F1: a cut in force when the kill
+// comes), and a fault written at 0 stays in force from the first instant.
+func TestSpreadKeepsASchedule(t *testing.T) {
+	src := `name: t
+seed: 171
+workload: {duration: 12s, ttl: 20s, instances: 2, clients: 1}
+cases:
+  - name: f
+    backend: redis-sentinel
+    trials: {count: 6, need: 2}
+    faults:
+      - {type: partition, target: link:redis-1-repl, at: 0s, for: 8s}
+      - {type: kill, target: redis-1, at: 1s, for: 6s, failover: true}
+      - {type: latency, target: link:redis-2, at: 2s, for: 1s, latency: 5ms}
+`
+	s, err := Parse("schedule.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for _, c := range s.Cases {
+		cut, kill, lat := c.Faults[0], c.Faults[1], c.Faults[2]
+		if cut.At != 0 || cut.Spread != 0 {
+			t.Errorf("%s: the cut written at 0 moved to %s", c.Name, cut.At)
+		}
+		if kill.Spread != lat.Spread || lat.At-kill.At != time.Second {
+			t.Errorf("%s: kill moved %s, latency %s: the schedule came apart", c.Name, kill.Spread, lat.Spread)
+		}
+		// half the slack the kill leaves: (12s - 1s - 6s) / 2
+		if kill.Spread < 0 || kill.Spread >= 2500*time.Millisecond {
+			t.Errorf("%s: kill spread %s, beyond half its slack", c.Name, kill.Spread)
+		}
+		if kill.Spread > 0 {
+			moved++
+		}
+	}
+	if moved < 5 {
+		t.Errorf("only %d of 6 trials moved their faults", moved)
+	}
+}
+
+// TestTrialsOwnFaults: a fault written with trial: N belongs to that
+// trial alone, side by side (its lane) or one after another; a trial
+// number the case does not run, or a shared target's fault given to one
+// trial side by side, is refused at its line.
+func TestTrialsOwnFaults(t *testing.T) {
+	src := `name: t
+workload: {duration: 5s, instances: 2}
+cases:
+  - name: p
+    backend: redis
+    trials: {count: 3, need: 1, side_by_side: 3, spread: false}
+    plan_seed: 77
+    faults:
+      - {name: a, type: pause, target: holder, at: 1s, for: 2s, trial: 1}
+      - {name: b, type: kill, target: holder, at: 1200ms, for: 0s, trial: 2}
+      - {name: c, type: latency, target: link:redis-1@holder, latency: 50ms, at: 1s, for: 1s}
+`
+	s, err := Parse("own.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.Cases[0]
+	var names []string
+	for _, f := range b.Faults {
+		names = append(names, fmt.Sprintf("%s@%d+%s", f.Name, f.Lane, f.At))
+	}
+	if got := strings.Join(names, " "); got != "a@l1@1+1s c@l1@1+1s b@l2@2+1.2s c@l2@2+1s c@l3@3+1s" {
+		t.Errorf("lanes' faults: %s", got)
+	}
+	if !b.Fixed || b.PlanSeed != 77 {
+		t.Errorf("fixed %v, plan seed %d", b.Fixed, b.PlanSeed)
+	}
+	if o := b.Faults[1].Options; o["latency"] != "50ms" {
+		t.Errorf("options as written: %v", o)
+	}
+	seq := strings.Replace(src, "side_by_side: 3, ", "", 1)
+	s, err = Parse("seq.yaml", []byte(seq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) != 3 || len(s.Cases[0].Faults) != 2 || len(s.Cases[1].Faults) != 2 || len(s.Cases[2].Faults) != 1 || s.Cases[1].Faults[0].Name != "b" {
+		t.Errorf("one after another: %d cases, faults %d %d %d", len(s.Cases), len(s.Cases[0].Faults), len(s.Cases[1].Faults), len(s.Cases[2].Faults))
+	}
+	for _, bad := range []struct{ from, to, want string }{
+		{"trial: 2}", "trial: 4}", "own.yaml:10: cases[0] (p).faults (b).trial: trial 4: the case runs 3 trials"},
+		{"target: holder, at: 1s, for: 2s, trial: 1", "target: redis-1, at: 1s, for: 2s, trial: 1", "every trial of its batch would meet it"},
+		{"trial: 1}", "trial: -1}", "must be a trial's number"},
+		{"    trials: {count: 3, need: 1, side_by_side: 3, spread: false}\n", "", "the case runs 1 trial"},
+	} {
+		_, err := Parse("own.yaml", []byte(strings.Replace(src, bad.from, bad.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s -> %s: %v, want %q", bad.from, bad.to, err, bad.want)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/sim"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // TestBisectLinearizability is a diagnostic, not a test: for a case whose
@@ -64,7 +64,7 @@ func TestBisectLinearizability(t *testing.T) {
 		var last struct{ T int64 }
 		json.Unmarshal([]byte(body[n-1]), &last)
 		fmt.Fprintf(&b, `{"t":%d,"type":"mark","f":"case-end"}`+"\n", last.T+1)
-		s, err := report.Analyze(history.NewReader(&b, "prefix"))
+		s, err := verdict.Analyze(history.NewReader(&b, "prefix"))
 		if err != nil || len(s.Cases) == 0 {
 			return "error"
 		}

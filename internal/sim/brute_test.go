@@ -135,6 +135,11 @@ func tinyCase(rng *rand.Rand, seed uint64) *caseConfig {
 		c.freeOnDeath = true
 	}
 	c.duration = g.ms(120, 260)
+	if g.p(0.4) {
+		// a grid of ticks: operations whose instants tie (MODEL §2, §8:
+		// they may take effect in either order)
+		c.tick = []int64{1e6, 2e6}[g.n(2)]
+	}
 	c.opTimeout = g.ms(8, 30)
 	c.acquireTimeout = g.ms(30, 90)
 	c.holdMin, c.holdMax = g.ms(2, 10), g.ms(12, 50)
@@ -169,7 +174,11 @@ func tinyCase(rng *rand.Rand, seed uint64) *caseConfig {
 func TestBruteForceLinearizability(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var searched, proofs, fproofs, witnesses int
-	for i := 0; i < 6000 && searched < 1500; i++ {
+	limit := 1500
+	if testing.Short() {
+		limit = 300
+	}
+	for i := 0; i < 6000 && searched < limit; i++ {
 		c := tinyCase(rng, rng.Uint64())
 		r := &Run{lastT: -1, blank: map[int]int{}}
 		cr := r.simulateCase(c, 1e9)

@@ -35,10 +35,10 @@ func (r *Run) simulateCase(cfg *caseConfig, t0 int64) *caseRec {
 			w.at(t0+int64(float64(cfg.duration)*(0.2+0.6*w.rng.Float64())), func() { w.svc.resetTokens(srv) })
 		}
 	}
-	for n := 1; n <= cfg.instances; n++ {
+	for n := 1; n <= cfg.totalInstances(); n++ {
 		in := &instance{w: w, n: n, rec: &instRec{n: n, deathIdx: -1, crashIdx: -1}}
 		for m := 0; m < cfg.clientsPer; m++ {
-			c := &client{w: w, name: fmt.Sprintf("i%dc%d", n, m), in: in, lastGrant: map[string]int64{}}
+			c := &client{w: w, name: fmt.Sprintf("i%dc%d", n, m), in: in, lane: cfg.laneOf(n), ord: len(w.clients), lastGrant: map[string]int64{}}
 			in.clients = append(in.clients, c)
 			w.clients = append(w.clients, c)
 		}
@@ -59,10 +59,37 @@ func (r *Run) simulateCase(cfg *caseConfig, t0 int64) *caseRec {
 	if cfg.stopMode == "early" {
 		stop = t0 + int64(float64(cfg.duration)*(0.3+0.5*w.rng.Float64()))
 	}
-	w.at(stop, w.stop)
+	w.atExact(stop, w.stop)
 	w.scheduleInjections()
 	w.loop()
+	cr.lastIdx = len(r.Events) - 1
+	if cr.endIdx >= 0 {
+		cr.lastIdx = cr.endIdx
+	}
+	if cfg.afterEnd && cr.endIdx >= 0 {
+		w.eventAfterEnd()
+	}
 	return cr
+}
+
+// eventAfterEnd writes an event after the case-end: it belongs to no
+// case, and makes the case it follows invalid (MODEL §2).
+func (w *world) eventAfterEnd() {
+	c := w.clients[w.rng.IntN(len(w.clients))]
+	w.now += w.uniform(100e3, 3e6)
+	key := w.cfg.laneKeys(c.lane)[0]
+	var e *Event
+	switch w.rng.IntN(4) {
+	case 0:
+		e = &Event{Type: "ok", F: "lost", Proc: c.name, Key: key}
+	case 1:
+		e = &Event{Type: "mark", F: "res-read", Proc: c.name, Key: key, Fenced: "accepted"}
+	case 2:
+		e = &Event{Type: "invoke", F: "acquire", Proc: c.name, Key: key}
+	default:
+		e = &Event{Type: "ok", F: "release", Proc: c.name, Key: key}
+	}
+	w.cr.afterEnd = append(w.cr.afterEnd, w.emit(e))
 }
 
 func (w *world) stop() {
@@ -71,6 +98,11 @@ func (w *world) stop() {
 		w.cr.stopIdx = w.stopIdx
 		for _, c := range w.clients {
 			c.endWaitAtStop(w.stopIdx)
+		}
+		for _, wr := range w.extraWaits {
+			if wr.endIdx < 0 {
+				wr.endIdx, wr.endKind = w.stopIdx, "stop"
+			}
 		}
 	}
 	w.stopping = true
@@ -84,12 +116,12 @@ func (w *world) stop() {
 		if len(cands) > 0 {
 			in := cands[w.rng.IntN(len(cands))]
 			in.hung = true
-			w.at(w.now+w.uniform(50e6, 300e6), func() { w.harnessKill(in, "did not stop within its time of being asked to: killed by the harness") })
+			w.atExact(w.now+w.uniform(50e6, 300e6), func() { w.harnessKill(in, "did not stop within its time of being asked to: killed by the harness") })
 		}
 	}
 	cf := w.cfg
 	limit := cf.acquireTimeout + cf.holdMax + 2*cf.lease + 6*cf.opTimeout + 1e9
-	w.at(w.now+limit, func() {
+	w.atExact(w.now+limit, func() {
 		for _, in := range w.insts {
 			if !in.alive() {
 				continue
@@ -119,7 +151,7 @@ func (w *world) harnessKill(in *instance, why string) {
 }
 
 func (w *world) checkExited() {
-	if !w.stopping || w.endDone {
+	if !w.stopping || w.endDone || w.pendingLate > 0 {
 		return
 	}
 	for _, c := range w.clients {
@@ -130,7 +162,7 @@ func (w *world) checkExited() {
 	w.endDone = true
 	// let the last replies land: the coordinator writes its closing marks
 	// a little later.
-	w.now += w.uniform(1e6, 5e6)
+	w.now = w.offGrid(w.now + w.uniform(1e6, 5e6))
 	w.finish()
 }
 
@@ -151,7 +183,7 @@ func (w *world) finish() {
 		w.cr.harness = h
 		w.cr.harnIdx = w.emit(&Event{Type: "mark", F: "harness", Meta: h.encode()})
 	}
-	w.now += w.uniform(100e3, 2e6)
+	w.now = w.offGrid(w.now + w.uniform(100e3, 2e6))
 	if cf.noCaseEnd {
 		// no case-end: the case runs until the next case-start, cut
 		// short (MODEL §2); its holds stay in force to its end
@@ -173,7 +205,7 @@ func (w *world) scheduleInjections() {
 	d := cf.duration
 	at := func(lo, hi float64) int64 { return w.t0 + int64(float64(d)*(lo+(hi-lo)*w.rng.Float64())) }
 	if cf.unexplainedCrash {
-		w.at(at(0.2, 0.7), func() {
+		w.atExact(at(0.2, 0.7), func() {
 			var cands []*instance
 			for _, in := range w.insts {
 				if in.alive() {
@@ -203,12 +235,23 @@ func (w *world) scheduleInjections() {
 				t = w.run.lastT - w.uniform(1, min(5e6, w.run.lastT-w.t0-1))
 			}
 			in := w.insts[w.rng.IntN(len(w.insts))]
+			if !in.alive() {
+				// a dead instance writes nothing (whether its events
+				// would be posthumous is not what this tests)
+				for _, o := range w.insts {
+					if o.alive() {
+						in = o
+						break
+					}
+				}
+			}
 			e := &Event{T: t, Type: "ok", F: "dropped", Proc: in.name(), Intended: max(t-w.uniform(1, 1e6), 1)}
 			w.run.Events = append(w.run.Events, e)
 			idx := len(w.run.Events) - 1
 			if cf.backdate == "early" {
 				w.cr.earlyIdx = append(w.cr.earlyIdx, idx)
 			}
+			w.cr.dropped = append(w.cr.dropped, ievent{idx: idx, inst: in.n})
 			w.cr.backdated = append(w.cr.backdated, idx)
 		})
 	case "op":
@@ -216,7 +259,7 @@ func (w *world) scheduleInjections() {
 	}
 	switch cf.malformed {
 	case "stray-mark":
-		w.at(at(0.1, 0.9), func() {
+		w.atExact(at(0.1, 0.9), func() {
 			if w.stopping {
 				return
 			}
@@ -230,13 +273,62 @@ func (w *world) scheduleInjections() {
 			}
 			for _, c := range w.clients {
 				if c.holding && c.op == nil && c.recording() && c.in.paused == 0 && !c.in.hung {
-					w.cr.strayComps = append(w.cr.strayComps, c.emit(&Event{Type: "ok", F: "extend", Key: c.holdKey}))
+					w.cr.strayComps = append(w.cr.strayComps, ievent{c.emit(&Event{Type: "ok", F: "extend", Key: c.holdKey}), c.in.n, c.holdKey})
 					return
 				}
 			}
 			w.at(w.now+w.uniform(1e6, 20e6), try)
 		}
 		w.at(at(0.1, 0.8), try)
+	}
+	if cf.outsideInst {
+		// an instance beyond the lanes acquires a key, and fails: judged in
+		// the lane of its key, which it makes invalid, or, on a key of no
+		// lane, judged nowhere and every lane invalid (MODEL §14). Its
+		// client then waits for the key until the stop (§11).
+		key := "k0"
+		if w.rng.IntN(3) == 0 {
+			key = fmt.Sprintf("k%d", cf.keys*cf.lanes)
+		}
+		w.at(at(0.2, 0.8), func() {
+			if w.stopping {
+				return
+			}
+			n := cf.totalInstances() + 1
+			p := fmt.Sprintf("i%dc0", n)
+			inv := w.emit(&Event{Type: "invoke", F: "acquire", Proc: p, Key: key})
+			w.cr.outsideInst = append(w.cr.outsideInst, ievent{inv, n, key})
+			op := &opRec{id: len(w.cr.ops), client: p, inst: n, kind: "acquire", key: key, invIdx: inv, compIdx: -1}
+			w.cr.ops = append(w.cr.ops, op)
+			wr := &waitRec{client: p, inst: n, key: key, beginIdx: inv, endIdx: -1}
+			w.cr.waits = append(w.cr.waits, wr)
+			w.extraWaits = append(w.extraWaits, wr)
+			w.at(w.now+w.uniform(1e6, 5e6), func() {
+				comp := w.emit(&Event{Type: "fail", F: "acquire", Proc: p, Key: key, Err: "lock is held by another client"})
+				op.compIdx, op.outcome = comp, "fail"
+				w.cr.outsideInst = append(w.cr.outsideInst, ievent{comp, n, key})
+			})
+		})
+	}
+	if cf.foreignKey && cf.lanes > 1 {
+		// a client reads the resource of a key of another lane (MODEL
+		// §14: its own lane invalid); a read the resource let through
+		// changes no count
+		w.at(at(0.2, 0.8), func() {
+			if w.stopping {
+				return
+			}
+			for _, c := range w.clients {
+				if !c.recording() || c.in.paused > 0 || c.in.hung {
+					continue
+				}
+				other := c.lane%cf.lanes + 1
+				key := cf.laneKeys(other)[0]
+				idx := c.emit(&Event{Type: "mark", F: "res-read", Key: key, Token: c.token, Fenced: "accepted"})
+				w.cr.foreignKey = append(w.cr.foreignKey, ievent{idx, c.in.n, key})
+				return
+			}
+		})
 	}
 	if cf.resFailOutside || cf.lateOutside {
 		t := w.quietTime()

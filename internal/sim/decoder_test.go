@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/verdict"
 )
 
 // MODEL §1 against the checker's decoder, line by line: every line of
@@ -35,7 +35,7 @@ func smallHistory(extra string, at int) string {
 func TestDecoderRefusesBadLines(t *testing.T) {
 	for _, b := range badLines(1012) {
 		h := smallHistory(b[1], 3)
-		_, err := report.Analyze(history.NewReader(strings.NewReader(h), "h.jsonl"))
+		_, err := verdict.Analyze(history.NewReader(strings.NewReader(h), "h.jsonl"))
 		switch {
 		case err == nil:
 			t.Errorf("MODEL §1: %s accepted: %s", b[0], b[1])
@@ -51,7 +51,7 @@ func TestDecoderAcceptsEdges(t *testing.T) {
 		"blank lines":                            strings.Replace(smallHistory("", 0), "\n", "\n\n", 3),
 		"a last line cut short":                  smallHistory("", 0) + `{"t":9223372036854775807,"type":"ma`,
 	} {
-		s, err := report.Analyze(history.NewReader(bytes.NewReader([]byte(h)), "h.jsonl"))
+		s, err := verdict.Analyze(history.NewReader(bytes.NewReader([]byte(h)), "h.jsonl"))
 		if err != nil {
 			t.Errorf("%s: refused: %v", name, err)
 			continue

@@ -23,6 +23,11 @@ const (
 	foNeverHealed = "never-healed" // fault-start, no fault-end
 	foHealFails   = "heal-fails"   // fault-end with err, the effect outlasts it
 	foUnobserved  = "unobserved"   // applied, its effect not seen
+	foIdleMark    = "idle-mark"    // a pause or kill marked fault-idle: it did not act
+	// foMissedAim: a fault aimed at the holder (or holder-of:kN) that the
+	// harness resolved to an instance holding nothing (not kN): not
+	// observed, whatever its marks say (MODEL §10)
+	foMissedAim = "missed-aim"
 )
 
 type faultPlan struct {
@@ -34,6 +39,10 @@ type faultPlan struct {
 	links   []linkTarget
 	add     int64 // latency added
 	lingers int64 // a failed heal: the effect lasts this much longer (never: for good)
+	lane    int   // its lane (MODEL §14), 0 for none
+	late    bool  // scheduled to start after the stop, or to heal after it
+	// aimKey: a holder-of:<key> role's key ("" for the holder role)
+	aimKey string
 }
 
 // linkTarget is the link from instance inst (0: every instance) to srv.
@@ -50,29 +59,44 @@ func (l linkTarget) String() string {
 }
 
 type faultRun struct {
-	p     *faultPlan
-	rec   *faultRec
-	links []*linkFault
-	insts []*instance
+	doneLate bool
+	p        *faultPlan
+	rec      *faultRec
+	links    []*linkFault
+	insts    []*instance
 }
 
 func (w *world) scheduleFault(fr *faultRun) {
 	at := w.t0 + fr.p.spec.At + w.uniform(0, 2e6)
-	w.at(at, func() { w.startFault(fr) })
+	if fr.p.late {
+		w.pendingLate++
+	}
+	w.atExact(at, func() { w.startFault(fr) })
+}
+
+// lateDone: a late fault will write no more marks; the case may end.
+func (w *world) lateDone(fr *faultRun) {
+	if fr.p.late && !fr.doneLate {
+		fr.doneLate = true
+		w.pendingLate--
+		w.checkExited()
+	}
 }
 
 func (w *world) startFault(fr *faultRun) { w.startFaultTry(fr, 0) }
 
 func (w *world) startFaultTry(fr *faultRun, try int) {
 	p, rec := fr.p, fr.rec
-	if w.stopping || w.endDone {
+	if (w.stopping && !p.late) || w.endDone {
 		return
 	}
 	switch p.outcome {
 	case foNeverFired:
+		w.lateDone(fr)
 		return
 	case foError:
 		rec.errorIdx = w.emit(&Event{Type: "mark", F: "fault-error", Fault: p.spec.Name, Target: p.spec.Target, Err: "could not apply: permission denied"})
+		w.lateDone(fr)
 		return
 	}
 	target := p.spec.Target
@@ -82,14 +106,20 @@ func (w *world) startFaultTry(fr *faultRun, try int) {
 		for _, n := range p.insts {
 			var in *instance
 			if n == 0 {
-				in = w.holderInstance()
+				if p.outcome == foMissedAim {
+					in = w.nonHolderInstance(p.lane, p.aimKey)
+				}
+				if in == nil {
+					in = w.holderInstance(p.lane, p.aimKey)
+				}
 				if in == nil && try < 200 {
 					// the harness waits for a client inside its critical section
-					w.at(w.now+10e6, func() { w.startFaultTry(fr, try+1) })
+					w.atExact(w.now+10e6, func() { w.startFaultTry(fr, try+1) })
 					return
 				}
 				if in == nil {
 					rec.errorIdx = w.emit(&Event{Type: "mark", F: "fault-error", Fault: p.spec.Name, Target: p.spec.Target, Err: "no client was inside its critical section"})
+					w.lateDone(fr)
 					return
 				}
 			} else {
@@ -97,6 +127,7 @@ func (w *world) startFaultTry(fr *faultRun, try int) {
 			}
 			if in.dead || in.dying {
 				rec.errorIdx = w.emit(&Event{Type: "mark", F: "fault-error", Fault: p.spec.Name, Target: p.spec.Target, Err: in.name() + " is not running"})
+				w.lateDone(fr)
 				return
 			}
 			fr.insts = append(fr.insts, in)
@@ -112,8 +143,10 @@ func (w *world) startFaultTry(fr *faultRun, try int) {
 		observed = "the process exited after SIGKILL"
 	}
 	rec.target = target
+	rec.aimed = len(p.insts) > 0 && p.insts[0] == 0
+	rec.aimKey = p.aimKey
 	rec.startIdx = w.emit(&Event{Type: "mark", F: "fault-start", Fault: p.spec.Name, Target: target, Observed: observed})
-	effective := p.outcome != foUnobserved
+	effective := p.outcome != foUnobserved && p.outcome != foIdleMark
 	switch p.kind {
 	case fkPauseInst:
 		for _, in := range fr.insts {
@@ -126,11 +159,27 @@ func (w *world) startFaultTry(fr *faultRun, try int) {
 		for _, in := range fr.insts {
 			in := in
 			rec.killInsts = append(rec.killInsts, in.n)
+			if !effective {
+				continue // the process kept running: nobody died (MODEL §4)
+			}
+			for _, c := range in.clients {
+				if c.holding && c.readOK && w.cfg.resource && w.chance(0.5) {
+					// a write the holder sent just before it was killed
+					// lands after its death: the resource's mark counts
+					// (MODEL §3), and may be damage (§17)
+					c, reg, tok, sent := c, w.res[c.holdKey], c.token, w.now
+					w.at(w.now+w.uniform(1e6, 40e6), func() {
+						if !w.endDone {
+							reg.serve(c, true, tok, w.now > sent+w.cfg.opTimeout)
+						}
+					})
+				}
+			}
 			dying := w.uniform(0, w.cfg.dyingMax)
 			in.die(rec.startIdx, "kill", dying)
 			w.at(w.now+dying, func() { in.dead = true })
 			crash := dying + w.uniform(1e6, 30e6)
-			w.at(w.now+crash, func() {
+			w.atExact(w.now+crash, func() {
 				if w.endDone {
 					return
 				}
@@ -157,13 +206,14 @@ func (w *world) startFaultTry(fr *faultRun, try int) {
 		}
 	}
 	if p.outcome == foNeverHealed {
+		w.lateDone(fr)
 		return
 	}
 	d := p.spec.For
 	if p.kind == fkKillInst && d == 0 {
 		d = w.uniform(100e3, 3e6)
 	}
-	w.at(w.now+d, func() { w.endFault(fr) })
+	w.atExact(w.now+d, func() { w.endFault(fr) })
 }
 
 func (w *world) endFault(fr *faultRun) {
@@ -179,10 +229,15 @@ func (w *world) endFault(fr *faultRun) {
 	switch {
 	case rec.isLink && traffic == 0:
 		rec.idleIdx = w.emit(&Event{Type: "mark", F: "fault-idle", Fault: p.spec.Name, Target: rec.target, Observed: "no client sent anything through " + rec.target})
-	case p.outcome == foUnobserved && (rec.isLink || p.kind == fkPauseInst):
+	case p.outcome == foIdleMark:
+		rec.idleIdx = w.emit(&Event{Type: "mark", F: "fault-idle", Fault: p.spec.Name, Target: rec.target, Observed: "nothing used " + rec.target})
+	case p.outcome == foUnobserved && (rec.isLink || p.kind == fkPauseInst || p.kind == fkKillInst):
 		msg := "the rules dropped nothing although traffic tried to cross"
-		if p.kind == fkPauseInst {
+		switch p.kind {
+		case fkPauseInst:
 			msg = "the process kept running (state R)"
+		case fkKillInst:
+			msg = "the process did not exit after SIGKILL"
 		}
 		rec.unobservedIdx = w.emit(&Event{Type: "mark", F: "fault-unobserved", Fault: p.spec.Name, Target: rec.target, Err: msg})
 	}
@@ -192,8 +247,9 @@ func (w *world) endFault(fr *faultRun) {
 		rec.healErr = true
 	}
 	rec.endIdx = w.emit(e)
+	defer w.lateDone(fr)
 	undo := func() {
-		effective := p.outcome != foUnobserved
+		effective := p.outcome != foUnobserved && p.outcome != foIdleMark
 		switch p.kind {
 		case fkPauseInst:
 			if effective {
@@ -216,20 +272,46 @@ func (w *world) endFault(fr *faultRun) {
 	}
 	if p.outcome == foHealFails {
 		if p.lingers != never {
-			w.at(w.now+p.lingers, undo)
+			w.atExact(w.now+p.lingers, undo)
 		}
 		return
 	}
 	undo()
 }
 
-// holderInstance resolves the target "holder": the instance of a client
-// inside its critical section (live, not paused).
-func (w *world) holderInstance() *instance {
+// holderInstance resolves the target "holder" (key ""), or
+// "holder-of:<key>": the instance of a client of the lane inside its
+// critical section (of key), live and not paused.
+func (w *world) holderInstance(lane int, key string) *instance {
 	var cands []*instance
 	for _, c := range w.clients {
-		if c.holding && c.in.alive() && c.in.paused == 0 && !c.in.hung {
+		if c.holding && (key == "" || c.holdKey == key) && c.in.alive() && c.in.paused == 0 && !c.in.hung && w.cfg.laneOf(c.in.n) == lane {
 			cands = append(cands, c.in)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return cands[w.rng.IntN(len(cands))]
+}
+
+// nonHolderInstance: a harness that missed its aim resolves the holder
+// role to an instance of the lane none of whose clients holds a key (key,
+// for holder-of:<key>), live and not paused; nil when there is none.
+func (w *world) nonHolderInstance(lane int, key string) *instance {
+	var cands []*instance
+	for _, in := range w.insts {
+		if !in.alive() || in.paused > 0 || in.hung || w.cfg.laneOf(in.n) != lane {
+			continue
+		}
+		holds := false
+		for _, c := range in.clients {
+			if c.holding && (key == "" || c.holdKey == key) {
+				holds = true
+			}
+		}
+		if !holds {
+			cands = append(cands, in)
 		}
 	}
 	if len(cands) == 0 {

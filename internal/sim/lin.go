@@ -22,6 +22,10 @@ type linOp struct {
 	inv     int64
 	comp    int64 // never: unknown outcome
 	outcome string
+	// invIdx, compIdx: the events' positions in the file (compIdx never32
+	// for an unknown outcome): with equal timestamps, file order says
+	// which came first (MODEL §2, §8)
+	invIdx, compIdx int
 }
 
 func (x *evalCtx) linOps() map[*opRec]*linOp {
@@ -35,9 +39,9 @@ func (x *evalCtx) linOps() map[*opRec]*linOp {
 		default:
 			continue
 		}
-		lo := &linOp{op: op, inv: x.T(op.invIdx), comp: never, outcome: x.outcome(op)}
+		lo := &linOp{op: op, inv: x.T(op.invIdx), comp: never, outcome: x.outcome(op), invIdx: op.invIdx, compIdx: never32}
 		if lo.outcome != "unknown" {
-			lo.comp = x.T(op.compIdx)
+			lo.comp, lo.compIdx = x.T(op.compIdx), op.compIdx
 		}
 		m[op] = lo
 	}
@@ -53,9 +57,8 @@ func (x *evalCtx) expiry0(lo *linOp) int64 {
 }
 
 func (x *evalCtx) deathT(inst int) int64 {
-	d := x.cr.insts[inst-1].deathIdx
-	if x.in(d) {
-		return x.T(d)
+	if ir := x.cr.inst(inst); ir != nil && x.in(ir.deathIdx) {
+		return x.T(ir.deathIdx)
 	}
 	return never
 }
@@ -88,7 +91,7 @@ func (x *evalCtx) rStrict(lo *linOp) int64 {
 		if h.endKind == "lost" && h.endIdx == l && x.in(h.endIdx) {
 			return lo.comp
 		}
-		if h.rel != nil && x.visible(h.rel) && x.outcome(h.rel) != "unknown" && h.rel.compIdx > l {
+		if h.rel != nil && x.visible(h.rel) && x.outcome(h.rel) != "unknown" && x.T(h.rel.compIdx) > x.T(l) {
 			return lo.comp
 		}
 	}
@@ -104,7 +107,7 @@ func (x *evalCtx) rLenient(lo *linOp) int64 {
 	if lo.outcome != "unknown" && op.hold != nil {
 		h := op.hold
 		for _, l := range x.lostAfter(op) {
-			if h.rel == nil || !x.visible(h.rel) || x.outcome(h.rel) == "unknown" || h.rel.compIdx > l {
+			if h.rel == nil || !x.visible(h.rel) || x.outcome(h.rel) == "unknown" || x.T(h.rel.compIdx) >= x.T(l) {
 				return lo.comp
 			}
 		}
@@ -146,6 +149,7 @@ func (x *evalCtx) witness(los map[*opRec]*linOp) (plain, fenced bool, why string
 			if lo.op.kind == "release" && lo.outcome == "unknown" && lo.op.key == k && lo.op.client == s.holder && lo.inv <= t && !used[lo.op] {
 				used[lo.op] = true
 				s.holder = ""
+				x.noteLate(lo, t)
 				return true
 			}
 		}
@@ -214,6 +218,7 @@ func (x *evalCtx) witness(los map[*opRec]*linOp) (plain, fenced bool, why string
 				if op.kind == "release" && a.result == "released" {
 					used[op] = true
 					s.holder = ""
+					x.noteLate(lo, a.x)
 				}
 				if op.kind == "extend" && a.result == "extended" && lease > 0 {
 					used[op] = true
@@ -223,6 +228,23 @@ func (x *evalCtx) witness(los map[*opRec]*linOp) (plain, fenced bool, why string
 		}
 	}
 	return true, fenced, why
+}
+
+// noteLate notes an unknown operation the witness lets take effect after
+// its client invoked a later operation: §8 allows it (an unknown outcome's
+// interval never closes), a search that closes it at the client's next
+// operation would not.
+func (x *evalCtx) noteLate(lo *linOp, at int64) {
+	next := int64(never)
+	for _, op := range x.cr.ops {
+		if op.client == lo.op.client && op.invIdx > lo.op.invIdx && x.visible(op) {
+			next = min(next, x.T(op.invIdx))
+		}
+	}
+	if at > next {
+		x.linNotes = append(x.linNotes, fmt.Sprintf("late unknown: the witness lets the unknown %s of %s on %s invoked at %d take effect at %d, after its client's next operation (invoked at %d)",
+			lo.op.kind, lo.op.client, lo.op.key, lo.inv, at, next))
+	}
 }
 
 // proofs looks for histories no order can satisfy.
@@ -241,7 +263,7 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 	for _, k := range keys {
 		all := byKey[k]
 		var oks, freeing []*linOp
-		unk := map[string][]int64{}
+		unk := map[string][]*linOp{}
 		for _, lo := range all {
 			op := lo.op
 			if op.kind == "acquire" && lo.outcome == "ok" {
@@ -251,41 +273,48 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 				freeing = append(freeing, lo)
 			}
 			if (op.kind == "acquire" || op.kind == "extend") && lo.outcome == "unknown" {
-				unk[op.client] = append(unk[op.client], lo.inv)
+				unk[op.client] = append(unk[op.client], lo)
 			}
 		}
-		eEff := func(g *linOp, until int64) int64 {
+		// eEff: the earliest E(g) may be when an operation completes at
+		// event `until`: an unknown acquire or extension invoked before,
+		// or at the same instant (a tie goes either way, §2), may have
+		// taken effect
+		eEff := func(g *linOp, until int) int64 {
 			if lease == 0 {
 				return never
 			}
 			t := g.inv
 			for _, u := range unk[g.op.client] {
-				if u < until {
-					t = min(t, u)
+				if u.inv <= x.T(until) {
+					t = min(t, u.inv)
 				}
 			}
 			return t + lease
 		}
-		// the freeing operations that may take effect after lo, the two
-		// that may start first: enough to tell whether any but one
-		// starts before hi
-		firstFree := func(lo int64) (a, b *linOp) {
+		// the freeing operations that may take effect after an operation
+		// invoked at event lo (only those that completed strictly before
+		// it was invoked may not, §8), the two invoked first: enough to
+		// tell whether any but one was invoked before a given event
+		firstFree := func(lo int) (a, b *linOp) {
 			for _, f := range freeing {
-				if f.comp <= lo {
+				if f.comp < x.T(lo) {
 					continue
 				}
 				switch {
-				case a == nil || f.inv < a.inv:
+				case a == nil || f.invIdx < a.invIdx:
 					a, b = f, a
-				case b == nil || f.inv < b.inv:
+				case b == nil || f.invIdx < b.invIdx:
 					b = f
 				}
 			}
 			return a, b
 		}
 		// the fenced rule: a token not above one granted strictly before
+		// (completed strictly before the other was invoked: a tie of
+		// instants may go either way, §8)
 		byComp := append([]*linOp(nil), oks...)
-		sort.Slice(byComp, func(i, j int) bool { return byComp[i].comp < byComp[j].comp })
+		sort.Slice(byComp, func(i, j int) bool { return byComp[i].compIdx < byComp[j].compIdx })
 		prefMax := make([]*linOp, len(byComp))
 		for i, g := range byComp {
 			prefMax[i] = g
@@ -304,17 +333,19 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 			if g1.op.dup || plain != "" {
 				continue
 			}
-			fa, fb := firstFree(g1.inv)
-			blocked := func(hi int64, except *linOp) bool {
+			fa, fb := firstFree(g1.invIdx)
+			// blocked: a freeing operation invoked before the completion
+			// at event hi, or at its instant, may take effect before it
+			blocked := func(hi int, except *linOp) bool {
 				f := fa
 				if f != nil && f == except {
 					f = fb
 				}
-				return f != nil && f.inv < hi
+				return f != nil && f.inv <= x.T(hi)
 			}
 			r1 := x.rLenient(g1)
 			for _, g2 := range oks {
-				if g2.op.client != g1.op.client && g1.comp < g2.inv && g2.comp < min(eEff(g1, g2.comp), r1) && !blocked(g2.comp, nil) {
+				if g2.op.client != g1.op.client && g1.comp < g2.inv && g2.comp < min(eEff(g1, g2.compIdx), r1) && !blocked(g2.compIdx, nil) {
 					plain = fmt.Sprintf("%s: granted to %s [%d,%d] and to %s [%d,%d] with nothing between to free it", k, g1.op.client, g1.inv, g1.comp, g2.op.client, g2.inv, g2.comp)
 					break
 				}
@@ -326,7 +357,7 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 				op := r.op
 				other := op.kind == "release" && r.outcome == "ok" && op.client != g1.op.client
 				own := op.client == g1.op.client && r.outcome == "fail" && (op.kind == "release" || op.kind == "extend")
-				if (other || own) && g1.comp < r.inv && r.comp < min(eEff(g1, r.comp), r1) && !blocked(r.comp, r) {
+				if (other || own) && g1.comp < r.inv && r.comp < min(eEff(g1, r.compIdx), r1) && !blocked(r.compIdx, r) {
 					plain = fmt.Sprintf("%s: %s of %s [%d,%d] %s while the grant of %s [%d,%d] was in force", k, op.kind, op.client, r.inv, r.comp, r.outcome, g1.op.client, g1.inv, g1.comp)
 				}
 			}
@@ -342,6 +373,9 @@ func (x *evalCtx) linTruth() (plain, fenced string, notes []string) {
 	pp, pf := x.proofs(los)
 	if why != "" {
 		notes = append(notes, why)
+	}
+	if wp {
+		notes = append(notes, x.linNotes...)
 	}
 	switch {
 	case wp && pp != "":

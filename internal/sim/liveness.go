@@ -6,8 +6,9 @@ import (
 )
 
 // MODEL §11, over the simulator's records of waits, holds, pauses and
-// deaths. The state after event p lasts until event p+1; every instant of
-// the history is one event (times strictly increase).
+// deaths. The state after event p lasts until event p+1 (zero time when
+// they share a timestamp: an instant of the history is an event's
+// position, reading 13).
 
 var debugLive = os.Getenv("SIM_DEBUG_LIVE") != ""
 
@@ -31,7 +32,7 @@ func (x *evalCtx) timeline() *timeline {
 	cr := x.cr
 	s, e := cr.startIdx, cr.stopIdx
 	n := e - s + 1
-	tl := &timeline{x: x, s: s, e: e, keys: cr.cfg.keyNames(), served: map[string][]bool{}, liveWait: map[string][]bool{}, unavail: map[string][]bool{}}
+	tl := &timeline{x: x, s: s, e: e, keys: cr.keys, served: map[string][]bool{}, liveWait: map[string][]bool{}, unavail: map[string][]bool{}}
 	const (
 		waitOn = iota
 		waitOff
@@ -64,8 +65,8 @@ func (x *evalCtx) timeline() *timeline {
 		add(h.endIdx, chg{kind: holdOff, client: h.client, inst: h.inst, key: h.key})
 	}
 	for _, f := range cr.faults {
-		if !x.in(f.startIdx) {
-			continue
+		if !x.in(f.startIdx) || !x.acts(f) {
+			continue // a pause with an unobserved or idle mark paused nothing (§4)
 		}
 		for _, n := range f.pauseInsts {
 			add(f.startIdx, chg{kind: pauseOn, inst: n})
@@ -76,7 +77,7 @@ func (x *evalCtx) timeline() *timeline {
 		add(ir.deathIdx, chg{kind: dead, inst: ir.n})
 	}
 	for _, op := range cr.ops {
-		if op.kind == "acquire" && x.visible(op) && x.outcome(op) == "ok" {
+		if x.counted(op) {
 			add(op.compIdx, chg{kind: okAt, client: op.client, inst: op.inst, key: op.key})
 		}
 	}
@@ -102,11 +103,15 @@ func (x *evalCtx) timeline() *timeline {
 			}
 			switch c.kind {
 			case waitOn:
-				waiting[c.key][c.client] = c.inst
+				if waiting[c.key] != nil {
+					waiting[c.key][c.client] = c.inst
+				}
 			case waitOff:
 				delete(waiting[c.key], c.client)
 			case holdOn:
-				holding[c.key][c.client] = c.good
+				if holding[c.key] != nil {
+					holding[c.key][c.client] = c.good
+				}
 			case holdOff:
 				delete(holding[c.key], c.client)
 			case pauseOn:
@@ -151,9 +156,13 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 	cr := x.cr
 	var res liveResult
 	for _, f := range cr.faults {
-		res.faults = append(res.faults, FaultTruth{Fault: f.spec.Name})
+		res.faults = append(res.faults, FaultTruth{Fault: f.spec.Name, NextGrantNs: -1})
 	}
 	if !x.in(cr.stopIdx) {
+		for i := range res.faults {
+			res.faults[i].anyf("clear_ms", "no case-stop")
+			res.faults[i].anyf("recovered_after_ms", "no case-stop")
+		}
 		return res
 	}
 	tl := x.timeline()
@@ -179,9 +188,25 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 			res.gap = max(res.gap, x.T(e)-x.T(run))
 		}
 	}
-	stopT := x.T(e)
+	stopT := x.T(cr.stopIdx)
 	for i, f := range cr.faults {
 		ft := &res.faults[i]
+		// the clear window of its own heal (MODEL §11, §15)
+		if x.in(f.endIdx) {
+			if f.endIdx > cr.stopIdx {
+				ft.anyf("clear_ms", "healed after the stop: its clear window is not defined")
+			} else if exp.available != nil && !*exp.available {
+				// available: false: the stretch it is judged over, from
+				// the heal to the stop (MODEL §15)
+				ft.ClearNs = x.T(cr.stopIdx) - x.T(f.endIdx)
+			} else {
+				eIdx, _ := x.clearWindow(f, f.endIdx)
+				ft.ClearNs = x.T(eIdx) - x.T(f.endIdx)
+			}
+		} else {
+			ft.anyf("clear_ms", "never healed")
+		}
+		ft.anyf("recovered_after_ms", "not judged met or unmet")
 		switch {
 		case !x.in(f.startIdx) || x.in(f.errorIdx):
 			ft.Detail = "not applied"
@@ -199,6 +224,13 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 		case x.in(f.unobservedIdx):
 			ft.Detail = "its effect was not observed: not judged"
 			continue
+		case x.missedAim(f):
+			ft.Detail = "it missed its aim (not observed): not judged"
+			continue
+		case f.startIdx > cr.stopIdx:
+			ft.Verdict = Any
+			ft.Detail = "too late (started after the stop): whether it is judged is not settled (reading 24)"
+			continue
 		}
 		if exp.available == nil {
 			ft.Detail = "no availability expectation"
@@ -206,85 +238,118 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 			continue
 		}
 		if !*exp.available {
-			h := x.T(f.endIdx)
-			served := false
-			for p := f.endIdx; p < e; p++ {
-				for _, k := range tl.keys {
-					if tl.served[k][p-s] {
-						served = true
-					}
-				}
-			}
-			waitBefore := false
-			for _, k := range tl.keys {
-				if tl.liveWait[k][e-1-s] {
-					waitBefore = true
-				}
-			}
-			switch {
-			case served:
-				ft.Verdict = "unmet"
-			case stopT-h >= 2e9 && waitBefore:
-				ft.Verdict = "met"
-			default:
-				ft.Verdict = "unknown"
-			}
+			ft.Verdict, ft.Detail = x.stayedDown(tl, f, stopT)
+			ft.StayedDown = true
+			// §11: a fault judged for available: false has no recovery
+			// time (-1), whatever its verdict
+			ft.RecoveredNs = -1
+			delete(ft.Any, "recovered_after_ms")
 			continue
 		}
-		ft.Verdict, ft.Detail = x.recovery(tl, f, exp)
+		ft.Verdict, ft.Detail = x.recovery(tl, f, exp, ft)
 	}
 	return res
 }
 
+// clearWindow: the end of the clear window of a heal at index h (MODEL
+// §11): the next fault-start after it, or the stop; h itself when another
+// fault is still in force there. g is the fault that cut it short (nil:
+// the stop ended it).
+func (x *evalCtx) clearWindow(self *faultRec, h int) (eIdx int, g *faultRec) {
+	cr := x.cr
+	var inForce []*faultRec
+	for _, o := range cr.faults {
+		if o == self || !x.in(o.startIdx) || o.startIdx > h {
+			continue
+		}
+		if !x.in(o.endIdx) || o.endIdx > h {
+			inForce = append(inForce, o)
+		}
+	}
+	if len(inForce) > 0 {
+		for _, o := range inForce {
+			if x.in(o.endIdx) && (g == nil || o.endIdx < g.endIdx) {
+				g = o
+			}
+		}
+		if g == nil {
+			g = inForce[0]
+		}
+		return h, g
+	}
+	eIdx = cr.stopIdx
+	for _, o := range cr.faults {
+		if x.in(o.startIdx) && o.startIdx > h && o.startIdx < eIdx {
+			g, eIdx = o, o.startIdx
+		}
+	}
+	return eIdx, g
+}
+
+// stayedDown judges an available: false fault on the keys it took down.
+func (x *evalCtx) stayedDown(tl *timeline, f *faultRec, stopT int64) (string, string) {
+	cr := x.cr
+	s := tl.s
+	h := x.T(f.endIdx)
+	targets := append(append([]int{}, f.killInsts...), f.pauseInsts...)
+	down := map[string]bool{}
+	for _, hd := range cr.holds {
+		if !x.in(hd.beginIdx) || hd.beginIdx >= f.startIdx || x.holdEnd(hd) < f.startIdx {
+			continue
+		}
+		for _, n := range targets {
+			if hd.inst == n {
+				down[hd.key] = true
+			}
+		}
+	}
+	which := "the keys its instances held"
+	if len(down) == 0 {
+		which = "every key"
+		for _, k := range tl.keys {
+			down[k] = true
+		}
+	}
+	served, waitBefore := false, false
+	for k := range down {
+		for p := f.endIdx; p < tl.e; p++ {
+			if p >= s && tl.served[k][p-s] {
+				served = true
+			}
+		}
+		if tl.e-1 >= s && tl.liveWait[k][tl.e-1-s] {
+			waitBefore = true
+		}
+	}
+	switch {
+	case served:
+		return "unmet", "judged on " + which + ": served after the heal"
+	case stopT-h >= 2e9 && waitBefore:
+		return "met", "judged on " + which
+	}
+	return "unknown", "judged on " + which + ": not served, but too little time or nobody waiting"
+}
+
 // recovery judges an available: true fault from its heal, again at later
 // heals while it stays undecided (MODEL §11).
-func (x *evalCtx) recovery(tl *timeline, f *faultRec, exp effExpect) (string, string) {
-	cr := x.cr
+func (x *evalCtx) recovery(tl *timeline, f *faultRec, exp effExpect, ft *FaultTruth) (string, string) {
 	healIdx := f.endIdx
 	self := f
-	B := int64(2e9)
-	if exp.recov > 0 {
-		B = exp.recov
-	}
 	detail := ""
 	for {
-		if f := x.failedHeal(); f >= 0 && healIdx >= f {
+		if fh := x.failedHeal(); fh >= 0 && healIdx >= fh {
 			return "unknown", detail + "judged at or after a heal that failed"
 		}
-		h := x.T(healIdx)
-		// the clear window [h, e)
-		var g *faultRec
-		e := x.T(tl.e)
-		eIdx := tl.e
-		var inForce []*faultRec
-		for _, o := range cr.faults {
-			if o == self || !x.in(o.startIdx) || o.startIdx > healIdx {
-				continue
-			}
-			if !x.in(o.endIdx) || o.endIdx > healIdx {
-				inForce = append(inForce, o)
-			}
+		if healIdx >= tl.e {
+			return "unknown", detail + "healed at or after the stop"
 		}
-		if len(inForce) > 0 {
-			e, eIdx = h, healIdx
-			for _, o := range inForce {
-				if x.in(o.endIdx) && (g == nil || o.endIdx < g.endIdx) {
-					g = o
-				}
-			}
-			if g == nil {
-				g = inForce[0]
-			}
-		} else {
-			for _, o := range cr.faults {
-				if x.in(o.startIdx) && o.startIdx > healIdx && o.startIdx < eIdx {
-					g, e, eIdx = o, x.T(o.startIdx), o.startIdx
-				}
-			}
-		}
-		v := x.judge(tl, healIdx, h, e, B, exp.recov > 0)
-		detail += fmt.Sprintf("judged at %s's heal: %s; ", self.spec.Name, v)
+		eIdx, g := x.clearWindow(self, healIdx)
+		v, rec := x.judge(tl, healIdx, eIdx, exp)
+		detail += fmt.Sprintf("judged at %s's heal (window %d ns): %s; ", self.spec.Name, x.T(eIdx)-x.T(healIdx), v)
 		if v != "undecided" {
+			ft.JudgedAt = self.spec.Name
+			ft.RecoveredNs = rec
+			delete(ft.Any, "recovered_after_ms")
 			return v, detail
 		}
 		if g == nil {
@@ -297,52 +362,77 @@ func (x *evalCtx) recovery(tl *timeline, f *faultRec, exp effExpect) (string, st
 	}
 }
 
-// judge applies §11's rules for one heal at h, clear window [h, e).
-func (x *evalCtx) judge(tl *timeline, healIdx int, h, e, B int64, within bool) string {
+// judge applies §11's rules at one heal (index hIdx), over the clear window
+// [hIdx, eIdx). It returns the verdict and the recovery time: the largest
+// r_k − h over the relevant keys, −1 when one was not served.
+func (x *evalCtx) judge(tl *timeline, hIdx, eIdx int, exp effExpect) (string, int64) {
 	s := tl.s
-	last := func(pred func(p int) bool) int { // the last event index p >= healIdx with pred(T)
-		q := -1
-		for p := healIdx; p <= tl.e && pred(p); p++ {
-			q = p
-		}
-		return q
-	}
-	before := last(func(p int) bool { return x.T(p) < e })  // just before e
-	atHB := last(func(p int) bool { return x.T(p) <= h+B }) // at h+B
-	anyUnmet, anyUndecided, relevant := false, false, 0
+	h := x.T(hIdx)
+	e := x.T(eIdx)
+	u := h + x.cr.meta.ExpiryBoundNs
+	anyUnmet, anyUndecided, relevant, unserved := false, false, 0, false
+	rec := int64(0)
 	for _, k := range tl.keys {
-		r := int64(-1)
+		rIdx := -1
 		waits := false
-		for p := healIdx; p <= before; p++ {
-			if tl.served[k][p-s] && r < 0 {
-				r = x.T(p)
+		for p := hIdx; p < eIdx; p++ {
+			if tl.served[k][p-s] && rIdx < 0 {
+				rIdx = p
 			}
 			if tl.liveWait[k][p-s] {
 				waits = true
 			}
 		}
-		if !waits && r < 0 {
+		if !waits && rIdx < 0 {
 			continue
 		}
 		relevant++
-		var met, unmet bool
-		if within {
-			met = r >= 0 && r-h <= B
-			if h+B <= e {
-				servedHB := false
-				for p := healIdx; p <= atHB; p++ {
-					if tl.served[k][p-s] {
-						servedHB = true
-					}
-				}
-				unmet = !servedHB && atHB >= 0 && tl.liveWait[k][atHB-s]
-			}
+		if rIdx >= 0 {
+			rec = max(rec, x.T(rIdx)-h)
 		} else {
-			met = r >= 0
-			unmet = e-h >= B && r < 0 && before >= 0 && tl.liveWait[k][before-s]
+			unserved = true
+		}
+		// refused stretches: stretches of [h, min(r_k, e)) during which,
+		// without a break, some live client waits for k (a live hold that
+		// does not turn out good is no service: waiting behind it is
+		// refused demand too)
+		bound := eIdx
+		if rIdx >= 0 {
+			bound = rIdx
+		}
+		longest, longestAfterU := int64(0), int64(0)
+		run := -1
+		close := func(q int) {
+			a, b := x.T(run), x.T(q)
+			longest = max(longest, b-a)
+			if b > max(a, u) {
+				longestAfterU = max(longestAfterU, b-max(a, u))
+			}
+			run = -1
+		}
+		for p := hIdx; p < bound; p++ {
+			if tl.liveWait[k][p-s] {
+				if run < 0 {
+					run = p
+				}
+			} else if run >= 0 {
+				close(p)
+			}
+		}
+		if run >= 0 {
+			close(bound)
+		}
+		var met, unmet bool
+		if exp.recov > 0 {
+			// a key served exactly B after its demand began is met
+			met = rIdx >= 0 && longest <= exp.recov
+			unmet = longest > exp.recov
+		} else {
+			met = rIdx >= 0
+			unmet = rIdx < 0 && longestAfterU >= 2e9
 		}
 		if debugLive {
-			fmt.Printf("judge h=%d e=%d B=%d within=%v key %s: r=%d (r-h=%d) waits=%v met=%v unmet=%v atHB=%d liveWait(atHB)=%v before=%d\n", h, e, B, within, k, r, r-h, waits, met, unmet, atHB, atHB >= 0 && tl.liveWait[k][atHB-s], before)
+			fmt.Printf("judge h=%d e=%d B=%d key %s: r=%d waits=%v longest=%d afterU=%d met=%v unmet=%v\n", h, e, exp.recov, k, rIdx, waits, longest, longestAfterU, met, unmet)
 		}
 		switch {
 		case unmet:
@@ -351,13 +441,16 @@ func (x *evalCtx) judge(tl *timeline, healIdx int, h, e, B int64, within bool) s
 			anyUndecided = true
 		}
 	}
+	if unserved {
+		rec = -1
+	}
 	switch {
 	case anyUnmet:
-		return "unmet"
+		return "unmet", rec
 	case relevant > 0 && !anyUndecided:
-		return "met"
+		return "met", rec
 	}
-	return "undecided"
+	return "undecided", rec
 }
 
 // failedHeal is the index of the first fault-end that carries a heal error

@@ -1,5 +1,10 @@
 package sim
 
+import (
+	"slices"
+	"strconv"
+)
+
 // FaultSpec is a scheduled fault as the case meta lists it (MODEL §2).
 type FaultSpec struct {
 	Name   string
@@ -8,6 +13,8 @@ type FaultSpec struct {
 	At     int64  // from the case start
 	For    int64
 	Group  string // declared group (MODEL §10), "" for none
+	Class  string // its class for the decision view (MODEL §18), "" for none
+	Lane   int    // the lane it belongs to (MODEL §14), 0 for none
 }
 
 // Expect is a case's expectation as written (MODEL §13): nil pointers are
@@ -19,28 +26,55 @@ type Expect struct {
 	Available        *bool
 	MaxGapNs         int64
 	RecoversWithinNs int64
+	MinGapNs         int64
+	Measure          bool
 	Note             string
+	// Any: the outcomes left to any (MODEL §13), by their JSON names.
+	Any []string
+}
+
+// isAny reports whether the expectation leaves the outcome to any.
+func (e *Expect) isAny(name string) bool { return slices.Contains(e.Any, name) }
+
+// SweepPoint is meta.sweep: the point of a swept case a row stands for
+// (MODEL §17).
+type SweepPoint struct {
+	Case   string
+	Labels []string
+	Values []string
+	X      []float64
 }
 
 // CaseMeta is the case-start mark's meta.
 type CaseMeta struct {
-	Name        string
-	Backend     string
-	Fenced      bool
-	DurationNs  int64
-	Expect      Expect
-	Faults      []FaultSpec
-	Clients     int
-	Keys        int
-	LeaseNs     int64
-	OpTimeoutNs int64
-	Row         string
-	Trial       int
-	Trials      int
-	Need        int
-	Misuse      []string
-	Control     bool
-	Thresholds  []string
+	Name       string
+	Backend    string
+	Fenced     bool
+	DurationNs int64
+	Expect     Expect
+	Faults     []FaultSpec
+	Clients    int
+	Keys       int
+	LeaseNs    int64
+	// LeaseRenewed: a library renews the lease unseen (MODEL §6: no
+	// zombie by the lease alone).
+	LeaseRenewed bool
+	// ExpiryBoundNs: the longest the service may keep a dead or silent
+	// holder's grant (MODEL §2, §11).
+	ExpiryBoundNs int64
+	OpTimeoutNs   int64
+	Row           string
+	Trial         int
+	Trials        int
+	Need          int
+	Misuse        []string
+	Control       bool
+	Thresholds    []string
+	// Lanes side by side (MODEL §14): Lanes lanes of LaneInstances
+	// instances and Keys keys each.
+	Lanes         int
+	LaneInstances int
+	Sweep         *SweepPoint
 }
 
 func (m *CaseMeta) encode() []byte {
@@ -61,6 +95,12 @@ func (m *CaseMeta) encode() []byte {
 			if f.Group != "" {
 				fo.Str("group", f.Group)
 			}
+			if f.Class != "" {
+				fo.Str("class", f.Class)
+			}
+			if f.Lane != 0 {
+				fo.Int("lane", int64(f.Lane))
+			}
 			b = fo.End()
 		}
 		b = append(b, ']')
@@ -70,6 +110,12 @@ func (m *CaseMeta) encode() []byte {
 	o.Int("keys", int64(m.Keys))
 	if m.LeaseNs != 0 {
 		o.Int("lease_ns", m.LeaseNs)
+	}
+	if m.LeaseRenewed {
+		o.Bool("lease_renewed", true)
+	}
+	if m.ExpiryBoundNs != 0 {
+		o.Int("expiry_bound_ns", m.ExpiryBoundNs)
 	}
 	if m.OpTimeoutNs != 0 {
 		o.Int("op_timeout_ns", m.OpTimeoutNs)
@@ -95,6 +141,25 @@ func (m *CaseMeta) encode() []byte {
 	if len(m.Thresholds) > 0 {
 		o.Raw("thresholds", appendStrings(nil, m.Thresholds))
 	}
+	if m.Lanes > 0 {
+		o.Int("lanes", int64(m.Lanes))
+		o.Int("lane_instances", int64(m.LaneInstances))
+	}
+	if sw := m.Sweep; sw != nil {
+		so := newObj(nil)
+		so.Str("case", sw.Case)
+		so.Raw("labels", appendStrings(nil, sw.Labels))
+		so.Raw("values", appendStrings(nil, sw.Values))
+		xb := []byte{'['}
+		for i, x := range sw.X {
+			if i > 0 {
+				xb = append(xb, ',')
+			}
+			xb = strconv.AppendFloat(xb, x, 'f', -1, 64)
+		}
+		so.Raw("x", append(xb, ']'))
+		o.Raw("sweep", so.End())
+	}
 	return o.End()
 }
 
@@ -117,6 +182,15 @@ func (e *Expect) encode() []byte {
 	}
 	if e.RecoversWithinNs != 0 {
 		o.Int("recovers_within_ns", e.RecoversWithinNs)
+	}
+	if e.MinGapNs != 0 {
+		o.Int("min_gap_ns", e.MinGapNs)
+	}
+	if e.Measure {
+		o.Bool("measure", true)
+	}
+	if len(e.Any) > 0 {
+		o.Raw("any", appendStrings(nil, e.Any))
 	}
 	if e.Note != "" {
 		o.Str("note", e.Note)

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -30,6 +29,9 @@ type ocase struct {
 	violations int
 	gap        int64
 	stopped    bool
+	ended      bool // the case-end is in the history
+	// §6, §15 figures read again: samples in ns
+	acqLat, holdTime, overlaps, handoffs, zombies []int64
 }
 
 func oracle(lines []oev) []ocase {
@@ -46,27 +48,41 @@ func oracle(lines []oev) []ocase {
 		if j < len(lines) && lines[j].F == "case-end" {
 			end = j + 1
 		}
-		out = append(out, oracleCase(lines[i:end]))
+		for _, ol := range oracleLanes(lines[i:end]) {
+			out = append(out, oracleCase(ol))
+		}
 	}
 	return out
 }
 
 func instOf(proc string) string { return strings.SplitN(proc, "c", 2)[0] }
 
-func oracleCase(ev []oev) ocase {
+func oracleCase(ol olane) ocase {
+	ev := ol.lines
+	oc := ocase{counts: map[string]int{}}
 	var meta struct {
-		Keys int `json:"keys"`
+		LeaseNs      int64 `json:"lease_ns"`
+		LeaseRenewed bool  `json:"lease_renewed"`
 	}
 	json.Unmarshal(ev[0].Meta, &meta)
-	oc := ocase{counts: map[string]int{}}
+	invT := map[string]int64{}
+	type handoff struct {
+		from     int64
+		releaser string
+	}
+	opened := map[string]*handoff{}
 	death := map[string]int64{} // instance -> death time
 	dead := func(inst string, t int64) bool { d, ok := death[inst]; return ok && t > d }
 	type hold struct {
 		client, key string
 		begin, end  int
+		// real: ended by a release, a lost signal or a death (not the
+		// case's end); good: by a release that returned ok
+		real, good bool
 	}
 	var holds []*hold
-	cur := map[string]*hold{} // client+key
+	cur := map[string]*hold{}       // client+key
+	releasing := map[string]*hold{} // client -> the hold its release in flight ended
 	inflight := map[string]string{}
 	paused := map[string]int{}
 	waiting := map[string]string{} // client -> key
@@ -85,11 +101,14 @@ func oracleCase(ev []oev) ocase {
 		_, d := death[in]
 		return !d && paused[in] == 0
 	}
-	endHold := func(c, k string, i int) {
-		if h := cur[c+"/"+k]; h != nil {
+	endHold := func(c, k string, i int) *hold {
+		h := cur[c+"/"+k]
+		if h != nil {
 			h.end = i
+			h.real = ev[i].F != "case-end"
 			delete(cur, c+"/"+k)
 		}
+		return h
 	}
 	for i, e := range ev {
 		if e.Type == "mark" {
@@ -98,6 +117,9 @@ func oracleCase(ev []oev) ocase {
 				var insts []string
 				if e.F == "crash" {
 					insts = []string{e.Proc}
+				} else if ol.nonActing[e.Fault] {
+					// a kill or a pause with an unobserved or idle mark did
+					// not act (MODEL §4)
 				} else if strings.HasPrefix(e.Fault, "kill") {
 					for _, t := range strings.Split(e.Target, ",") {
 						if strings.HasPrefix(t, "instance-") {
@@ -137,7 +159,7 @@ func oracleCase(ev []oev) ocase {
 					}
 				}
 			case "fault-end":
-				if strings.HasPrefix(e.Fault, "pause") {
+				if strings.HasPrefix(e.Fault, "pause") && !ol.nonActing[e.Fault] {
 					for _, t := range strings.Split(e.Target, ",") {
 						if strings.HasPrefix(t, "instance-") {
 							paused["i"+strings.TrimPrefix(t, "instance-")]--
@@ -160,18 +182,45 @@ func oracleCase(ev []oev) ocase {
 				if e.F == "acquire" && stopIdx >= 0 && i < stopIdx {
 					waiting[c] = e.Key
 				}
+				if e.F == "acquire" {
+					invT[c] = e.T
+				}
+				if h := cur[c+"/"+e.Key]; e.F == "release" && h != nil {
+					oc.holdTime = append(oc.holdTime, e.T-ev[h.begin].T)
+					if opened[e.Key] == nil {
+						for w, k := range waiting {
+							if k == e.Key && w != c && liveOf(w) {
+								opened[e.Key] = &handoff{e.T, c}
+							}
+						}
+					}
+				}
 				if e.F == "release" {
-					endHold(c, e.Key, i)
+					releasing[c] = endHold(c, e.Key, i)
 				}
 			case e.F == "lost":
 				oc.counts["leases_lost"]++
 				endHold(c, e.Key, i)
 			case e.F == "resource" || e.F == "dropped":
 			default:
+				if e.F == "acquire" && inflight[c] == "acquire" {
+					// every completed acquire is a latency sample (§15)
+					oc.acqLat = append(oc.acqLat, e.T-invT[c])
+				}
+				if e.F == "release" {
+					if h := releasing[c]; h != nil && e.Type == "ok" {
+						h.good = true
+					}
+					delete(releasing, c)
+				}
 				delete(inflight, c)
 				switch {
 				case e.F == "acquire" && e.Type == "ok":
 					oc.counts["acquires_ok"]++
+					if o := opened[e.Key]; o != nil && o.releaser != c && liveOf(c) {
+						oc.handoffs = append(oc.handoffs, e.T-o.from)
+						delete(opened, e.Key)
+					}
 					if e.Token > 0 && e.Token <= top[e.Key] {
 						oc.counts["token_regressions"]++
 					}
@@ -183,11 +232,6 @@ func oracleCase(ev []oev) ocase {
 						oc.counts["duplicate_grants"]++
 					} else {
 						h := &hold{client: c, key: e.Key, begin: i, end: 1 << 60}
-						for _, o := range holds {
-							if o.key == e.Key && o.end > i {
-								oc.violations++
-							}
-						}
 						holds = append(holds, h)
 						cur[c+"/"+e.Key] = h
 					}
@@ -211,8 +255,7 @@ func oracleCase(ev []oev) ocase {
 			unavailSince = map[string]int64{}
 		}
 		if stopIdx >= 0 && i < stopIdx && failedIdx < 0 {
-			for k := 0; k < meta.Keys; k++ {
-				key := fmt.Sprintf("k%d", k)
+			for _, key := range ol.keys {
 				w, h := false, false
 				for c, wk := range waiting {
 					if wk == key && liveOf(c) {
@@ -247,18 +290,76 @@ func oracleCase(ev []oev) ocase {
 			oc.counts["acquires_unknown"]++
 		}
 	}
+	// violations: pairs of holds of a key in force at a common instant
+	// ([begin, end), a hold ending at the instant the later began overlaps
+	// nothing), or cut off together by the case's or the history's end
+	endT := func(h *hold) int64 {
+		if h.end >= len(ev) {
+			return ev[len(ev)-1].T
+		}
+		return ev[h.end].T
+	}
+	var pairs [][2]*hold
+	for j, h := range holds {
+		for _, o := range holds[:j] {
+			if o.key != h.key || o.end <= h.begin {
+				continue
+			}
+			t := ev[h.begin].T
+			if (o.real && endT(o) == t) || (h.real && endT(h) == t) {
+				continue
+			}
+			oc.violations++
+			pairs = append(pairs, [2]*hold{h, o})
+		}
+	}
+	oc.ended = ev[len(ev)-1].F == "case-end"
+	if !oc.ended {
+		return oc
+	}
+	for _, p := range pairs {
+		oc.overlaps = append(oc.overlaps, min(endT(p[0]), endT(p[1]))-ev[p[0].begin].T)
+	}
+	// zombies: the first instant the service certainly took a hold's
+	// grant back (MODEL §6), if its end comes strictly later
+	for _, h := range holds {
+		taken := int64(1) << 62
+		last := ev[h.begin].T
+		for j := h.begin + 1; j < h.end; j++ {
+			e := ev[j]
+			if e.Key != h.key || e.Proc == "" || dead(instOf(e.Proc), e.T) {
+				continue
+			}
+			switch {
+			case e.F == "acquire" && e.Type == "ok" && e.Proc != h.client,
+				e.F == "extend" && e.Type == "fail" && e.Proc == h.client,
+				e.F == "release-wrong-token" && e.Type == "ok":
+				taken = min(taken, e.T)
+			}
+			if e.Proc == h.client && e.Type == "ok" && (e.F == "extend" || e.F == "acquire") {
+				last = e.T
+			}
+		}
+		if meta.LeaseNs > 0 && !meta.LeaseRenewed && !h.good {
+			// rule 2, not for a hold that turned out good
+			taken = min(taken, last+meta.LeaseNs)
+		}
+		if end := ev[h.end].T; end > taken {
+			oc.zombies = append(oc.zombies, end-taken)
+		}
+	}
 	return oc
 }
 
 func TestOracleAgreesWithRecords(t *testing.T) {
-	for s := uint64(1); s <= unitSeeds; s++ {
+	for s := uint64(1); s <= unitSeeds(); s++ {
 		r0 := simulated(s)
 		if r0.bad != nil {
 			continue
 		}
 		rc := *r0
 		r := &rc
-		r.cut, r.blank = nil, map[int]int{}
+		r.cut, r.blank, r.pre = nil, map[int]int{}, nil
 		h, _ := r.Files()
 		var lines []oev
 		for _, l := range bytes.Split(bytes.TrimSpace(h), []byte("\n")) {
@@ -275,8 +376,8 @@ func TestOracleAgreesWithRecords(t *testing.T) {
 		}
 		for i, oc := range ocs {
 			ct := tr.Cases[i]
-			cr := r.Cases[i]
-			if len(cr.backdated) > 0 || len(cr.strayComps) > 0 {
+			cr := r.Cases[ct.Index]
+			if len(cr.backdated) > 0 || len(cr.strayComps) > 0 || ct.Skip != "" {
 				continue
 			}
 			want := map[string]int{
@@ -294,6 +395,23 @@ func TestOracleAgreesWithRecords(t *testing.T) {
 			}
 			if oc.stopped && ct.LongestGapNs >= 0 && oc.gap != ct.LongestGapNs {
 				t.Errorf("seed %d case %d gap: oracle %d, truth %d", s, i+1, oc.gap, ct.LongestGapNs)
+			}
+			same := func(what string, samples []int64, n int, mx int64) {
+				if len(samples) != n || (n > 0 && maxOf(samples) != mx) {
+					t.Errorf("seed %d case %d %s: oracle %d samples (max %d), truth %d (max %d)", s, i+1, what, len(samples), maxOf(samples), n, mx)
+				}
+			}
+			same("acquire latency", oc.acqLat, ct.AcquireLatency.Count, ct.AcquireLatency.MaxNs)
+			same("hold time", oc.holdTime, ct.HoldTime.Count, ct.HoldTime.MaxNs)
+			if oc.stopped {
+				same("hand-off", oc.handoffs, ct.Handoff.Count, ct.Handoff.MaxNs)
+			}
+			if oc.ended {
+				same("overlaps", oc.overlaps, ct.Violations, ct.OverlapMaxNs)
+				if median(oc.overlaps) != ct.OverlapP50Ns {
+					t.Errorf("seed %d case %d overlap median: oracle %d, truth %d", s, i+1, median(oc.overlaps), ct.OverlapP50Ns)
+				}
+				same("zombies", oc.zombies, ct.Zombies, ct.ZombieMaxNs)
 			}
 		}
 	}

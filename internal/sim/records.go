@@ -86,10 +86,16 @@ type faultRec struct {
 	killInsts     []int  // a kill of instances: which
 	isLink        bool
 	dupStartIdx   int // malformed: a second fault-start
+	// aimed: the target was the holder role (holder-of:<aimKey> when
+	// aimKey is set), resolved at the fault-start (MODEL §10)
+	aimed  bool
+	aimKey string
 }
 
 type resRec struct {
 	idx    int
+	inst   int
+	key    string
 	write  bool
 	lost   bool
 	fenced string
@@ -107,15 +113,28 @@ type appliedRec struct {
 	token   uint64
 }
 
-// caseRec is everything the simulator knows of one case.
+// ievent is an event of instance inst (0: of the coordinator), on key
+// ("" when it names none).
+type ievent struct {
+	idx, inst int
+	key       string
+}
+
+// caseRec is everything the simulator knows of one case, or, for a case
+// whose trials ran side by side, of one lane (a view: see lane.go).
 type caseRec struct {
 	cfg      *caseConfig
 	meta     CaseMeta
 	startIdx int
 	stopIdx  int
 	endIdx   int
+	lastIdx  int // the case's last event: its case-end, or the one before the next case-start
 	harness  *HarnessStats
 	harnIdx  int
+
+	lane  int      // 1-based in a lane's view, 0 for a case
+	keys  []string // the case's (lane's) keys
+	laned *caseRec // a lane's case
 
 	ops     []*opRec
 	holds   []*holdRec
@@ -126,14 +145,18 @@ type caseRec struct {
 	res     []*resRec
 	applied []*appliedRec
 
-	resFailIdx  []int // `resource` info events (failed resource requests)
-	lateIdx     []int // resource marks with late
-	strayMarks  []int // malformed: a fault mark naming no scheduled fault
-	strayComps  []int // malformed: a completion with no operation in flight
-	backdated   []int // out of order (a later event dated earlier)
-	backdatedOp bool  // one of them is an operation's event
-	earlyIdx    []int // dated before the case start
-	misbehaved  bool  // a broken service deviated from a lease lock
+	resFail     []ievent // `resource` info events (failed resource requests)
+	late        []ievent // resource marks with late
+	strayMarks  []int    // malformed: a fault mark naming no scheduled fault
+	strayComps  []ievent // malformed: a completion with no operation in flight
+	backdated   []int    // out of order (a later event dated earlier)
+	backdatedOp bool     // one of them is an operation's event
+	earlyIdx    []int    // dated before the case start
+	afterEnd    []int    // after the case-end: no case's (MODEL §2)
+	outsideInst []ievent // of an instance beyond the lanes (MODEL §14)
+	foreignKey  []ievent // a client's event on another lane's key (MODEL §14)
+	dropped     []ievent // `dropped` notifications (open loop, MODEL §19)
+	misbehaved  bool     // a broken service deviated from a lease lock
 	misbehavior []string
 	thresholds  []thresholdRec
 }

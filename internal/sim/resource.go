@@ -24,7 +24,7 @@ func (r *register) serve(c *client, write bool, token uint64, late bool) {
 	if write {
 		e.F = "res-write"
 	}
-	rec := &resRec{write: write, late: late}
+	rec := &resRec{write: write, late: late, inst: c.in.n, key: r.key}
 	// the fenced register
 	switch {
 	case r.fHas && token < r.fMax:
@@ -57,6 +57,6 @@ func (r *register) serve(c *client, write bool, token uint64, late bool) {
 	rec.idx = r.w.emit(e)
 	r.w.cr.res = append(r.w.cr.res, rec)
 	if late {
-		r.w.cr.lateIdx = append(r.w.cr.lateIdx, rec.idx)
+		r.w.cr.late = append(r.w.cr.late, ievent{rec.idx, c.in.n, r.key})
 	}
 }

@@ -19,6 +19,9 @@ type Run struct {
 	cut    *cutSpec
 	bad    *badLine
 	blank  map[int]int // blank lines before event i
+	// pre: an event before the first case-start: it belongs to no case,
+	// and the history is refused with its line (MODEL §2)
+	pre *Event
 }
 
 // cutSpec: the coordinator died. history.jsonl holds the first `lines`
@@ -34,12 +37,14 @@ type cutSpec struct {
 	seed     uint64
 }
 
-// badLine: a line outside MODEL §1's language, inserted before event idx.
+// badLine: a line outside MODEL §1's language, inserted before event idx
+// (or written in its place, when replace).
 type badLine struct {
-	idx  int
-	raw  string
-	what string
-	line int // its line number in the file (1-based), set by Files
+	idx     int
+	raw     string
+	what    string
+	replace bool
+	line    int // its line number in the file (1-based), set by Files
 }
 
 // Simulate builds the run of a seed. The same seed gives the same run.
@@ -83,12 +88,46 @@ func (r *Run) damage(rng *rand.Rand) {
 			j = w // no overlap
 		}
 		r.cut = &cutSpec{visible: m, lines: w, partial: partial, journal: j, shuffled: rng.IntN(2) == 0}
+		for _, c := range r.Cases {
+			for _, i := range c.backdated {
+				if i >= w && i < m {
+					// the coordinator's journal is in time order: an event
+					// a worker misdated would not be out of order there,
+					// and would move; not what these histories test
+					r.cut.journal, r.cut.visible = -1, w
+				}
+			}
+		}
 	case p < 0.23:
 		c := r.Cases[rng.IntN(len(r.Cases))]
 		i := c.startIdx + 1 + rng.IntN(r.lastOf(c)-c.startIdx)
 		b := badLines(r.Events[i-1].T)
 		k := rng.IntN(len(b))
 		r.bad = &badLine{idx: i, raw: b[k][1], what: b[k][0]}
+	case p < 0.265:
+		// a case-start whose meta has a field it does not know (a
+		// misspelt expectation): refused with its line (MODEL §1, §2)
+		c := r.Cases[rng.IntN(len(r.Cases))]
+		full := string(r.Events[c.startIdx].AppendJSON(nil))
+		bad := [][3]string{
+			{"a misspelt expectation in the meta", `"expect":{`, `"expect":{"violation":true,`},
+			{"an unknown meta field", `"meta":{`, `"meta":{"lease_ms":500,`},
+			{"a misspelt fault field in the meta", `"at_ns":`, `"at_ms":1,"at_ns":`},
+		}
+		k := rng.IntN(len(bad))
+		if !strings.Contains(full, bad[k][1]) {
+			k = 0
+		}
+		r.bad = &badLine{idx: c.startIdx, raw: strings.Replace(full, bad[k][1], bad[k][2], 1), what: bad[k][0], replace: true}
+	case p < 0.285:
+		// an event before the first case-start (MODEL §2)
+		e := *r.Events[1+rng.IntN(min(5, n-1))]
+		e.T = r.Events[0].T - 1 - rng.Int64N(1e6)
+		e.Meta = nil
+		if e.Type == "mark" && (e.F == "case-start" || e.F == "harness" || e.F == "store-totals") {
+			e = Event{T: e.T, Type: "mark", F: "case-stop"}
+		}
+		r.pre = &e
 	}
 	if r.cut != nil {
 		r.cut.at, r.cut.seed = rng.Float64(), rng.Uint64()
@@ -181,6 +220,9 @@ func (r *Run) Files() (history, tail []byte) {
 	if r.cut != nil {
 		n = r.cut.lines
 	}
+	if r.pre != nil {
+		line(r.pre.AppendJSON(nil))
+	}
 	for i := 0; i < n; i++ {
 		for k := 0; k < r.blank[i]; k++ {
 			line(nil)
@@ -188,6 +230,9 @@ func (r *Run) Files() (history, tail []byte) {
 		if r.bad != nil && r.bad.idx == i {
 			line([]byte(r.bad.raw))
 			r.bad.line = lines
+			if r.bad.replace {
+				continue
+			}
 		}
 		line(r.Events[i].AppendJSON(nil))
 	}
@@ -275,6 +320,9 @@ func (r *Run) Describe() string {
 	}
 	if r.bad != nil {
 		d += " | bad line: " + r.bad.what
+	}
+	if r.pre != nil {
+		d += " | an event before the first case-start"
 	}
 	return d
 }

@@ -42,6 +42,16 @@ type service struct {
 	locks       map[string]*lockEntry
 	counter     map[string]uint64
 	grantSeq    int64
+	pending     map[string][]*pendingAcq // queue mode: refused acquires waiting for the key
+}
+
+// pendingAcq is an acquire the service keeps waiting for its key (queue
+// mode: a lock recipe's watch), until it can grant it or its wait ends.
+type pendingAcq struct {
+	c       *client
+	op      *opRec
+	attempt int
+	until   int64
 }
 
 func (s *service) log(op *opRec, attempt int, result string, token uint64) {
@@ -64,6 +74,59 @@ func (s *service) expireDue(key string) {
 	if s.notify {
 		s.sendLost(key, le, 0)
 	}
+	s.grantQueued(key)
+}
+
+// queueAcquire keeps a refused acquire waiting for its key (queue mode):
+// it is granted when the key is freed, or refused when its wait ends.
+func (s *service) queueAcquire(c *client, op *opRec, attempt int) {
+	w := s.w
+	p := &pendingAcq{c: c, op: op, attempt: attempt, until: w.now + w.cfg.opTimeout/2}
+	if s.pending == nil {
+		s.pending = map[string][]*pendingAcq{}
+	}
+	s.pending[op.key] = append(s.pending[op.key], p)
+	srv := w.serverOf(op.key)
+	w.at(p.until, func() {
+		if !s.dropPending(op.key, p) {
+			return
+		}
+		w.reply(c.in, srv, 0, func() { c.onAcquireReply(op, attempt, "refused", grantInfo{}) })
+	})
+}
+
+func (s *service) dropPending(key string, p *pendingAcq) bool {
+	q := s.pending[key]
+	for i, o := range q {
+		if o == p {
+			s.pending[key] = append(q[:i:i], q[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// grantQueued grants a freed key to the first acquire waiting for it whose
+// client still waits for that attempt.
+func (s *service) grantQueued(key string) {
+	w := s.w
+	for len(s.pending[key]) > 0 && s.locks[key] == nil {
+		p := s.pending[key][0]
+		s.pending[key] = s.pending[key][1:]
+		c := p.c
+		if w.now >= p.until || c.op != p.op || c.attempt != p.attempt || !c.in.alive() {
+			continue
+		}
+		srv := w.server(w.serverOf(key))
+		if srv.down > 0 || srv.paused > 0 {
+			return
+		}
+		ng := s.newGrant(key, c)
+		s.log(p.op, p.attempt, "granted", ng.token)
+		gi := grantInfo{token: ng.token, grant: ng.grant}
+		op, a := p.op, p.attempt
+		w.reply(c.in, w.serverOf(key), 0, func() { c.onAcquireReply(op, a, "granted", gi) })
+	}
 }
 
 func (s *service) sendLost(key string, le *lockEntry, extra int64) {
@@ -84,7 +147,7 @@ func (s *service) newGrant(key string, c *client) *lockEntry {
 	}
 	if s.lease > 0 {
 		le.expires = s.w.now + s.lease
-		if s.notify && !s.noExpiry {
+		if (s.notify || s.w.cfg.queue) && !s.noExpiry {
 			s.w.at(le.expires, func() {
 				if s.locks[key] == le {
 					srv := s.w.server(s.w.serverOf(key))
@@ -125,6 +188,10 @@ func (s *service) acquire(c *client, op *opRec, attempt int) (string, grantInfo)
 		s.misbehave("granted " + op.key + " to " + c.name + " while " + le.holder + " held it")
 	default:
 		s.log(op, attempt, "refused", 0)
+		if s.w.cfg.queue && !c.reentrant {
+			s.queueAcquire(c, op, attempt)
+			return "queued", grantInfo{}
+		}
 		return "refused", grantInfo{}
 	}
 	ng := s.newGrant(op.key, c)
@@ -145,6 +212,7 @@ func (s *service) release(c *client, op *opRec) string {
 	}
 	delete(s.locks, op.key)
 	s.log(op, 0, "released", 0)
+	s.grantQueued(op.key)
 	return "released"
 }
 
@@ -170,6 +238,7 @@ func (s *service) wrongRelease(c *client, op *opRec) string {
 		delete(s.locks, op.key)
 		s.misbehave("accepted a wrong-token release of " + op.key)
 		s.log(op, 0, "other", 0)
+		s.grantQueued(op.key)
 		return "released"
 	}
 	s.log(op, 0, "other", 0)
@@ -181,6 +250,7 @@ func (s *service) freeInstance(n int) {
 	for _, k := range s.w.cfg.keyNames() {
 		if le := s.locks[k]; le != nil && le.inst == n {
 			delete(s.locks, k)
+			s.grantQueued(k)
 		}
 	}
 }

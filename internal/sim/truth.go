@@ -10,22 +10,37 @@ import (
 // test does not compare it.
 const Any = "any"
 
-// CaseTruth is what MODEL.md says of one case, worked out from the
-// simulator's own records.
+// CaseTruth is what MODEL.md says of one case (or one lane of a case whose
+// trials ran side by side), worked out from the simulator's own records.
+// Durations are in ns.
 type CaseTruth struct {
-	Index    int    `json:"index"`
+	Index    int    `json:"index"` // the case's index in the run
+	Lane     int    `json:"lane,omitempty"`
 	Name     string `json:"name"`
 	Variant  string `json:"variant"`
+	Backend  string `json:"backend"`
+	Class    string `json:"class"` // MODEL §18
+	Fenced   bool   `json:"fenced"`
 	Tags     string `json:"tags"` // what the case is made of, for grouping mismatches
 	Status   string `json:"status"`
 	Valid    bool   `json:"valid"`
 	CutShort bool   `json:"cut_short"`
+	Readable bool   `json:"readable"` // MODEL §12
+	Decided  bool   `json:"decided"`  // MODEL §17
+	// Skip: nothing of this case is compared, and why.
+	Skip string `json:"skip,omitempty"`
 
 	InvalidReasons []string `json:"invalid_reasons,omitempty"`
 	Unmet          []string `json:"unmet_expectations,omitempty"`
 
 	MutualExclusion            string `json:"mutual_exclusion"`
 	Violations                 int    `json:"violations"`
+	OverlapMaxNs               int64  `json:"overlap_max_ns"`
+	OverlapP50Ns               int64  `json:"overlap_p50_ns"`
+	FirstViolationNs           int64  `json:"first_violation_ns"` // -1: none
+	Zombies                    int    `json:"zombies"`
+	ZombieMaxNs                int64  `json:"zombie_max_ns"`
+	ZombieP50Ns                int64  `json:"zombie_p50_ns"`
 	AcquiresOK                 int    `json:"acquires_ok"`
 	AcquiresFailed             int    `json:"acquires_failed"`
 	AcquiresUnknown            int    `json:"acquires_unknown"`
@@ -33,6 +48,7 @@ type CaseTruth struct {
 	ReleasesNotHeld            int    `json:"releases_not_held"`
 	LeasesLost                 int    `json:"leases_lost"`
 	WrongTokenReleasesAccepted int    `json:"wrong_token_releases_accepted"`
+	Dropped                    int    `json:"acquires_dropped"` // open-loop drops (MODEL §19)
 	TokenRegressions           int    `json:"token_regressions"`
 
 	Resource ResourceTruth `json:"resource"`
@@ -44,6 +60,17 @@ type CaseTruth struct {
 	Lin       string `json:"linearizability"`
 	LinFenced string `json:"linearizability_fenced"`
 
+	Exposures      int     `json:"exposures"` // MODEL §16
+	AcquireLatency Latency `json:"acquire_latency"`
+	Handoff        Latency `json:"handoff_latency"`
+	HoldTime       Latency `json:"hold_time"`
+	Throughput     float64 `json:"acquisitions_per_s"`
+	// the ok acquires that returned while some fault was in force, and
+	// those that returned later with none in force (MODEL §15)
+	AcqDuringFaults int          `json:"acquisitions_during_faults"`
+	AcqAfterFaults  int          `json:"acquisitions_after_faults"`
+	Phases          []PhaseTruth `json:"phases,omitempty"`
+
 	Thresholds []ThresholdTruth `json:"thresholds,omitempty"`
 
 	// Any lists fields not compared, and why.
@@ -53,7 +80,16 @@ type CaseTruth struct {
 	// (§8: many operations of unknown outcome).
 	Alt   map[string]string `json:"alt,omitempty"`
 	Notes []string          `json:"notes,omitempty"`
+
+	meta *CaseMeta
+	rec  *caseRec
+	// zombieRule counts the zombies by the rule of §6 that took their
+	// grant back first (for TestCoverage)
+	zombieRule [5]int
 }
+
+// Meta is the meta the case (the lane) was judged with.
+func (t *CaseTruth) Meta() *CaseMeta { return t.meta }
 
 type ResourceTruth struct {
 	Verdict            string `json:"verdict"`
@@ -64,16 +100,32 @@ type ResourceTruth struct {
 	TokenReuse         int    `json:"token_reuse"`
 }
 
+// FaultTruth is one scheduled fault: its recovery verdict (MODEL §11) and
+// its figures (MODEL §15).
 type FaultTruth struct {
 	Fault   string `json:"fault"`
 	Verdict string `json:"verdict"` // met, unmet, unknown, "" (not judged), any
 	Detail  string `json:"detail,omitempty"`
+	Started bool   `json:"started"`
+	// JudgedAt: the fault at whose heal it was judged.
+	JudgedAt    string `json:"judged_at,omitempty"`
+	AcqDuring   int    `json:"acquisitions_during"`
+	AcqAfter    int    `json:"acquisitions_after"`
+	NextGrantNs int64  `json:"next_grant_ns"` // -1: none
+	ClearNs     int64  `json:"clear_ns"`
+	RecoveredNs int64  `json:"recovered_after_ns"` // -1: a relevant key not served
+	// StayedDown: judged for available: false (on the keys it took down)
+	StayedDown bool `json:"stayed_down,omitempty"`
+	// Any: figures not compared, and why.
+	Any map[string]string `json:"any,omitempty"`
 }
 
 type evalCtx struct {
 	cr  *caseRec
 	ev  []*Event
 	cut int
+	// linNotes: what the linearizability witness relied on (lin.go)
+	linNotes []string
 }
 
 func (x *evalCtx) in(i int) bool          { return i >= 0 && i < x.cut }
@@ -92,6 +144,11 @@ func (x *evalCtx) outcome(op *opRec) string {
 	return "unknown"
 }
 
+// counted: an ok acquire counted by §3 (visible, not posthumous).
+func (x *evalCtx) counted(op *opRec) bool {
+	return op.kind == "acquire" && x.visible(op) && x.outcome(op) == "ok"
+}
+
 func (x *evalCtx) holdEnd(h *holdRec) int {
 	if h.endIdx >= 0 && x.in(h.endIdx) {
 		return h.endIdx
@@ -105,36 +162,49 @@ func (x *evalCtx) good(h *holdRec) bool {
 	return h.endKind == "release" && x.in(h.endIdx) && h.rel != nil && x.outcome(h.rel) == "ok"
 }
 
-// expectations with MODEL §13's defaults.
-type effExpect struct {
-	violations    bool
-	stale, lost   *bool
-	available     *bool
-	maxGap, recov int64
+// endBound is the index just after the case's last visible event: its
+// case-end, or where the history (or the case) ends.
+func (x *evalCtx) endBound() int {
+	if x.in(x.cr.endIdx) {
+		return x.cr.endIdx
+	}
+	return min(x.cr.lastIdx+1, x.cut)
 }
 
-func (m *CaseMeta) effective() effExpect {
-	e := effExpect{maxGap: m.Expect.MaxGapNs, recov: m.Expect.RecoversWithinNs}
-	if m.Expect.Violations != nil {
-		e.violations = *m.Expect.Violations
+// endT is when the case ended: its case-end, or its last visible event.
+func (x *evalCtx) endT() int64 {
+	if x.in(x.cr.endIdx) {
+		return x.T(x.cr.endIdx)
 	}
-	e.stale = m.Expect.StaleAccepted
-	if e.stale == nil && m.Fenced {
-		e.stale = bp(false)
+	return x.T(x.endBound() - 1)
+}
+
+// acts: a kill or a pause acts unless a fault-unobserved or fault-idle
+// mark of it says its effect was not seen (MODEL §4).
+func (x *evalCtx) acts(f *faultRec) bool { return !x.in(f.unobservedIdx) && !x.in(f.idleIdx) }
+
+// skipReason: the records cannot tell what the model says of this view.
+func (x *evalCtx) skipReason() string {
+	for _, f := range x.cr.faults {
+		if len(f.killInsts) == 0 || !x.in(f.startIdx) {
+			continue
+		}
+		if (f.unobservedIdx >= 0 && !x.in(f.unobservedIdx)) || (f.idleIdx >= 0 && !x.in(f.idleIdx)) {
+			// the history ends before the mark that says the kill did not
+			// act: the model kills the instance, the simulation did not
+			return f.spec.Name + " is a kill whose fault-unobserved or fault-idle mark lies beyond the end of the history"
+		}
 	}
-	e.lost = m.Expect.LostUpdates
-	e.available = m.Expect.Available
-	if e.available == nil && len(m.Faults) > 0 {
-		e.available = bp(true)
-	}
-	return e
+	return ""
 }
 
 func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	x := &evalCtx{cr: cr, ev: events, cut: cut}
 	m := &cr.meta
-	t := &CaseTruth{Index: index, Name: m.Name, Variant: cr.cfg.variant, Any: map[string]string{}, Alt: map[string]string{}, Tags: cr.tags()}
+	t := &CaseTruth{Index: index, Lane: cr.lane, Name: m.Name, Variant: cr.cfg.variant, Backend: m.Backend, Fenced: m.Fenced,
+		Class: caseClass(m), Any: map[string]string{}, Alt: map[string]string{}, Tags: cr.tags(), meta: m, rec: cr}
 	t.CutShort = !x.in(cr.endIdx)
+	t.Skip = x.skipReason()
 	anyf := func(f, why string) { t.Any[f] = why }
 
 	// §3 counts
@@ -171,10 +241,15 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			t.LeasesLost++
 		}
 	}
+	for _, e := range cr.dropped {
+		if x.in(e.idx) {
+			t.Dropped++
+		}
+	}
 	// §7 tokens, in file order of the ok acquires
 	oks := []*opRec{}
 	for _, op := range cr.ops {
-		if op.kind == "acquire" && x.visible(op) && x.outcome(op) == "ok" {
+		if x.counted(op) {
 			oks = append(oks, op)
 		}
 	}
@@ -186,20 +261,8 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 		top[op.key] = max(top[op.key], op.token)
 	}
-	// §6 mutual exclusion
-	var holds []*holdRec
-	for _, h := range cr.holds {
-		if x.in(h.beginIdx) {
-			holds = append(holds, h)
-		}
-	}
-	for _, h := range holds {
-		for _, o := range holds {
-			if o != h && o.key == h.key && o.beginIdx < h.beginIdx && x.holdEnd(o) > h.beginIdx {
-				t.Violations++
-			}
-		}
-	}
+	// §6 mutual exclusion, its durations and zombies
+	x.mutex(t)
 	// §9 resource marks
 	for _, r := range cr.res {
 		if !x.in(r.idx) {
@@ -226,99 +289,9 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	anyf("resource.verdict", "MODEL §9 defines the counts, not a verdict")
 
 	// §12 validity
-	var reasons []string
+	reasons, stopped, outOfOrder := x.validity(t)
 	add := func(s string) { reasons = append(reasons, s) }
-	if t.AcquiresOK == 0 {
-		add("no acquire ever returned ok")
-	}
-	for _, f := range cr.faults {
-		name := f.spec.Name
-		switch {
-		case x.in(f.errorIdx):
-			add(name + " could not be applied")
-		case !x.in(f.startIdx):
-			add(name + " never fired")
-		default:
-			if !x.in(f.endIdx) && !t.CutShort {
-				add(name + " never healed")
-			}
-			if x.in(f.endIdx) && f.healErr {
-				add(name + " could not be healed")
-			}
-			if x.in(f.unobservedIdx) {
-				add(name + " was applied but its effect was not observed")
-			}
-			if x.in(f.idleIdx) && !x.excused(f) {
-				add(name + " was idle")
-			}
-			if x.in(f.dupStartIdx) {
-				add(name + " started twice (malformed)")
-			}
-		}
-	}
-	for _, ir := range cr.insts {
-		if !x.in(ir.crashIdx) {
-			continue
-		}
-		if ir.deathIdx == ir.crashIdx && ir.deathKind == "crash" && !ir.crashAfterStop {
-			add(fmt.Sprintf("i%d died with no kill fault", ir.n))
-		}
-		if x.in(cr.stopIdx) && ir.crashIdx > cr.stopIdx {
-			add(fmt.Sprintf("i%d did not exit cleanly when the case ended", ir.n))
-		}
-	}
-	outOfOrder := false
-	for _, i := range cr.backdated {
-		if x.in(i) {
-			outOfOrder = true
-		}
-	}
-	if outOfOrder {
-		add("events out of order")
-	}
-	for _, i := range cr.earlyIdx {
-		if x.in(i) {
-			add("an event dated before the case start")
-		}
-	}
-	stopped := x.in(cr.stopIdx)
-	if !stopped && !t.CutShort {
-		add("no case-stop")
-	}
-	if stopped && x.T(cr.stopIdx) < x.T(cr.startIdx)+m.DurationNs {
-		add("stopped before its duration")
-	}
-	for _, i := range cr.strayMarks {
-		if x.in(i) {
-			add("a fault mark names no scheduled fault (malformed)")
-		}
-	}
-	for _, i := range cr.strayComps {
-		if x.in(i) {
-			add("a completion with no operation in flight (malformed)")
-		}
-	}
-	if x.in(cr.harnIdx) && cr.harness != nil {
-		h := cr.harness
-		if h.BadLines > 0 {
-			add("worker output lines that were not events")
-		}
-		if h.EmitLagMaxNs > 1e9 {
-			add("an event stuck over 1 s in a worker")
-		}
-		if h.CoordinatorCPU > 0.75*float64(h.Cores) {
-			add("coordinator over 0.75 of the cores")
-		}
-		if h.CoordinatorCPU+h.WorkersCPU > 0.9*float64(h.Cores) {
-			add("coordinator and workers over 0.9 of the cores")
-		}
-	}
-	for _, i := range append(append([]int{}, cr.resFailIdx...), cr.lateIdx...) {
-		if x.in(i) && !x.inFaultAftermath(x.T(i)) {
-			add("a resource request failed or arrived late outside every fault window")
-			break
-		}
-	}
+
 	malformedFaults := false
 	for _, f := range cr.faults {
 		if x.in(f.dupStartIdx) {
@@ -353,6 +326,8 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		if faultsAny != "" {
 			t.Faults[i].Verdict = Any
 			t.Faults[i].Detail = faultsAny
+			t.Faults[i].anyf("recovered_after_ms", faultsAny)
+			t.Faults[i].anyf("clear_ms", faultsAny)
 			continue
 		}
 		switch t.Faults[i].Verdict {
@@ -364,8 +339,11 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	}
 	gapBroken := exp.maxGap > 0 && t.LongestGapNs > exp.maxGap
 	livenessBroken := (exp.available != nil && *exp.available && anyUnmet) || gapBroken
-	if anyUnknown && exp.available != nil {
-		add("a liveness expectation the case leaves undecided")
+	if anyUnknown && exp.asked {
+		// §12: a question the scenario asked that the case leaves
+		// undecided; the default available: true left undecided is
+		// reported unknown and changes nothing else
+		add("a liveness question the scenario asked is left undecided")
 	}
 	switch {
 	case faultsAny != "" || t.LongestGapNs < 0:
@@ -401,8 +379,8 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			anyf("linearizability.fenced_verdict", "neither a witness nor a proof")
 		}
 	}
-	for _, i := range cr.strayComps {
-		if x.in(i) {
+	for _, e := range cr.strayComps {
+		if x.in(e.idx) {
 			t.Lin, t.LinFenced = Any, Any
 			anyf("linearizability.verdict", "a stray completion")
 			anyf("linearizability.fenced_verdict", "a stray completion")
@@ -412,14 +390,25 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	// §12: a record that breaks its own rules (malformed, out of order,
 	// early events) proves nothing, not even a violation.
 	unreadable := outOfOrder || malformedFaults
-	for _, i := range append(append(append([]int{}, cr.strayMarks...), cr.strayComps...), cr.earlyIdx...) {
+	for _, i := range cr.strayMarks {
 		if x.in(i) {
 			unreadable = true
 		}
 	}
+	for _, e := range cr.strayComps {
+		if x.in(e.idx) {
+			unreadable = true
+		}
+	}
+	for _, i := range cr.earlyIdx {
+		if x.in(i) {
+			unreadable = true
+		}
+	}
+	t.Readable = !unreadable
 
 	// §13 status
-	safety := !unreadable && ((!exp.violations && t.Violations > 0) ||
+	safety := !unreadable && ((!exp.measure && !exp.violations && !exp.violationsAny && t.Violations > 0) ||
 		(exp.stale != nil && !*exp.stale && t.Resource.StaleAccepted > 0) ||
 		(exp.lost != nil && !*exp.lost && t.Resource.LostUpdates > 0))
 	var unmet []string
@@ -434,6 +423,9 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	}
 	if exp.available != nil && !*exp.available && anyUnmet {
 		unmet = append(unmet, "expected the lock to stay unavailable")
+	}
+	if exp.minGap > 0 && t.LongestGapNs >= 0 && t.LongestGapNs < exp.minGap {
+		unmet = append(unmet, "no key stayed unavailable for min_gap")
 	}
 	t.InvalidReasons = reasons
 	t.Unmet = unmet
@@ -485,16 +477,26 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			}
 		}
 	}
+
+	// §15 figures, §16 exposures, §17 decided
+	x.figures(t)
+	x.exposures(t)
+	// §17: valid, or readable (cut short included) and proved unsafety: a
+	// violation or damage
+	t.Decided = t.Valid || (t.Readable && (t.Violations > 0 || t.damage()))
+
+	// §19 thresholds
 	for _, th := range cr.thresholds {
-		tt := ThresholdTruth{Source: th.source}
-		if obs, ok := t.observed(th.metric); ok {
-			tt.Observed, tt.Pass = obs, judgeThreshold(th.op, obs, th.value)
-		} else {
-			tt.Any = "the truth does not know " + th.metric
-		}
-		t.Thresholds = append(t.Thresholds, tt)
+		t.Thresholds = append(t.Thresholds, t.judge(th))
 	}
 	return t
+}
+
+func (f *FaultTruth) anyf(field, why string) {
+	if f.Any == nil {
+		f.Any = map[string]string{}
+	}
+	f.Any[field] = why
 }
 
 func (cr *caseRec) tags() string {
@@ -509,6 +511,28 @@ func (cr *caseRec) tags() string {
 	if !c.fenced {
 		tags = append(tags, "unfenced")
 	}
+	if c.lanes > 0 {
+		tags = append(tags, fmt.Sprintf("lanes=%d", c.lanes))
+	}
+	if c.tick > 0 {
+		tags = append(tags, fmt.Sprintf("tick=%dus", c.tick/1000))
+	}
+	if c.queue {
+		tags = append(tags, "queue")
+	}
+	if c.expect.Measure {
+		tags = append(tags, "measure")
+	}
+	if c.sweep != nil {
+		tags = append(tags, "sweep")
+	}
+	if c.outsideInst {
+		tags = append(tags, "outside-instance")
+	}
+	if c.foreignKey {
+		tags = append(tags, "foreign-key")
+	}
+	seen := map[string]bool{}
 	for _, f := range c.faults {
 		s := f.kind
 		if f.outcome != foNormal {
@@ -517,7 +541,13 @@ func (cr *caseRec) tags() string {
 		if f.spec.Group != "" {
 			s += "/group"
 		}
-		tags = append(tags, s)
+		if f.late {
+			s += "/late"
+		}
+		if !seen[s] {
+			tags = append(tags, s)
+			seen[s] = true
+		}
 	}
 	if c.dyingMax > 0 {
 		tags = append(tags, "posthumous")
@@ -525,101 +555,4 @@ func (cr *caseRec) tags() string {
 	return strings.Join(tags, " ")
 }
 
-// hardUnknowns: a key with this many operations of unknown outcome may
-// exhaust a linearizability search's budget (each may take effect at any
-// later instant, or never).
-const hardUnknowns = 8
-
-func (x *evalCtx) hardestKey() (string, int) {
-	n := map[string]int{}
-	for _, op := range x.cr.ops {
-		if x.visible(op) && op.kind != "release-wrong-token" && x.outcome(op) == "unknown" {
-			n[op.key]++
-		}
-	}
-	best, bn := "", 0
-	for _, k := range x.cr.cfg.keyNames() {
-		if n[k] > bn {
-			best, bn = k, n[k]
-		}
-	}
-	return best, bn
-}
-
-// inFaultAftermath: t is inside a fault's window or its aftermath
-// (op timeout + 1 s, or 2 s).
-func (x *evalCtx) inFaultAftermath(t int64) bool {
-	after := int64(2e9)
-	if x.cr.meta.OpTimeoutNs > 0 {
-		after = x.cr.meta.OpTimeoutNs + 1e9
-	}
-	for _, f := range x.cr.faults {
-		if !x.in(f.startIdx) {
-			continue
-		}
-		end := int64(never)
-		if x.in(f.endIdx) {
-			end = x.T(f.endIdx) + after
-		}
-		if t >= x.T(f.startIdx) && t <= end {
-			return true
-		}
-	}
-	return false
-}
-
 // --- §10 groups -----------------------------------------------------------
-
-func scopeOf(target string) string {
-	scope := "?"
-	for i, t := range strings.Split(target, ",") {
-		s := ""
-		if at := strings.LastIndex(t, "@"); at >= 0 {
-			s = t[at+1:]
-		}
-		if i == 0 {
-			scope = s
-		} else if s != scope {
-			return "mixed:" + target
-		}
-	}
-	return scope
-}
-
-func (x *evalCtx) window(f *faultRec) (int64, int64) {
-	e := int64(never)
-	if x.in(f.endIdx) {
-		e = x.T(f.endIdx)
-	}
-	return x.T(f.startIdx), e
-}
-
-func (x *evalCtx) sameGroup(f, g *faultRec) bool {
-	if f.spec.Group != "" && f.spec.Group == g.spec.Group {
-		return true
-	}
-	if !strings.HasPrefix(f.target, "link:") || !strings.HasPrefix(g.target, "link:") || f.spec.Type != g.spec.Type {
-		return false
-	}
-	fs, fe := x.window(f)
-	gs, ge := x.window(g)
-	return fs <= ge && gs <= fe && scopeOf(f.target) == scopeOf(g.target)
-}
-
-func (x *evalCtx) observed(g *faultRec) bool {
-	return x.in(g.startIdx) && x.in(g.endIdx) && !g.healErr && !x.in(g.unobservedIdx) && !x.in(g.idleIdx) && !x.in(g.errorIdx)
-}
-
-func (x *evalCtx) excused(f *faultRec) bool {
-	fs, fe := x.window(f)
-	for _, g := range x.cr.faults {
-		if g == f || !x.in(g.startIdx) || !x.sameGroup(f, g) {
-			continue
-		}
-		gs, ge := x.window(g)
-		if fs <= ge && gs <= fe && x.observed(g) {
-			return true
-		}
-	}
-	return false
-}

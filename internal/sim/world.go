@@ -54,13 +54,50 @@ type world struct {
 
 	stopping     bool
 	endDone      bool
+	pendingLate  int // late faults still to write a mark: the case ends after them
 	dupStartDone bool
 	stopIdx      int
 	backdateNext bool // the next client event is dated a little too early
 	slowResource bool // the next resource request arrives after its deadline
+	// extraWaits: waits of clients the simulation does not run (an
+	// instance beyond the lanes), ended at the stop
+	extraWaits []*waitRec
 }
 
+// at schedules fn at t: with a tick, at the first grid point at or after
+// t (a timer never fires early).
 func (w *world) at(t int64, fn func()) {
+	if tk := w.cfg.tick; tk > 0 {
+		t = (t + tk - 1) / tk * tk
+	}
+	w.push(t, fn)
+}
+
+// msgAt schedules a message's arrival at t: with a tick, at the nearest
+// grid point (a latency under half a tick arrives at once: the same
+// timestamp as its sending).
+func (w *world) msgAt(t int64, fn func()) {
+	if tk := w.cfg.tick; tk > 0 {
+		t = (t + tk/2) / tk * tk
+		if t < w.now {
+			t = (w.now + tk - 1) / tk * tk
+		}
+	}
+	w.push(t, fn)
+}
+
+// atExact schedules a coordinator's action (fault marks, the stop, a
+// crash) at t, off the grid: no client event shares its timestamp.
+func (w *world) atExact(t int64, fn func()) { w.push(w.offGrid(t), fn) }
+
+func (w *world) offGrid(t int64) int64 {
+	if tk := w.cfg.tick; tk > 0 && t%tk == 0 {
+		t++
+	}
+	return t
+}
+
+func (w *world) push(t int64, fn func()) {
 	if t < w.now {
 		t = w.now
 	}
@@ -78,10 +115,13 @@ func (w *world) loop() {
 
 // emit records an event at the current time: times are strictly increasing
 // in file order (a tie is moved on by a nanosecond), so that every
-// instant of the history is one event.
+// instant of the history is one event, unless the case has a tick: then
+// events share timestamps.
 func (w *world) emit(e *Event) int {
 	t := w.now
-	if t <= w.run.lastT {
+	if w.cfg.tick > 0 && t >= w.run.lastT {
+		// equal times allowed
+	} else if t <= w.run.lastT {
 		t = w.run.lastT + 1
 	}
 	if w.backdateNext && e.Proc != "" && e.Type != "mark" && w.run.lastT-w.t0 > 2000 {
@@ -214,7 +254,7 @@ func (s *server) resume(w *world) {
 	s.queue = nil
 	for _, fn := range q {
 		fn := fn
-		w.at(w.now, func() { s.receive(w, fn) })
+		w.msgAt(w.now, func() { s.receive(w, fn) })
 	}
 }
 
@@ -267,7 +307,7 @@ func (w *world) requestX(in *instance, srv string, extra int64, fn func()) {
 		return
 	}
 	s := w.server(srv)
-	w.at(w.now+d+extra, func() { s.receive(w, fn) })
+	w.msgAt(w.now+d+extra, func() { s.receive(w, fn) })
 }
 
 // reply sends fn back from server srv to a client of instance in.
@@ -276,7 +316,7 @@ func (w *world) reply(in *instance, srv string, extra int64, fn func()) {
 	if drop {
 		return
 	}
-	w.instAt(w.now+d+extra, in, fn)
+	w.msgAt(w.now+d+extra, func() { in.run(fn) })
 }
 
 func (w *world) clientByName(name string) *client {
@@ -291,5 +331,8 @@ func (w *world) clientByName(name string) *client {
 func (w *world) serverOf(key string) string {
 	var k int
 	fmt.Sscanf(key, "k%d", &k)
+	if w.cfg.lanes > 0 {
+		k %= w.cfg.keys // every lane's keys live on the servers alike
+	}
 	return fmt.Sprintf("srv-%d", k%w.cfg.servers+1)
 }

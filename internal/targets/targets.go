@@ -9,7 +9,7 @@
 //	  etcd: {username_env: LB_ETCD_USER, password_env: LB_ETCD_PASSWORD}
 //	  postgres: {username_env: PGUSER, password_env: PGPASSWORD, database: locks}
 //	toxiproxy: {api: http://127.0.0.1:8474, listen_host: 127.0.0.1}   # optional
-//	control:                 # optional, per server: how the server faults reach it (cluster.Control)
+//	control:                 # optional, per server: how the server faults reach it (control.Section)
 //	  redis-1:
 //	    ssh: {host: 10.0.0.5, user: root, key_env: LB_SSH_KEY, known_hosts: known_hosts}
 //	    pid_file: /run/redis.pid
@@ -32,8 +32,8 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/control"
 	"github.com/lockbench/lockbench/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
@@ -46,7 +46,7 @@ type File struct {
 	Toxiproxy *Toxiproxy                       `yaml:"toxiproxy" json:"toxiproxy,omitempty"`
 	// Control gives servers a control plane: with it, the faults that act
 	// on servers (pause, kill, the cuts) act on these ones over SSH.
-	Control map[string]*cluster.Control `yaml:"control" json:"control,omitempty"`
+	Control map[string]*control.Section `yaml:"control" json:"control,omitempty"`
 }
 
 // Controlled reports whether server name has a control plane.
@@ -198,8 +198,8 @@ func lineOf(doc *yaml.Node, key string) int {
 }
 
 // typeNames says what the decoder's Go type names are in the file.
-var typeNames = strings.NewReplacer("type cluster.Control", "a control section", "type cluster.SSH", "a control section's ssh",
-	"type cluster.Kubernetes", "a control section's kubernetes", "type backends.Credentials", "an auth entry",
+var typeNames = strings.NewReplacer("type control.Section", "a control section", "type control.SSH", "a control section's ssh",
+	"type control.Kubernetes", "a control section's kubernetes", "type backends.Credentials", "an auth entry",
 	"type targets.Toxiproxy", "toxiproxy", "type targets.File", "the targets file")
 
 // trimLine turns "line 3: field x ..." into "3: field x ...".

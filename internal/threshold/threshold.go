@@ -175,6 +175,15 @@ type Verdict struct {
 	Threshold
 	Observed float64 `json:"observed"`
 	Pass     bool    `json:"pass"`
+	// NoValue says why the figure had no value (a latency with no sample,
+	// a case cut short): the threshold then fails, never passes.
+	NoValue string `json:"no_value,omitempty"`
+}
+
+// NoValue is the verdict of t on a figure that has no value: failed, and
+// why.
+func (t Threshold) NoValue(why string) Verdict {
+	return Verdict{Threshold: t, Pass: false, NoValue: why}
 }
 
 // Judge compares an observed value (in the metric's base unit) with t.
@@ -215,6 +224,9 @@ func (v Verdict) String() string {
 		unit = "ms"
 	case Rate:
 		unit = "/s"
+	}
+	if v.NoValue != "" {
+		return fmt.Sprintf("%s '%s' %s has no value (%s)", mark, v.Source, v.Metric, v.NoValue)
 	}
 	return fmt.Sprintf("%s '%s' %s=%s%s", mark, v.Source, v.Metric, strconv.FormatFloat(math.Round(v.Observed*1000)/1000, 'f', -1, 64), unit)
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/resource"
-	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/internal/wait"
+	"github.com/lockbench/lockbench/internal/workload"
 )
 
 type client struct {
 	proc   string
-	w      scenario.Workload
+	w      workload.Workload
 	locker backends.Locker
 	ext    backends.Extender
 	// store runs the critical section in the lock's own database instead
@@ -26,7 +26,7 @@ type client struct {
 	res   *resource.Client
 	em    *emitter
 	r     *rand.Rand
-	keys  *scenario.KeyPicker
+	keys  *workload.KeyPicker
 	lg    *log.Logger
 	// attempts carries, in open-loop mode, when each attempt was due.
 	attempts chan int64

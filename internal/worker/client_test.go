@@ -12,7 +12,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/monoclock"
-	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/workload"
 )
 
 // fakeLease is lost when its channel is closed.
@@ -34,7 +34,7 @@ func (l fakeLocker) Release(context.Context, backends.Lease) error {
 }
 
 // ops runs one critical section and returns its events as "type f" words.
-func ops(t *testing.T, w scenario.Workload, lease fakeLease) (string, int) {
+func ops(t *testing.T, w workload.Workload, lease fakeLease) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
 	em := newEmitter(&out, monoclock.Now())
@@ -61,16 +61,16 @@ func ops(t *testing.T, w scenario.Workload, lease fakeLease) (string, int) {
 // watcher); a lease never lost is simply released.
 func TestCriticalSectionMarksLostLease(t *testing.T) {
 	noResource := false
-	base := scenario.Workload{OpTimeout: config.Duration(time.Second), Resource: &noResource}
+	base := workload.Workload{OpTimeout: config.Duration(time.Second), Resource: &noResource}
 	hold := base
-	hold.Hold = scenario.Dist{Dist: "constant", Value: config.Duration(50 * time.Millisecond)}
+	hold.Hold = workload.Dist{Dist: "constant", Value: config.Duration(50 * time.Millisecond)}
 	instant := base
-	instant.Hold = scenario.Dist{Dist: "constant", Value: 0}
+	instant.Hold = workload.Dist{Dist: "constant", Value: 0}
 	closed := make(chan struct{})
 	close(closed)
 	for _, tc := range []struct {
 		name  string
-		w     scenario.Workload
+		w     workload.Workload
 		lease fakeLease
 		want  string
 	}{

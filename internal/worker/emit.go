@@ -55,9 +55,12 @@ func (em *emitter) emit(e history.Event) {
 		em.oldest = e.T + 1
 	}
 	em.buf = append(history.AppendJSON(em.buf, &e), '\n')
-	big := len(em.buf) > 128<<10
+	// A store's beginning and end say who is inside a critical section
+	// run in the backend's database: the coordinator aims holder faults
+	// by them, so they go out at once rather than within flushEvery.
+	now := len(em.buf) > 128<<10 || e.F == history.OpStore
 	em.mu.Unlock()
-	if big {
+	if now {
 		select {
 		case em.wake <- struct{}{}:
 		default:

@@ -36,8 +36,8 @@ import (
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/pacer"
 	"github.com/lockbench/lockbench/internal/resource"
-	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/internal/wait"
+	"github.com/lockbench/lockbench/internal/workload"
 )
 
 // TickEvery is how often a worker reports its clock.
@@ -59,11 +59,19 @@ var ControlMarks = map[string]bool{MarkReady: true, MarkTick: true, MarkReport: 
 
 // Config is everything a worker needs, sent by the coordinator.
 type Config struct {
-	Base     int64  `json:"base"` // the run's monotonic base
-	Instance int    `json:"instance"`
-	Seed     uint64 `json:"seed"`
-	Backend  string `json:"backend"`
-	Options  []byte `json:"options"` // backend options, YAML
+	Base     int64            `json:"base"` // the run's monotonic base
+	Instance history.Instance `json:"instance"`
+	// Seed is the seed of the clients' plan (their holds, thinks and key
+	// picks): each client draws from it, keyed by PlanInstance and its
+	// own number.
+	Seed uint64 `json:"seed"`
+	// PlanInstance is the instance's number within its trial (a
+	// side-by-side lane's instances count from 1), which keys its
+	// clients' plan: two lanes given one seed draw the same plan. 0:
+	// Instance.
+	PlanInstance history.Instance `json:"plan_instance,omitempty"`
+	Backend      string           `json:"backend"`
+	Options      []byte           `json:"options"` // backend options, YAML
 	// Endpoints maps server names to real addresses; Routes say how this
 	// instance reaches each (directly or through a fault's proxy).
 	Endpoints map[string]string `json:"endpoints"`
@@ -72,10 +80,10 @@ type Config struct {
 	Source string `json:"source"`
 	// Mark, when set, is put on every connection of the instance
 	// (SO_MARK), for the cuts of an instance from servers its address
-	// does not reach (cluster.Endpoint.Mark).
+	// does not reach (firewall.Endpoint.Mark).
 	Mark     int               `json:"mark,omitempty"`
 	Resource string            `json:"resource"` // the protected resource's real address
-	Workload scenario.Workload `json:"workload"`
+	Workload workload.Workload `json:"workload"`
 	// Auth says how to authenticate to servers lockbench did not start:
 	// environment variable names and file paths, never values.
 	Auth map[string]*backends.Credentials `json:"auth,omitempty"`
@@ -130,17 +138,18 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	lockers := make([]backends.Locker, w.Clients)
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	for c := range lockers {
-		env := backends.Env{Endpoints: cfg.Endpoints, Dial: dialer.DialContext, TTL: w.TTL.D(), Instance: cfg.Instance, Client: c, Shared: shared, Auth: cfg.Auth}
+		env := backends.Env{Endpoints: cfg.Endpoints, Dial: dialer.DialContext, TTL: w.TTL.D(), Instance: int(cfg.Instance), Client: c, Shared: shared, Auth: cfg.Auth}
 		if lockers[c], err = be.Open(openCtx, env); err != nil {
 			cancel()
 			return fmt.Errorf("worker %d client %d: open %s: %w", cfg.Instance, c, cfg.Backend, err)
 		}
+		watchBroken(lockers[c], cfg.Instance, logw)
 		lockers[c] = backends.WithKeyPrefix(lockers[c], cfg.KeyPrefix)
 		defer lockers[c].Close()
 	}
 	cancel()
 
-	em.emit(history.Event{Type: history.Mark, F: MarkReady, Proc: fmt.Sprintf("i%d", cfg.Instance)})
+	em.emit(history.Event{Type: history.Mark, F: MarkReady, Proc: history.InstanceProc(cfg.Instance).String()})
 	tickCtx, stopTicks := context.WithCancel(ctx)
 	defer stopTicks()
 	go em.ticks(tickCtx, dialer)
@@ -163,18 +172,22 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	res := resource.NewMux(cfg.Resource, dialer.DialContext)
 	defer res.Close()
 	clients := make([]*client, w.Clients)
+	plan := cfg.PlanInstance
+	if plan == 0 {
+		plan = cfg.Instance
+	}
 	for c := range clients {
-		proc := fmt.Sprintf("i%dc%d", cfg.Instance, c)
+		proc := history.ClientProc(cfg.Instance, c).String()
 		cl := &client{
 			proc:   proc,
 			w:      w,
 			locker: lockers[c],
 			res:    res.Client(proc),
 			em:     em,
-			r:      rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Instance)<<16|uint64(c))),
+			r:      rand.New(rand.NewPCG(cfg.Seed, uint64(plan)<<16|uint64(c))),
 			lg:     lg,
 		}
-		cl.keys = scenario.NewKeyPicker(w.Keys, cl.r, (cfg.Instance-1)*w.Clients+c)
+		cl.keys = workload.NewKeyPicker(w.Keys, cl.r, int(plan-1)*w.Clients+c)
 		cl.keys.Offset = cfg.KeyOffset
 		if ext, ok := lockers[c].(backends.Extender); ok {
 			cl.ext = ext
@@ -243,7 +256,7 @@ func openLoop(ctx context.Context, wg *sync.WaitGroup, clients []*client, cfg Co
 		d := w.Duration.D() - w.StartAfter.D()
 		p := pacer.Scaled{P: pacer.Continue(w.Rate.Pacer(d), d), N: uint64(cfg.Instance - 1), Of: uint64(w.Instances)}
 		start := monoclock.Since(em.base)
-		proc := fmt.Sprintf("i%d", cfg.Instance)
+		proc := history.InstanceProc(cfg.Instance).String()
 		for hits := uint64(0); !stopping.Load() && ctx.Err() == nil; hits++ {
 			d, stop := p.Pace(time.Duration(monoclock.Since(em.base)-start), hits)
 			if stop {

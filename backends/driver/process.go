@@ -1,0 +1,535 @@
+package driver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvTag is set in every driver's environment to a value of its own, so
+// that lockbench (and its tests) can tell whether any process of a driver
+// outlived it.
+const EnvTag = "LOCKBENCH_DRIVER"
+
+// Config says how to start a driver and how patient to be with it.
+type Config struct {
+	// Name names the driver in every message: the case's backend name
+	// ("driver:redis-py@4.3.4"), or its command.
+	Name    string
+	Command []string
+	Env     []string // added to lockbench's environment
+	Hello   Hello
+	// StartTimeout bounds how long the driver may take to answer its hello.
+	StartTimeout time.Duration
+	// Grace is how long, past an operation's timeout, the driver may take
+	// to answer before it counts as hung. It is counted in the worker's
+	// running time: a pause of the whole instance does not use it up.
+	Grace time.Duration
+	// DefaultTimeout is an operation's timeout when its context has no
+	// deadline.
+	DefaultTimeout time.Duration
+	// Log receives the driver's stderr, each line prefixed with its name.
+	Log io.Writer
+	// Trace, when set, receives every line to and from the driver, each
+	// stamped and marked with its direction (EnvTrace names a file for it).
+	Trace io.Writer
+}
+
+// EnvTrace, when set in bench's environment, names a file every driver
+// appends its protocol trace to: each line lockbench wrote ("->") and read
+// ("<-"), with the driver's name and pid and the time.
+const EnvTrace = "LOCKBENCH_DRIVER_TRACE"
+
+// Process is a running driver.
+type Process struct {
+	cfg   Config
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	tag   string
+	hello Reply
+
+	writeMu sync.Mutex
+
+	mu        sync.Mutex
+	nextID    uint64
+	pending   map[uint64]*call
+	abandoned map[uint64]string
+	leases    map[leaseKey]*lease
+	lines     int
+	closing   bool
+	helloCh   chan []byte
+	bareCh    chan Reply
+	err       error
+
+	traceFile  *os.File
+	traceMu    sync.Mutex
+	broken     chan struct{}
+	exited     chan struct{}
+	exitErr    error
+	readerDone chan struct{}
+	stderr     *tailBuffer
+}
+
+type leaseKey struct {
+	client int
+	id     string
+}
+
+// call is one request waiting for its answer.
+type call struct {
+	req  Request
+	done chan answer
+}
+
+// answer is a driver's reply to a call, with the lease an acquire got.
+type answer struct {
+	reply Reply
+	line  int
+	lease *lease
+}
+
+// Start starts a driver and makes its handshake: lockbench's hello, the
+// driver's answer (its library, version and abilities). It fails, naming
+// the driver, if the driver exits, refuses its options, answers with
+// something else or does not answer within StartTimeout.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if len(cfg.Command) == 0 {
+		return nil, fmt.Errorf("driver %s: no command", cfg.Name)
+	}
+	if cfg.Name == "" {
+		cfg.Name = strings.Join(cfg.Command, " ")
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 2 * time.Second
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	cfg.Hello.Type, cfg.Hello.Protocol = TypeHello, Protocol
+	if cfg.Hello.Options == nil {
+		cfg.Hello.Options = map[string]any{}
+	}
+	helloLine, err := json.Marshal(cfg.Hello)
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: encode hello: %w", cfg.Name, err)
+	}
+	var tb [8]byte
+	rand.Read(tb[:])
+	p := &Process{cfg: cfg, tag: hex.EncodeToString(tb[:]), pending: map[uint64]*call{}, abandoned: map[uint64]string{},
+		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), broken: make(chan struct{}), exited: make(chan struct{}),
+		readerDone: make(chan struct{}), stderr: &tailBuffer{max: 6}}
+	if cfg.Hello.Bare != nil {
+		p.bareCh = make(chan Reply, 1)
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Env = append(append(os.Environ(), cfg.Env...), EnvTag+"="+p.tag)
+	// The driver stays in the worker's process group, so that a pause,
+	// a kill or a CPU limit of the instance acts on it too; it dies with
+	// the worker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cfg.Trace == nil {
+		if path := os.Getenv(EnvTrace); path != "" {
+			if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+				cfg.Trace = f // closed when the process exits: see trace
+				p.traceFile = f
+			}
+		}
+	}
+	p.cfg.Trace = cfg.Trace
+	p.stdin, err = cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: stdin: %w", cfg.Name, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: stdout: %w", cfg.Name, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("driver %s: stderr: %w", cfg.Name, err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("driver %s: start %s: %w", cfg.Name, strings.Join(cfg.Command, " "), err)
+	}
+	p.cmd = cmd
+	stderrDone := make(chan struct{})
+	go func() {
+		p.copyStderr(errR)
+		close(stderrDone)
+	}()
+	go func() {
+		err := cmd.Wait()
+		<-stderrDone // so that a crash's last words are in the tail
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(p.exited)
+		if p.traceFile != nil {
+			<-p.readerDone
+			p.traceMu.Lock()
+			p.traceFile.Close()
+			p.traceMu.Unlock()
+		}
+	}()
+	go p.read(outR)
+	if err := p.write(helloLine); err != nil {
+		p.breakf("could not write its hello: %v", err)
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case line := <-p.helloCh:
+		r, err := ParseReply(line)
+		switch {
+		case err != nil:
+			p.breakf("line 1 of its output (its answer to hello), %s: %v", quote(line), err)
+		case r.Type == TypeError:
+			p.breakf("refused its start: %s: %s", r.Code, r.Message)
+		case r.Type != TypeHello:
+			p.breakf("line 1 of its output is %s %s, not its answer to hello", articleOf(r.Type), r.Type)
+		default:
+			p.mu.Lock()
+			p.hello = r
+			p.mu.Unlock()
+			return p, nil
+		}
+	case <-p.broken:
+	case <-timer.C:
+		p.breakf("did not answer its hello within %s", cfg.StartTimeout)
+	case <-ctx.Done():
+		p.breakf("start abandoned: %v", context.Cause(ctx))
+	}
+	err = p.Err()
+	p.Close()
+	return nil, err
+}
+
+// Hello returns the driver's answer to hello.
+func (p *Process) Hello() Reply {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hello
+}
+
+// Abilities returns what the driver said it can do.
+func (p *Process) Abilities() Abilities {
+	h := p.Hello()
+	if h.Abilities == nil {
+		return Abilities{}
+	}
+	return *h.Abilities
+}
+
+// Tag is the value of EnvTag in the driver's environment.
+func (p *Process) Tag() string { return p.tag }
+
+// Pid is the driver's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Name names the driver in messages.
+func (p *Process) Name() string { return p.cfg.Name }
+
+// Broken is closed when the driver broke: it crashed, hung, or wrote what
+// the protocol does not allow. Err says why.
+func (p *Process) Broken() <-chan struct{} { return p.broken }
+
+// Err says why the driver broke, or nil.
+func (p *Process) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Exited is closed once the driver's process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// BrokenError says how a driver broke.
+type BrokenError struct {
+	Driver string
+	Msg    string
+}
+
+func (e *BrokenError) Error() string { return fmt.Sprintf("driver %s: %s", e.Driver, e.Msg) }
+
+// breakf declares the driver broken (once), wakes every caller and kills
+// the process: nothing it says after that counts.
+func (p *Process) breakf(format string, args ...any) {
+	p.mu.Lock()
+	if p.err != nil || (p.closing && p.hello.Type != "") {
+		p.mu.Unlock()
+		return
+	}
+	p.err = &BrokenError{Driver: p.cfg.Name, Msg: fmt.Sprintf(format, args...)}
+	close(p.broken)
+	p.mu.Unlock()
+	p.kill()
+}
+
+// kill SIGKILLs the driver if it is still running.
+func (p *Process) kill() {
+	select {
+	case <-p.exited:
+	default:
+		p.cmd.Process.Kill()
+	}
+}
+
+func (p *Process) write(line []byte) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.trace("->", line)
+	_, err := p.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// trace records a line of the protocol, when tracing.
+func (p *Process) trace(dir string, line []byte) {
+	if p.cfg.Trace == nil {
+		return
+	}
+	p.traceMu.Lock()
+	defer p.traceMu.Unlock()
+	pid := 0
+	if p.cmd != nil && p.cmd.Process != nil {
+		pid = p.cmd.Process.Pid
+	}
+	fmt.Fprintf(p.cfg.Trace, "%s %s[%d] %s %s\n", time.Now().Format("15:04:05.000000"), p.cfg.Name, pid, dir, line)
+}
+
+// ended handles the end of the driver's output: expected after Close,
+// a crash otherwise.
+func (p *Process) ended(how string) {
+	select {
+	case <-p.exited:
+	case <-time.After(2 * time.Second):
+	}
+	p.mu.Lock()
+	closing, status, started := p.closing, p.exitErr, p.hello.Type != ""
+	p.mu.Unlock()
+	if closing && how == "" {
+		return
+	}
+	what := "exited"
+	if status != nil {
+		what = fmt.Sprintf("exited (%v)", status)
+	}
+	if !started {
+		p.breakf("%s%s before answering its hello%s", what, how, p.stderr.said())
+		return
+	}
+	p.breakf("%s%s while lockbench still needed it%s", what, how, p.stderr.said())
+}
+
+// call sends req and waits for its answer: until the context's deadline
+// (which the driver is told, as timeout_ms), then for the grace, in
+// running time. A driver that has not answered by then is hung: broken.
+// A cancelled context abandons the call (a late answer is ignored).
+func (p *Process) call(ctx context.Context, req Request) (answer, error) {
+	if err := p.Err(); err != nil {
+		return answer{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return answer{}, err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(p.cfg.DefaultTimeout)
+	}
+	req.TimeoutMs = max(1, int64((time.Until(deadline)+time.Millisecond-1)/time.Millisecond))
+	c := &call{done: make(chan answer, 1)}
+	p.mu.Lock()
+	if p.err != nil {
+		p.mu.Unlock()
+		return answer{}, p.Err()
+	}
+	p.nextID++
+	req.ID = p.nextID
+	c.req = req
+	p.pending[req.ID] = c
+	p.mu.Unlock()
+	line, err := json.Marshal(req)
+	if err != nil {
+		return answer{}, fmt.Errorf("encode %s: %w", req.Type, err)
+	}
+	if err := p.write(line); err != nil {
+		// The driver is gone: its reader will say how, soon.
+		select {
+		case <-p.broken:
+		case <-time.After(2 * time.Second):
+			p.breakf("could not write %s %d to its stdin: %v", req.Type, req.ID, err)
+		}
+		return answer{}, p.Err()
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case a := <-c.done:
+		return a, nil
+	case <-p.broken:
+		return answer{}, p.Err()
+	case <-ctx.Done():
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			p.abandon(req)
+			return answer{}, ctx.Err()
+		}
+	case <-timer.C:
+	}
+	if a, ok := p.graceWait(c); ok {
+		return a, nil
+	}
+	if err := p.Err(); err != nil {
+		return answer{}, err
+	}
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	what := fmt.Sprintf("%s %d (client %d", req.Type, req.ID, req.Client)
+	if req.Key != "" {
+		what += ", key " + req.Key
+	}
+	p.breakf("did not answer %s) within its timeout of %s and %s of grace", what, timeout, p.cfg.Grace)
+	return answer{}, p.Err()
+}
+
+// graceTick is the grain of the grace's running-time count.
+const graceTick = 20 * time.Millisecond
+
+// graceWait waits for c's answer for the grace, counted in ticks of a
+// ticker: a stopped process loses the ticks it could not take (a ticker
+// keeps one), so a pause of the instance does not use the grace up.
+func (p *Process) graceWait(c *call) (answer, bool) {
+	t := time.NewTicker(graceTick)
+	defer t.Stop()
+	for n := time.Duration(0); n < p.cfg.Grace; {
+		select {
+		case a := <-c.done:
+			return a, true
+		case <-p.broken:
+			return answer{}, false
+		case <-t.C:
+			n += graceTick
+		}
+	}
+	select {
+	case a := <-c.done:
+		return a, true
+	default:
+		return answer{}, false
+	}
+}
+
+// abandon forgets a call whose caller gave up.
+func (p *Process) abandon(req Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[req.ID]; ok {
+		delete(p.pending, req.ID)
+		p.abandoned[req.ID] = req.Type
+	}
+}
+
+// Ping asks the driver for an answer that involves no library call, and
+// returns how long it took: the protocol's own round trip.
+func (p *Process) Ping(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	a, err := p.call(ctx, Request{Type: TypePing})
+	if err != nil {
+		return 0, err
+	}
+	if a.reply.Type != TypeOK {
+		return 0, fmt.Errorf("driver %s: ping answered with %s: %s", p.cfg.Name, a.reply.Code, a.reply.Message)
+	}
+	return time.Since(start), nil
+}
+
+// BareResult is what a driver's bare loop did.
+type BareResult struct {
+	Cycles, Errors int64
+	Seconds        float64
+	// CPU is the driver process's CPU time (user and system).
+	CPU time.Duration
+}
+
+// RunBare starts a driver for its library's own loop (cfg.Hello.Bare set)
+// and waits for the loop's result.
+func RunBare(ctx context.Context, cfg Config) (BareResult, error) {
+	if cfg.Hello.Bare == nil {
+		return BareResult{}, errors.New("RunBare: no bare loop in the hello")
+	}
+	p, err := Start(ctx, cfg)
+	if err != nil {
+		return BareResult{}, err
+	}
+	defer p.Close()
+	if !p.Abilities().Bare {
+		return BareResult{}, fmt.Errorf("driver %s has no bare loop (its hello's abilities.bare is false)", cfg.Name)
+	}
+	wait := time.Duration(cfg.Hello.Bare.Seconds*float64(time.Second)) + 30*time.Second
+	select {
+	case r := <-p.bareCh:
+		p.Close()
+		res := BareResult{Cycles: *r.Cycles, Seconds: *r.Seconds}
+		if r.Errors != nil {
+			res.Errors = *r.Errors
+		}
+		if st := p.cmd.ProcessState; st != nil {
+			res.CPU = st.UserTime() + st.SystemTime()
+		}
+		return res, nil
+	case <-p.broken:
+		return BareResult{}, p.Err()
+	case <-time.After(wait):
+		return BareResult{}, fmt.Errorf("driver %s: its bare loop of %.0fs gave no result within %s", cfg.Name, cfg.Hello.Bare.Seconds, wait)
+	case <-ctx.Done():
+		return BareResult{}, ctx.Err()
+	}
+}
+
+// closeWait is how long a driver has to exit once its stdin closes.
+const closeWait = 5 * time.Second
+
+// Close shuts the driver down: its stdin closes, and it must exit within
+// closeWait; otherwise it is killed. It returns an error if it had to be.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	already := p.closing
+	p.closing = true
+	p.mu.Unlock()
+	if !already {
+		p.writeMu.Lock()
+		p.stdin.Close()
+		p.writeMu.Unlock()
+	}
+	var err error
+	select {
+	case <-p.exited:
+	case <-time.After(closeWait):
+		p.kill()
+		<-p.exited
+		err = fmt.Errorf("driver %s did not exit within %s of its stdin closing: killed", p.cfg.Name, closeWait)
+	}
+	<-p.readerDone
+	return err
+}

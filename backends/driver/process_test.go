@@ -1,0 +1,220 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+func startFake(t *testing.T, mode string) *Process {
+	t.Helper()
+	p, err := Start(context.Background(), fakeConfig(t, mode))
+	if err != nil {
+		t.Fatalf("start %s: %v", mode, err)
+	}
+	t.Cleanup(func() {
+		p.Close()
+		if pids := Leftovers(p.Tag()); len(pids) > 0 {
+			t.Errorf("%s: processes %v outlived the driver", mode, pids)
+		}
+	})
+	return p
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestStartRefusals: a driver that refuses its options or never answers
+// its hello fails its start, saying so, and is gone.
+func TestStartRefusals(t *testing.T) {
+	for _, tc := range []struct{ mode, want string }{
+		{"refuse", "driver fake-refuse: refused its start: options: no option frob"},
+		{"silent", "driver fake-silent: did not answer its hello within 500ms"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			cfg := fakeConfig(t, tc.mode)
+			cfg.StartTimeout = 500 * time.Millisecond
+			p, err := Start(context.Background(), cfg)
+			if err == nil {
+				p.Close()
+				t.Fatal("started")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q lacks %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBreaks: every way a driver can break makes it broken, with an error
+// that names it and says what it did, and leaves no process behind.
+func TestBreaks(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		keys []string // acquired in turn by client 0
+		want []string
+	}{
+		{"garbage", []string{"a", "b"}, []string{"driver fake-garbage: line 3 of its output", `"{this is not json"`, "not a protocol message"}},
+		{"hang", []string{"hang"}, []string{"did not answer acquire 1 (client 0, key hang) within its timeout of 200ms and 300ms of grace"}},
+		{"crash", []string{"a"}, []string{"exited (exit status 7) while lockbench still needed it", "its stderr ends: fake driver: crashing on purpose"}},
+		{"wrong-id", []string{"a"}, []string{"line 2 of its output answers id 101, which lockbench did not ask"}},
+		{"twice", []string{"a", "b"}, []string{"line 3 of its output answers id 1, which lockbench did not ask or had its answer already"}},
+		{"no-token", []string{"a"}, []string{"the driver said its leases carry fencing tokens, but this one has none"}},
+		{"stray-lost", []string{"a"}, []string{`never-given`, "client 0 never had that lease"}},
+		{"long-line", []string{"a"}, []string{"line 2 of its output is longer than 1048576 bytes"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			p := startFake(t, tc.mode)
+			l := newLocker(p, 0, false, time.Second, false)
+			for _, k := range tc.keys {
+				if _, err := l.Acquire(ctxFor(t, 200*time.Millisecond), k); err != nil {
+					break
+				}
+			}
+			select {
+			case <-p.Broken():
+			case <-time.After(5 * time.Second):
+				t.Fatal("not broken")
+			}
+			var be *BrokenError
+			if !errors.As(p.Err(), &be) {
+				t.Fatalf("error %v is not a BrokenError", p.Err())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(p.Err().Error(), w) {
+					t.Errorf("error %q lacks %q", p.Err(), w)
+				}
+			}
+			// Every later call fails at once with the same error.
+			if _, err := l.Acquire(ctxFor(t, time.Second), "z"); !errors.Is(err, p.Err()) {
+				t.Errorf("acquire after the break: %v", err)
+			}
+			select {
+			case <-p.Exited():
+			case <-time.After(5 * time.Second):
+				t.Error("the broken driver still runs")
+			}
+		})
+	}
+}
+
+// TestOutcomes: a driver's answers become the errors the worker records:
+// held and effect-none failures of an acquire are certain (fail), any
+// other is unknown (info); not_held is ErrNotHeld; lost closes the lease's
+// channel.
+func TestOutcomes(t *testing.T) {
+	p := startFake(t, "good")
+	l0 := newLocker(p, 0, false, time.Second, false)
+	l1 := newLocker(p, 1, false, time.Second, false)
+	ctx := ctxFor(t, 10*time.Second)
+	a, err := l0.Acquire(ctx, "k")
+	if err != nil || a.Token() == 0 || a.Key() != "k" {
+		t.Fatalf("acquire: %v, token %v", err, a)
+	}
+	if _, err := l1.Acquire(ctx, "k"); !errors.Is(err, backends.ErrNotAcquired) {
+		t.Errorf("a held lock: %v, want ErrNotAcquired", err)
+	}
+	_, err = l1.Acquire(ctx, "unknown")
+	if err == nil || errors.Is(err, backends.ErrNotAcquired) || !strings.Contains(err.Error(), "may have taken effect") {
+		t.Errorf("an error without an effect: %v, want an unknown outcome", err)
+	}
+	if _, err := l1.Acquire(ctx, "refused"); !errors.Is(err, backends.ErrNotAcquired) || !strings.Contains(err.Error(), "did not take effect") {
+		t.Errorf("an error with effect none: %v, want a certain failure", err)
+	}
+	ext, ok := l0.(backends.Extender)
+	if !ok {
+		t.Fatal("a driver that can extend has no Extender")
+	}
+	if err := ext.Extend(ctx, a); err != nil {
+		t.Errorf("extend: %v", err)
+	}
+	if err := l0.Release(ctx, a); err != nil {
+		t.Errorf("release: %v", err)
+	}
+	if err := l0.Release(ctx, a); !errors.Is(err, backends.ErrNotHeld) {
+		t.Errorf("second release: %v, want ErrNotHeld", err)
+	}
+	b, err := l1.Acquire(ctx, "k")
+	if err != nil || b.Token() <= a.Token() {
+		t.Fatalf("acquire after release: %v (token %d after %d)", err, b.Token(), a.Token())
+	}
+	if err := l0.Release(ctx, b); err == nil || !strings.Contains(err.Error(), "not this client's") {
+		t.Errorf("client 0 releasing client 1's lease: %v", err)
+	}
+	lose, err := l0.Acquire(ctx, "lose-me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lose.Lost():
+	case <-time.After(2 * time.Second):
+		t.Error("lost was not signalled")
+	}
+	if d, err := p.Ping(ctx); err != nil || d <= 0 {
+		t.Errorf("ping: %v %v", d, err)
+	}
+	// A cancelled call is abandoned; the driver's late answer is no break.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l0.Acquire(cctx, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled acquire: %v", err)
+	}
+	if p.Err() != nil {
+		t.Errorf("broken: %v", p.Err())
+	}
+}
+
+// TestOneClientPerProcess: a driver that serves one client at a time gets
+// a process per client; a concurrent one, one per instance.
+func TestOneClientPerProcess(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		procs int
+	}{{"good", 1}, {"one-client", 2}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			opts := fmt.Sprintf("{server: redis, tokens: %v, extend: true, command: [%q], env: {%s: %s}}", tc.mode == "good", os.Args[0], envFake, tc.mode)
+			b, err := newTestBackend("fake@1.0", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := backends.NewShared()
+			var tags []string
+			for c := 0; c < 2; c++ {
+				l, err := b.Open(context.Background(), backends.Env{Endpoints: map[string]string{}, TTL: time.Second, Instance: 1, Client: c, Shared: shared})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				lk := l.(interface{ process() *Process }).process()
+				if !contains(tags, lk.Tag()) {
+					tags = append(tags, lk.Tag())
+				}
+			}
+			if len(tags) != tc.procs {
+				t.Errorf("%d driver processes for 2 clients, want %d", len(tags), tc.procs)
+			}
+			shared.Close()
+		})
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,343 @@
+"""The lockbench driver protocol (docs/drivers.md) for Python lock libraries.
+
+A driver is a Library subclass that knows one lock library; serve() speaks
+the protocol around it: the hello, one thread per client (so a library that
+keeps its token in thread-local storage, as redis-py's Lock does, releases
+on the thread that acquired), the answer to every operation within its
+timeout, the lost signal, the bare loop of `bench driver perf`, and a clean
+exit when stdin closes.
+
+Only the standard library: the drivers run on Debian's python3 with the
+lock library's Debian package.
+"""
+
+import heapq
+import json
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+
+PROTOCOL = 1
+
+
+class Failure(Exception):
+    """An operation's error answer: a protocol code, and whether the
+    operation surely did not take effect (effect "none") or may have
+    ("unknown", the default: when unsure, it may have)."""
+
+    def __init__(self, code, message, effect="unknown"):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.effect = effect
+
+
+class Refused(Exception):
+    """Options the driver refuses, at its start."""
+
+
+class Library:
+    """One lock library behind the protocol. Subclasses set name, version
+    and abilities, and implement acquire, release (and extend)."""
+
+    name = "?"
+    version = "?"
+    language = "python %d.%d.%d" % sys.version_info[:3]
+    abilities = {"token": False, "extend": False, "lost": False,
+                 "acquire": ["wait", "try"], "concurrent": True, "bare": True}
+    # options maps each library option the driver takes to its default.
+    options = {}
+
+    def __init__(self, hello, lost):
+        self.hello = hello
+        self.ttl_ms = hello["ttl_ms"]
+        self.namespace = hello["namespace"]
+        self.servers = hello["servers"]
+        self.opts = dict(self.options)
+        given = hello.get("options") or {}
+        unknown = sorted(set(given) - set(self.options))
+        if unknown:
+            raise Refused("%s takes no option %s (it takes: %s)" % (
+                self.name, ", ".join(unknown), ", ".join(sorted(self.options))))
+        self.opts.update(given)
+        # lost(client, lease, message) says a lease is gone.
+        self.lost = lost
+
+    def servers_of(self, *kinds):
+        return [s for s in self.servers if s["kind"] in kinds]
+
+    @staticmethod
+    def host_port(addr):
+        host, _, port = addr.rpartition(":")
+        return host, int(port)
+
+    def acquire(self, client, key, wait, timeout):
+        """Take the lock on key, waiting up to timeout seconds when wait.
+        Returns (lease handle, token or None); raises Failure."""
+        raise NotImplementedError
+
+    def release(self, client, lease):
+        raise NotImplementedError
+
+    def extend(self, client, lease, ttl_ms):
+        raise Failure("unsupported", "%s cannot extend" % self.name, "none")
+
+    def close(self):
+        pass
+
+
+class _Out:
+    """stdout, one line at a time, whole lines only."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.f = sys.stdout.buffer
+
+    def send(self, msg):
+        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+        with self.lock:
+            self.f.write(line)
+            self.f.flush()
+
+
+class _Op:
+    """One request; it is answered once, by its client's thread or by the
+    deadline watcher, whichever comes first."""
+
+    def __init__(self, req, deadline):
+        self.req = req
+        self.deadline = deadline
+        self.lock = threading.Lock()
+        self.answered = False
+
+    def __lt__(self, other):
+        return self.deadline < other.deadline
+
+
+class _Deadlines(threading.Thread):
+    """Answers an operation "timeout" (effect unknown) when its deadline
+    passes before its library call returns."""
+
+    def __init__(self, server):
+        super().__init__(daemon=True)
+        self.server = server
+        self.cond = threading.Condition()
+        self.heap = []
+
+    def add(self, op):
+        with self.cond:
+            heapq.heappush(self.heap, op)
+            if self.heap[0] is op:
+                self.cond.notify()
+
+    # tick is the watcher's grain: it wakes at most this often, so that a
+    # fast loop of operations (thousands a second, nearly all answered
+    # long before their deadline) does not wake it once per operation.
+    tick = 0.02
+
+    def run(self):
+        while True:
+            with self.cond:
+                while not self.heap:
+                    self.cond.wait()
+                now = time.monotonic()
+                due = []
+                while self.heap and self.heap[0].deadline <= now:
+                    due.append(heapq.heappop(self.heap))
+                if not due:
+                    self.cond.wait(max(self.tick, self.heap[0].deadline - now))
+                    continue
+            for op in due:
+                if not op.answered:
+                    self.server.answer(op, {"type": "error", "code": "timeout", "effect": "unknown",
+                                            "message": "%s did not return within %d ms" % (op.req["type"], op.req.get("timeout_ms", 0))})
+
+
+class _Server:
+    def __init__(self, lib_class):
+        self.lib_class = lib_class
+        self.out = _Out()
+        self.lib = None
+        self.clients = {}
+        self.held = {}  # (client, lease) of every lease lockbench holds
+        self.held_lock = threading.Lock()
+        self.deadlines = _Deadlines(self)
+
+    def log(self, msg):
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+
+    def answer(self, op, msg):
+        with op.lock:
+            if op.answered:
+                return False
+            op.answered = True
+            if "id" in op.req:
+                msg["id"] = op.req["id"]
+            self.out.send(msg)
+            return True
+
+    def lost(self, client, lease, message=""):
+        with self.held_lock:
+            if self.held.pop((client, lease), None) is None:
+                return  # given back already, or never lockbench's
+        msg = {"type": "lost", "client": client, "lease": lease}
+        if message:
+            msg["message"] = message
+        self.out.send(msg)
+
+    def client_queue(self, client):
+        q = self.clients.get(client)
+        if q is None:
+            q = queue.SimpleQueue()
+            self.clients[client] = q
+            threading.Thread(target=self.client_loop, args=(client, q), daemon=True).start()
+        return q
+
+    def client_loop(self, client, q):
+        while True:
+            op = q.get()
+            if op.answered:
+                continue  # its deadline passed while it queued
+            self.run(client, op)
+
+    def run(self, client, op):
+        req = op.req
+        kind = req["type"]
+        # The library gets a little less than lockbench's timeout, so that
+        # its own answer (a blocking acquire giving up: held) comes first.
+        left = op.deadline - time.monotonic()
+        timeout = max(0.0, left - max(0.05, 0.1 * left))
+        try:
+            if kind == "acquire":
+                lease, token = self.lib.acquire(client, req["key"], bool(req.get("wait")), timeout)
+                msg = {"type": "ok", "lease": lease}
+                if token is not None:
+                    msg["token"] = token
+                with self.held_lock:
+                    self.held[(client, lease)] = True
+                if not self.answer(op, msg):
+                    # Too late: lockbench counted the acquire as unknown and
+                    # will not release it; give the lock back.
+                    with self.held_lock:
+                        self.held.pop((client, lease), None)
+                    self.log("acquire %s answered late: releasing lease %s" % (req["key"], lease))
+                    try:
+                        self.lib.release(client, lease)
+                    except Exception as e:  # noqa: BLE001
+                        self.log("release of the late lease %s: %r" % (lease, e))
+            elif kind == "release":
+                with self.held_lock:
+                    self.held.pop((client, req["lease"]), None)
+                self.lib.release(client, req["lease"])
+                self.answer(op, {"type": "ok"})
+            elif kind == "extend":
+                self.lib.extend(client, req["lease"], req.get("ttl_ms") or self.lib.ttl_ms)
+                self.answer(op, {"type": "ok"})
+            else:
+                self.answer(op, {"type": "error", "code": "unsupported", "effect": "none",
+                                 "message": "no operation %r" % kind})
+        except Failure as f:
+            if f.code == "not_held" and kind == "extend":
+                with self.held_lock:
+                    self.held.pop((client, req["lease"]), None)
+            msg = {"type": "error", "code": f.code, "message": f.message}
+            if f.code not in ("held", "not_held", "unsupported", "bad_request"):
+                msg["effect"] = f.effect
+            self.answer(op, msg)
+        except Exception as e:  # noqa: BLE001 - the library's own exceptions
+            self.answer(op, {"type": "error", "code": "error", "effect": "unknown",
+                             "message": "%s: %s" % (type(e).__name__, e)})
+
+    def serve(self):
+        stdin = sys.stdin.buffer
+        first = stdin.readline()
+        if not first:
+            return 0
+        hello = json.loads(first)
+        if hello.get("type") != "hello" or hello.get("protocol") != PROTOCOL:
+            self.out.send({"type": "error", "code": "error", "message": "want a hello of protocol %d" % PROTOCOL})
+            return 2
+        try:
+            self.lib = self.lib_class(hello, self.lost)
+        except Refused as e:
+            self.out.send({"type": "error", "code": "options", "message": str(e)})
+            return 2
+        except Exception as e:  # noqa: BLE001
+            self.log(traceback.format_exc())
+            self.out.send({"type": "error", "code": "error", "message": "start: %s: %s" % (type(e).__name__, e)})
+            return 1
+        self.out.send({"type": "hello", "protocol": PROTOCOL, "library": self.lib.name, "version": self.lib.version,
+                       "language": self.lib.language, "abilities": self.lib.abilities})
+        if hello.get("bare"):
+            return self.bare(hello["bare"])
+        self.deadlines.start()
+        for line in stdin:
+            req = json.loads(line)
+            kind = req.get("type")
+            if kind == "ping":
+                self.out.send({"type": "ok", "id": req["id"]})
+                continue
+            op = _Op(req, time.monotonic() + req.get("timeout_ms", 10000) / 1000.0)
+            self.deadlines.add(op)
+            self.client_queue(req.get("client", 0)).put(op)
+        return 0
+
+    def bare(self, shape):
+        """The library's own loop: each thread acquires and releases a key of
+        its own, as fast as it can, with nothing of lockbench around it."""
+        stop = time.monotonic() + shape["seconds"]
+        counts = [0] * shape["clients"]
+        errors = [0] * shape["clients"]
+        wait = self.lib.abilities["acquire"][0] == "wait"
+
+        def loop(i):
+            key = "bare-%d" % i
+            while time.monotonic() < stop:
+                try:
+                    lease, _ = self.lib.acquire(i, key, wait, 2.0)
+                except Failure as f:
+                    if f.code != "held":
+                        errors[i] += 1
+                    continue
+                except Exception:  # noqa: BLE001
+                    errors[i] += 1
+                    continue
+                try:
+                    self.lib.release(i, lease)
+                    counts[i] += 1
+                except Exception:  # noqa: BLE001
+                    errors[i] += 1
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(shape["clients"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.out.send({"type": "bare", "cycles": sum(counts), "errors": sum(errors),
+                       "seconds": time.monotonic() - start})
+        return 0
+
+
+def serve(lib_class):
+    """Run a driver for lib_class until stdin closes; then exit at once,
+    whatever the library's threads are still doing."""
+    server = _Server(lib_class)
+    code = 0
+    try:
+        code = server.serve()
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        code = 1
+    finally:
+        if server.lib is not None:
+            closer = threading.Thread(target=server.lib.close, daemon=True)
+            closer.start()
+            closer.join(2.0)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

@@ -1,0 +1,75 @@
+package remote_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/remote"
+	"github.com/lockbench/lockbench/internal/remote/remotetest"
+)
+
+// TestRemoteProcess drives a process through a real sshd: found by its
+// pid file, stopped (and seen stopped, and still alive), resumed, killed
+// (and seen gone), started again; a host key not in known_hosts is
+// refused.
+func TestRemoteProcess(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "p.pid")
+	start := fmt.Sprintf("setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %s", pidFile)
+	ctl := remotetest.SSHD(t, pidFile, start)
+	h, err := remote.DialSSH(ctl.SSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := remote.RunT(h, start); err != nil {
+		t.Fatal(err)
+	}
+	r, err := remote.Locate(h, ctl, "sleeper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-r.Group(), syscall.SIGKILL) })
+	p := procgroup.NewRemote("sleeper", r)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Stopped(); err != nil || !st {
+		t.Errorf("after SIGSTOP: stopped %v, %v", st, err)
+	}
+	if _, err := os.Stat(r.Note()); err != nil {
+		t.Errorf("no note of the stop on the host: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // a few polls of the watcher
+	if !p.Alive() {
+		t.Fatal("a stopped process was taken for an exited one")
+	}
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Stopped(); err != nil || st {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.Pid()))
+		t.Errorf("after SIGCONT: stopped %v, %v (here: %q)", st, err, b)
+	}
+	if _, err := os.Stat(r.Note()); err == nil {
+		t.Error("the note of the stop outlived the resume")
+	}
+	if err := p.Kill(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(2 * time.Second):
+		t.Error("the watcher did not see the process go")
+	}
+	bad := ctl.SSH
+	bad.KnownHosts = filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(bad.KnownHosts, nil, 0o644)
+	if _, err := remote.DialSSH(bad); err == nil {
+		t.Error("a host whose key is not in known_hosts was accepted")
+	}
+}

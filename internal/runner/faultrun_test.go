@@ -1,0 +1,287 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
+)
+
+// TestRunFaultRecordsWhatHappened: a fault applied, observed and healed
+// is recorded with its window and every observation, and marked in the
+// history from its start to its end.
+func TestRunFaultRecordsWhatHappened(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	f := &scripted{check: "it held"}
+	tc.runFault(context.Background(), fault("test", f, "redis-1"), 0, 0)
+	recs := tc.faultRecords(t)
+	if len(recs) != 1 {
+		t.Fatalf("records: %+v", recs)
+	}
+	r := recs[0]
+	if !r.Applied || r.Target != "redis-1" || r.Resolved != "redis-1" || r.StartNs == 0 || r.EndNs < r.StartNs+int64(10*time.Millisecond) {
+		t.Errorf("record: %+v", r)
+	}
+	if want := []string{"hit redis-1", "it held", "healed redis-1"}; !slices.Equal(r.Observed, want) {
+		t.Errorf("observed %q, want %q", r.Observed, want)
+	}
+	if r.Error != "" || r.HealError != "" || r.Idle != "" || r.Unobserved != "" {
+		t.Errorf("a clean fault recorded trouble: %+v", r)
+	}
+	if got := tc.marks(t); !slices.Equal(got, []string{"fault-start redis-1", "fault-end redis-1"}) {
+		t.Errorf("marks: %q", got)
+	}
+	if tc.dirty.Load() {
+		t.Error("a clean fault on a server that lasts nothing dirtied the cluster")
+	}
+	if tc.lastHeal != r.EndNs {
+		t.Errorf("the heal is known at %d, recorded at %d", tc.lastHeal, r.EndNs)
+	}
+}
+
+// TestRunFaultIdleAndUnobserved: a check that says nothing used the
+// target is recorded idle, one that failed unobserved, each with its
+// mark; the fault is healed either way.
+func TestRunFaultIdleAndUnobserved(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		mark string
+	}{
+		{&faults.IdleError{Msg: "nothing crossed"}, history.MarkFaultIdle},
+		{errors.New("not seen"), history.MarkFaultUnobserved},
+	} {
+		tc := newTestCase(t, newFakeCluster("redis-1"))
+		f := &scripted{checkErr: tt.err}
+		tc.runFault(context.Background(), fault("test", f, "redis-1"), 0, 0)
+		r := tc.faultRecords(t)[0]
+		switch tt.mark {
+		case history.MarkFaultIdle:
+			if r.Idle != "nothing crossed" || r.Unobserved != "" {
+				t.Errorf("idle: %+v", r)
+			}
+		default:
+			if r.Unobserved != "not seen" || r.Idle != "" {
+				t.Errorf("unobserved: %+v", r)
+			}
+		}
+		if f.healed != 1 {
+			t.Errorf("%s: healed %d times", tt.mark, f.healed)
+		}
+		if got := tc.marks(t); !slices.Contains(got, tt.mark+" redis-1 "+tt.err.Error()) {
+			t.Errorf("marks: %q", got)
+		}
+	}
+}
+
+// TestRunFaultHealError: a heal that fails is recorded, marked, and
+// leaves the cluster dirty (not handed to the next case).
+func TestRunFaultHealError(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	tc.runFault(context.Background(), fault("test", &scripted{healErr: errors.New("stuck")}, "redis-1"), 0, 0)
+	r := tc.faultRecords(t)[0]
+	if r.HealError != "stuck" || !r.Applied {
+		t.Errorf("record: %+v", r)
+	}
+	if !tc.dirty.Load() {
+		t.Error("a failed heal left the cluster reusable")
+	}
+	if got := tc.marks(t); !slices.Contains(got, "fault-end redis-1 stuck") {
+		t.Errorf("marks: %q", got)
+	}
+}
+
+// TestRunFaultStartError: a fault that cannot be applied is recorded with
+// its error, never as applied, and dirties the cluster.
+func TestRunFaultStartError(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	tc.runFault(context.Background(), fault("test", &scripted{start: []error{errors.New("refused")}}, "redis-1"), 0, 0)
+	r := tc.faultRecords(t)[0]
+	if r.Applied || r.Error != "refused" || r.StartNs != 0 {
+		t.Errorf("record: %+v", r)
+	}
+	if !tc.dirty.Load() {
+		t.Error("a fault that failed half-way left the cluster reusable")
+	}
+	if got := tc.marks(t); !slices.Equal(got, []string{"fault-error redis-1 refused"}) {
+		t.Errorf("marks: %q", got)
+	}
+}
+
+// TestRunFaultTargetNotHealthy: a target that is not running is not
+// faulted: the record says why.
+func TestRunFaultTargetNotHealthy(t *testing.T) {
+	fc := newFakeCluster("redis-1")
+	fc.servers["redis-1"].Alive = false
+	tc := newTestCase(t, fc)
+	f := &scripted{}
+	tc.runFault(context.Background(), fault("test", f, "redis-1"), 0, 0)
+	if r := tc.faultRecords(t)[0]; !strings.Contains(r.Error, "not healthy before injection: redis-1 is not running") {
+		t.Errorf("record: %+v", r)
+	}
+	if len(f.hit) != 0 {
+		t.Error("a dead server was faulted")
+	}
+	tc2 := newTestCase(t, newFakeCluster())
+	tc2.runFault(context.Background(), fault("test", &scripted{}, "link:redis-1"), 0, 0)
+	if r := tc2.faultRecords(t)[0]; !strings.Contains(r.Error, "link redis-1: no proxy redis-1") {
+		t.Errorf("a link with no proxy: %+v", r)
+	}
+}
+
+// TestRunFaultCaseEndsFirst: a fault whose time never comes is recorded
+// as such.
+func TestRunFaultCaseEndsFirst(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := fault("test", &scripted{}, "redis-1")
+	f.At = time.Hour
+	tc.runFault(ctx, f, 0, 0)
+	if r := tc.faultRecords(t)[0]; r.Error != "the case ended before the fault's time" {
+		t.Errorf("record: %+v", r)
+	}
+}
+
+// TestRunFaultLastingDirties: a lasting fault (a kill: the server was
+// restarted) on a server dirties the cluster; on an instance it does not.
+func TestRunFaultLastingDirties(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	tc.runFault(context.Background(), fault("kill", &scripted{}, "redis-1"), 0, 0)
+	if !tc.dirty.Load() {
+		t.Error("a kill of a server left the cluster reusable")
+	}
+	tc = newTestCase(t, newFakeCluster("redis-1"))
+	tc.worker(t, 1, "redis-1")
+	tc.runFault(context.Background(), fault("kill", &scripted{}, "instance-1"), 0, 0)
+	if tc.dirty.Load() {
+		t.Error("a kill of an instance dirtied the cluster")
+	}
+}
+
+// TestRunFaultResolvesAgainWhenTheRoleWasLeft: a fault that says its
+// target had left the role it was resolved from is resolved again, and
+// the record says how often; past maxRoleTries the fault fails.
+func TestRunFaultResolvesAgainWhenTheRoleWasLeft(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	tc.worker(t, 1, "redis-1")
+	tc.worker(t, 2, "redis-1")
+	tc.storing["i2c0"] = "k0"
+	left := &faults.RoleLeftError{Msg: "instance-2 had left its critical section when it stopped"}
+	f := &scripted{start: []error{left, left}}
+	tc.runFault(context.Background(), fault("pause", f, "holder"), 0, 0)
+	r := tc.faultRecords(t)[0]
+	if !r.Applied || r.Target != "holder" || r.Resolved != "instance-2" || len(f.hit) != 3 {
+		t.Fatalf("record %+v after %d tries", r, len(f.hit))
+	}
+	if f.hit[0].From != faults.RoleHolder {
+		t.Errorf("the fault was not told its target came from the holder role: %+v", f.hit[0])
+	}
+	if !strings.Contains(r.Observed[0], "the holder was resolved 3 times: 2 had left the role") {
+		t.Errorf("observed: %q", r.Observed)
+	}
+	if !strings.Contains(tc.log.String(), "undone, resolving the holder again") {
+		t.Errorf("log: %s", tc.log.String())
+	}
+
+	tc = newTestCase(t, newFakeCluster("redis-1"))
+	tc.worker(t, 1, "redis-1")
+	tc.storing["i1c0"] = "k0"
+	always := &scripted{}
+	for range maxRoleTries {
+		always.start = append(always.start, left)
+	}
+	tc.runFault(context.Background(), fault("pause", always, "holder"), 0, 0)
+	if r := tc.faultRecords(t)[0]; r.Applied || !strings.Contains(r.Error, "10 times: the holder could not be hit while it played the role") {
+		t.Errorf("a holder always gone: %+v", r)
+	}
+}
+
+// TestRunFaultOnASet: a fault on a set of targets hits each one and is
+// recorded once, with the set.
+func TestRunFaultOnASet(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("etcd-1", "etcd-2"))
+	f := &scripted{check: "held"}
+	tc.runFault(context.Background(), fault("test", f, "etcd-1", "etcd-2"), 0, 0)
+	r := tc.faultRecords(t)[0]
+	if r.Target != "etcd-1,etcd-2" || r.Resolved != "etcd-1,etcd-2" || len(f.hit) != 2 || f.healed != 2 {
+		t.Errorf("record %+v; hit %v, healed %d", r, f.hit, f.healed)
+	}
+	if !slices.Contains(r.Observed, "etcd-1: held; etcd-2: held") {
+		t.Errorf("observed: %q", r.Observed)
+	}
+}
+
+// TestStartAll: a set's members are started in turn, observed together
+// and healed at once; one that cannot be started undoes those before it.
+func TestStartAll(t *testing.T) {
+	ts := []faults.Target{faults.ServerTarget("a"), faults.ServerTarget("b"), faults.ServerTarget("c")}
+	ctx := context.Background()
+	f := &scripted{start: []error{nil, errors.New("b refused")}}
+	if _, err := startAll(ctx, f, nil, ts); err == nil || !strings.Contains(err.Error(), "b: b refused") {
+		t.Fatalf("a member refused: %v", err)
+	}
+	if f.healed != 1 || len(f.hit) != 2 {
+		t.Errorf("after b refused: %d hit, %d healed (a must be undone, c never hit)", len(f.hit), f.healed)
+	}
+
+	idle := &faults.IdleError{Msg: "idle"}
+	for _, tt := range []struct {
+		name  string
+		errs  []error
+		want  string
+		isErr string
+	}{
+		{"all observed", []error{nil, nil, nil}, "a: ok; b: ok; c: ok", ""},
+		{"one idle", []error{nil, idle, nil}, "a: ok; c: ok; idle (nothing used them): b", ""},
+		{"all idle", []error{idle, idle, idle}, "", "nothing used any of a, b, c"},
+		{"one failed", []error{nil, errors.New("no"), idle}, "", "b: no"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var effs []*faults.Effect
+			set := make([]*faults.Effect, 3)
+			for i, err := range tt.errs {
+				set[i] = &faults.Effect{Seen: "s", Check: func(context.Context) (string, error) { return "ok", err }, Heal: func(context.Context) (string, error) { return "", nil }}
+			}
+			effs = set
+			eff, err := startAll(ctx, effectsFault(effs), nil, ts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := eff.Check(ctx)
+			switch {
+			case tt.isErr != "" && (err == nil || !strings.Contains(err.Error(), tt.isErr)):
+				t.Errorf("check: %q, %v; want an error with %q", got, err, tt.isErr)
+			case tt.isErr == "" && (err != nil || got != tt.want):
+				t.Errorf("check: %q, %v; want %q", got, err, tt.want)
+			}
+			if eff.Seen != "s; s; s" {
+				t.Errorf("seen %q", eff.Seen)
+			}
+		})
+	}
+
+	heals := &scripted{healErr: errors.New("stuck")}
+	eff, err := startAll(ctx, heals, nil, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eff.Heal(ctx); err == nil || strings.Count(err.Error(), "stuck") != 3 || heals.healed != 3 {
+		t.Errorf("heal: %v after %d heals", err, heals.healed)
+	}
+	one := &scripted{}
+	if eff, err := startAll(ctx, one, nil, ts[:1]); err != nil || eff.Seen != "hit a" {
+		t.Errorf("a set of one is the fault itself: %+v, %v", eff, err)
+	}
+}
+
+// effectsFault starts with the effects given, one per call.
+type effectsFault []*faults.Effect
+
+func (e effectsFault) Start(_ context.Context, _ faults.Env, t faults.Target) (*faults.Effect, error) {
+	return e[t.Name[0]-'a'], nil
+}

@@ -1,0 +1,80 @@
+package slot
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestSlotsAreExclusive: two holders never get the same address range, and
+// a slot comes back when its holder releases it.
+func TestSlotsAreExclusive(t *testing.T) {
+	a, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.N == b.N || a.Server(1) == b.Server(1) || a.Instance(1) == b.Instance(1) {
+		t.Fatalf("two slots share addresses: %d %d", a.N, b.N)
+	}
+	if !a.Contains(a.Server(3)) || a.Contains(b.Server(3)) || !strings.HasPrefix(a.Instance(2), "127.") {
+		t.Errorf("addresses: %s %s %s", a.Server(3), b.Server(3), a.Instance(2))
+	}
+	n := a.N
+	a.Release()
+	a.Release()
+	c, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	defer b.Release()
+	if c.N != n {
+		t.Errorf("released slot %d not reused (got %d)", n, c.N)
+	}
+}
+
+// TestSlotOfAKilledRunIsFree: the kernel drops a flock when its holder dies,
+// so a run killed with SIGKILL cannot keep its addresses.
+func TestSlotOfAKilledRunIsFree(t *testing.T) {
+	if os.Getenv("LOCKBENCH_SLOT_CHILD") == "1" {
+		s, err := Acquire()
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString(s.Prefix() + "\n")
+		select {}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSlotOfAKilledRunIsFree$")
+	cmd.Env = append(os.Environ(), "LOCKBENCH_SLOT_CHILD=1")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	nr, _ := out.Read(buf)
+	held := strings.TrimSpace(string(buf[:nr]))
+	cmd.Process.Kill()
+	cmd.Wait()
+	var got []*Slot
+	defer func() {
+		for _, s := range got {
+			s.Release()
+		}
+	}()
+	for i := 0; i < Slots; i++ {
+		s, err := Acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+		if s.Prefix() == held {
+			return
+		}
+	}
+	t.Fatalf("the killed holder's slot %s never came back", held)
+}

@@ -1,0 +1,252 @@
+package verdict
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/lockbench/lockbench/checker"
+)
+
+// Outcomes of a backend under a class of faults, from best to worst
+// (MODEL §18). The decision view names them in words and symbols, never by
+// colour alone.
+const (
+	OutcomeSafe      = "safe"
+	OutcomeRegressed = "safe, tokens regressed" // no overlap, but fencing tokens went backwards: legitimate writes refused
+	OutcomeFenced    = "unsafe, fenced"         // two believed holders, and the fence was seen stopping late writes
+	OutcomeUntested  = "unsafe, fence untested" // two believed holders on a fenced backend, and no late write reached the fence
+	OutcomeUnfenced  = "unsafe, unfenced"       // two believed holders, no fence, no late write seen landing
+	OutcomeDamage    = "damage done"            // a late write landed
+	OutcomeNone      = "no evidence"            // no trial behind the cell could answer
+)
+
+// DecisionCell is one backend under one fault class, over every case (and
+// lane) of the run in that class (MODEL §18). Cases and Invalid count them
+// all; every other figure counts only the decided trials (MODEL §17):
+// valid ones, and invalid ones that proved unsafety anyway.
+type DecisionCell struct {
+	Class   string `json:"class"`
+	Outcome string `json:"outcome"`
+	Cases   int    `json:"cases"`
+	Invalid int    `json:"invalid"`
+	// Trials are the decided trials, Exposures the occasions on which the
+	// lock met a fault in them (MODEL §16); TwoHolders and Damage say in
+	// how many of those trials two clients believed they held the lock,
+	// and a late write landed, with a 95% interval: one trial is a
+	// sample, not a property of the lock.
+	Trials    int `json:"trials"`
+	Exposures int `json:"exposures"`
+	// TwoHolders is absent (Of 0) for a lockless backend: two holders
+	// mean nothing where no lock is taken (MODEL §18).
+	TwoHolders Rate `json:"two_holders"`
+	Damage     Rate `json:"damage"`
+	// TooFew: no two holders were seen, and the cell rests on fewer than
+	// MinExposures exposures (for no fault and client misuse: trials), too
+	// few to call the lock safe.
+	TooFew           bool `json:"too_few"`
+	Violations       int  `json:"violations"`
+	StaleRejected    int  `json:"stale_rejected"`
+	StaleAccepted    int  `json:"stale_accepted"`
+	LostUpdates      int  `json:"lost_updates"`
+	TokenRegressions int  `json:"token_regressions"`
+	// RolledBack counts late work the backend's database refused to
+	// commit: its fence at work, as StaleRejected is a token's.
+	RolledBack int `json:"rolled_back,omitempty"`
+	// Availability: acquisitions while the faults were in force and after
+	// they healed, the longest gap, the slowest recovery after a heal (-1:
+	// a fault after which the lock never served again), and how many
+	// trials were not live as their scenario expected.
+	AcquisitionsDuring int     `json:"acquisitions_during"`
+	AcquisitionsAfter  int     `json:"acquisitions_after"`
+	LongestGapMs       float64 `json:"longest_gap_ms"`
+	RecoveredAfterMs   float64 `json:"recovered_after_ms"`
+	NotLive            int     `json:"not_live"`
+	// OverlapMaxMs and ZombieMaxMs are the longest overlap of two holders
+	// and the longest zombie time over the decided trials.
+	OverlapMaxMs float64 `json:"overlap_max_ms"`
+	ZombieMaxMs  float64 `json:"zombie_max_ms"`
+
+	twoHolders, damage, regressed int
+}
+
+// DecisionRow is one backend across the fault classes, with what it costs
+// when nothing goes wrong.
+type DecisionRow struct {
+	Backend string `json:"backend"`
+	Fenced  bool   `json:"fenced"`
+	// Lockless: no lock at all (optimistic concurrency); Store: the work
+	// runs in the backend's own database (see backends.Store).
+	Lockless bool `json:"lockless,omitempty"`
+	Store    bool `json:"store,omitempty"`
+	Control  bool `json:"known_unsafe_control,omitempty"`
+	// NoFault latency and throughput, from the valid case without faults
+	// with the most acquire-latency samples (zero when the run had none
+	// for this backend: MODEL §18).
+	P50Ms          float64 `json:"no_fault_p50_ms"`
+	P99Ms          float64 `json:"no_fault_p99_ms"`
+	AcquiresPerSec float64 `json:"no_fault_acquisitions_per_s"`
+	// HandoffP50Ms is the hand-off p50 of the valid case without faults
+	// with the most hand-off samples.
+	HandoffP50Ms float64                  `json:"handoff_p50_ms"`
+	Cells        map[string]*DecisionCell `json:"cells"`
+}
+
+// Decision is the backends × fault classes view: which lock is safe under
+// which fault, at what availability and latency cost.
+type Decision struct {
+	Classes []string      `json:"classes"`
+	Rows    []DecisionRow `json:"rows"`
+}
+
+// NewDecision builds the decision view of one or more runs' summaries
+// (MODEL §18).
+func NewDecision(sums ...*Summary) *Decision {
+	d := &Decision{}
+	classSeen := map[string]bool{}
+	rowIdx := map[string]int{}
+	type best struct{ lat, hand int64 }
+	bests := map[string]*best{}
+	for _, s := range sums {
+		for i := range s.Cases {
+			c := &s.Cases[i]
+			r := c.Check
+			b := r.Backend
+			ri, ok := rowIdx[b]
+			if !ok {
+				d.Rows = append(d.Rows, DecisionRow{Backend: b, Fenced: r.Meta.Fenced, Lockless: r.Meta.Lockless, Store: r.Meta.Store, Control: r.Meta.Control, Cells: map[string]*DecisionCell{}})
+				ri = len(d.Rows) - 1
+				rowIdx[b] = ri
+				bests[b] = &best{}
+			}
+			row := &d.Rows[ri]
+			class := FaultClass(r.Meta)
+			classSeen[class] = true
+			cell := row.Cells[class]
+			if cell == nil {
+				cell = &DecisionCell{Class: class}
+				row.Cells[class] = cell
+			}
+			cell.add(c)
+			if class != ClassNone || !r.Valid {
+				continue
+			}
+			bb := bests[b]
+			if n := c.Metrics.AcquireLatency.Count; n > bb.lat {
+				bb.lat = n
+				row.P50Ms, row.P99Ms = c.Metrics.AcquireLatency.P50, c.Metrics.AcquireLatency.P99
+				row.AcquiresPerSec = c.Metrics.AcquiresPerSec
+				if st := r.Store; st != nil && c.Metrics.DurationS > 0 {
+					// The work's commits, not the (free) acquisitions of a
+					// lockless entry.
+					row.AcquiresPerSec = float64(st.Committed) / c.Metrics.DurationS
+				}
+			}
+			if n := c.Metrics.Handoff.Count; n > bb.hand {
+				bb.hand = n
+				row.HandoffP50Ms = c.Metrics.Handoff.P50
+			}
+		}
+	}
+	for i := range d.Rows {
+		row := &d.Rows[i]
+		if row.Lockless {
+			// No lock: its "acquisitions" cost nothing and hand nothing over.
+			row.P50Ms, row.P99Ms, row.HandoffP50Ms = 0, 0, 0
+		}
+		for _, cell := range row.Cells {
+			cell.finish(row)
+		}
+	}
+	for _, c := range ClassOrder {
+		if classSeen[c] {
+			d.Classes = append(d.Classes, c)
+			delete(classSeen, c)
+		}
+	}
+	// Classes the view does not know come last, never dropped (MODEL §18).
+	d.Classes = append(d.Classes, slices.Sorted(maps.Keys(classSeen))...)
+	return d
+}
+
+// add counts one case (or lane) into the cell.
+func (cell *DecisionCell) add(c *CaseSummary) {
+	r := c.Check
+	cell.Cases++
+	if !r.Valid {
+		cell.Invalid++
+	}
+	if !r.Decided {
+		return
+	}
+	cell.Trials++
+	cell.Exposures += r.Exposures
+	if r.Violations > 0 {
+		cell.twoHolders++
+	}
+	if r.Damaged() {
+		cell.damage++
+	}
+	if r.TokenRegressions > 0 {
+		cell.regressed++
+	}
+	cell.OverlapMaxMs = max(cell.OverlapMaxMs, r.OverlapMaxMs)
+	cell.ZombieMaxMs = max(cell.ZombieMaxMs, r.ZombieMaxMs)
+	cell.Violations += r.Violations
+	cell.StaleRejected += r.Resource.StaleRejected
+	cell.StaleAccepted += r.Resource.StaleAccepted
+	cell.LostUpdates += r.Resource.LostUpdates
+	cell.TokenRegressions += r.TokenRegressions
+	if r.Store != nil {
+		cell.RolledBack += r.Store.RolledBack
+	}
+	cell.LongestGapMs = max(cell.LongestGapMs, r.Liveness.LongestGapMs)
+	if r.Status == checker.StatusUnavailable {
+		cell.NotLive++
+	}
+	cell.AcquisitionsDuring += r.Figures.AcquiresDuringFaults
+	cell.AcquisitionsAfter += r.Figures.AcquiresAfterFaults
+	stayDown := r.Expect.Available != nil && !*r.Expect.Available
+	for _, f := range r.Liveness.Faults {
+		switch {
+		case stayDown: // MODEL §18: no recovery time to take the largest of
+		case cell.RecoveredAfterMs < 0:
+		case f.Verdict == checker.Unmet && f.RecoveredAfterMs < 0:
+			cell.RecoveredAfterMs = -1
+		case f.Verdict != checker.NotJudged:
+			cell.RecoveredAfterMs = max(cell.RecoveredAfterMs, f.RecoveredAfterMs)
+		}
+	}
+}
+
+// finish judges the cell's outcome and its rates (MODEL §18).
+func (cell *DecisionCell) finish(row *DecisionRow) {
+	if !row.Lockless {
+		cell.TwoHolders = NewRate(cell.twoHolders, cell.Trials)
+	}
+	cell.Damage = NewRate(cell.damage, cell.Trials)
+	switch {
+	case cell.damage > 0:
+		cell.Outcome = OutcomeDamage
+	case cell.twoHolders > 0 && !row.Fenced && !row.Store:
+		cell.Outcome = OutcomeUnfenced
+	case cell.twoHolders > 0 && cell.StaleRejected+cell.RolledBack > 0:
+		cell.Outcome = OutcomeFenced
+	case cell.twoHolders > 0:
+		cell.Outcome = OutcomeUntested
+	case cell.Trials == 0:
+		cell.Outcome = OutcomeNone
+	case cell.regressed > 0:
+		cell.Outcome = OutcomeRegressed
+	default:
+		cell.Outcome = OutcomeSafe
+	}
+	evidence := cell.Exposures
+	if cell.Class == ClassNone || cell.Class == ClassMisuse {
+		evidence = cell.Trials
+	}
+	cell.TooFew = cell.twoHolders == 0 && cell.damage == 0 && cell.Trials > 0 && evidence < MinExposures
+}
+
+// TwoHoldersSeen reports whether some decided trial of the cell showed two
+// holders.
+func (cell *DecisionCell) TwoHoldersSeen() bool { return cell.TwoHolders.Hits > 0 }

@@ -1,0 +1,150 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
+)
+
+// TestFaultClass: a case is filed under its faults' classes, as each fault
+// type declares them (faults.Info.ClassOf) and the schedule records them.
+func TestFaultClass(t *testing.T) {
+	f := func(typ, target string) history.ScheduledAt {
+		info, err := faults.Lookup(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return history.ScheduledAt{Type: typ, Target: target, Class: info.ClassOf(target)}
+	}
+	for _, tc := range []struct {
+		name   string
+		meta   history.CaseMeta
+		expect string
+	}{
+		{"nothing", history.CaseMeta{}, ClassNone},
+		{"pause holder", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder")}}, ClassPause},
+		{"pause an instance", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "instance-2")}}, ClassPause},
+		{"pause a server", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "etcd-2")}}, history.ClassPauseSrv},
+		{"kill a named member", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "redis-1")}}, history.ClassKill},
+		{"kill the leader", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "leader")}}, ClassKillLead},
+		{"kill the master", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "master")}}, ClassKillLead},
+		{"crash a client", history.CaseMeta{Faults: []history.ScheduledAt{f("kill", "holder-of:k0")}}, history.ClassCrash},
+		{"latency", history.CaseMeta{Faults: []history.ScheduledAt{f("latency", "link:redis-1")}}, history.ClassSlow},
+		{"two partitions of kinds", history.CaseMeta{Faults: []history.ScheduledAt{f("drop", "link:redis-1"), f("isolate", "etcd-1")}}, history.ClassPartition},
+		{"clock", history.CaseMeta{Faults: []history.ScheduledAt{f("clock-jump", "redis-1")}}, history.ClassClock},
+		{"misuse", history.CaseMeta{Misuse: []string{"wrong-token release"}}, ClassMisuse},
+		{"loss", history.CaseMeta{Faults: []history.ScheduledAt{f("loss", "etcd-1")}}, history.ClassLossy},
+		{"cpu starve the holder", history.CaseMeta{Faults: []history.ScheduledAt{f("cpu-starve", "holder")}}, history.ClassStarve},
+		{"disk stall", history.CaseMeta{Faults: []history.ScheduledAt{f("disk-stall", "etcd-1")}}, history.ClassDisk},
+		{"promote", history.CaseMeta{Faults: []history.ScheduledAt{f("promote", "postgres-2")}}, history.ClassFailover},
+		{"a history without classes", history.CaseMeta{Faults: []history.ScheduledAt{{Type: "pause", Target: "holder"}}}, ClassUnclassified},
+		{"mixed", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder"), f("kill", "leader")}}, ClassMixed},
+	} {
+		if got := FaultClass(tc.meta); got != tc.expect {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.expect)
+		}
+	}
+}
+
+// cs builds a case summary for the decision view.
+func cs(backend string, fenced bool, faults []history.ScheduledAt, valid bool, viol, rejected, accepted, lost, regressions int) CaseSummary {
+	r := checker.Result{Case: backend, Backend: backend, Valid: valid, Violations: viol, TokenRegressions: regressions, AcquiresOK: 10,
+		Meta: history.CaseMeta{Backend: backend, Fenced: fenced, Faults: faults}, Status: "ok"}
+	r.Resource.StaleRejected, r.Resource.StaleAccepted, r.Resource.LostUpdates = rejected, accepted, lost
+	r.Liveness.Faults = []checker.FaultLiveness{{AcquisitionsDuring: 3, AcquisitionsAfter: 4, RecoveredAfterMs: 10, Verdict: checker.Met, ClearMs: 3000}}
+	if !valid {
+		r.Status = "invalid"
+	}
+	r.Decided = valid || viol > 0 || r.Damaged()
+	if r.Decided && len(faults) > 0 {
+		r.Exposures = 1
+	}
+	return CaseSummary{Check: r}
+}
+
+func TestDecisionOutcomes(t *testing.T) {
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	for _, tc := range []struct {
+		name string
+		c    CaseSummary
+		want string
+	}{
+		{"clean", cs("etcd", true, pause, true, 0, 0, 0, 0, 0), OutcomeSafe},
+		{"overlap stopped by the token", cs("etcd", true, pause, true, 5, 3, 0, 3, 0), OutcomeFenced},
+		{"overlap, no late write reached the token", cs("etcd", true, pause, true, 5, 0, 0, 0, 0), OutcomeUntested},
+		{"late write landed", cs("etcd", true, pause, true, 5, 2, 1, 3, 0), OutcomeDamage},
+		{"no token, overlap, no write", cs("redlock", false, pause, true, 5, 0, 0, 0, 0), OutcomeUnfenced},
+		{"no token, overlap, a lost update", cs("redlock", false, pause, true, 5, 0, 0, 2, 0), OutcomeDamage},
+		{"tokens went backwards", cs("redis", true, pause, true, 0, 9, 0, 0, 4), OutcomeRegressed},
+		{"invalid and clean: no evidence", cs("etcd", true, pause, false, 0, 0, 0, 0, 0), OutcomeNone},
+		{"invalid but proven unsafe", cs("etcd", true, pause, false, 2, 0, 1, 0, 0), OutcomeDamage},
+	} {
+		s := &Summary{Cases: []CaseSummary{tc.c}}
+		d := NewDecision(s)
+		cell := d.Rows[0].Cells[ClassPause]
+		if cell == nil || cell.Outcome != tc.want {
+			t.Errorf("%s: %+v, want %s", tc.name, cell, tc.want)
+		}
+	}
+}
+
+// TestDecisionAggregates: a cell sums every case of its backend and
+// class; one unsafe trial makes the cell unsafe; the no-fault columns
+// come from the fault-free cases only.
+func TestDecisionAggregates(t *testing.T) {
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	kill := []history.ScheduledAt{{Type: "kill", Target: "leader", Class: history.ClassKillLead}}
+	clean := cs("etcd", true, nil, true, 0, 0, 0, 0, 0)
+	clean.Metrics.AcquireLatency = checker.Percentiles{Count: 100, P50: 2, P99: 9}
+	clean.Metrics.Handoff = checker.Percentiles{Count: 50, P50: 1.5}
+	slow := cs("etcd", true, pause, true, 0, 0, 0, 0, 0)
+	slow.Metrics.AcquireLatency = checker.Percentiles{Count: 1000, P50: 200, P99: 900} // a fault's latency must not count
+	s := &Summary{Cases: []CaseSummary{clean, slow, cs("etcd", true, pause, true, 2, 2, 0, 0, 0), cs("etcd", true, kill, true, 0, 0, 0, 0, 0),
+		cs("postgres", true, pause, true, 0, 0, 0, 0, 0)}}
+	d := NewDecision(s)
+	if strings.Join(d.Classes, ",") != "no fault,pause holder,kill leader/master" {
+		t.Errorf("classes %v", d.Classes)
+	}
+	if len(d.Rows) != 2 || d.Rows[0].Backend != "etcd" {
+		t.Fatalf("rows %+v", d.Rows)
+	}
+	e := d.Rows[0]
+	if c := e.Cells[ClassPause]; c.Cases != 2 || c.Outcome != OutcomeFenced || c.Trials != 2 || c.Exposures != 2 || c.TwoHolders.String() != "1 of 2, 9.5%–91%" || c.TooFew {
+		t.Errorf("pause cell %+v", c)
+	}
+	if e.P50Ms != 2 || e.P99Ms != 9 || e.HandoffP50Ms != 1.5 {
+		t.Errorf("no-fault latency %v/%v hand-off %v", e.P50Ms, e.P99Ms, e.HandoffP50Ms)
+	}
+	if d.Rows[1].Cells[ClassKillLead] != nil {
+		t.Error("postgres has a kill cell it never ran")
+	}
+}
+
+// TestDecisionLockless: where no lock is taken, two holders mean nothing
+// (MODEL §18): the cell has no two-holders rate and is judged on damage.
+func TestDecisionLockless(t *testing.T) {
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	c := cs("postgres-occ", false, pause, true, 0, 0, 0, 0, 0)
+	c.Check.Meta.Lockless, c.Check.Meta.Store = true, true
+	d := NewDecision(&Summary{Cases: []CaseSummary{c}})
+	cell := d.Rows[0].Cells[ClassPause]
+	if cell.TwoHolders.Of != 0 || cell.Damage.Of != 1 || cell.Outcome != OutcomeSafe {
+		t.Errorf("lockless cell: %+v", cell)
+	}
+}
+
+// TestDecisionCountsEachAcquisitionOnce: with several faults in a case,
+// its acquisitions during and after the faults are the case's, counted
+// once, not once per fault (MODEL §15).
+func TestDecisionCountsEachAcquisitionOnce(t *testing.T) {
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}, {Type: "pause", Target: "holder", Class: history.ClassPause}}
+	c := cs("etcd", true, pause, true, 0, 0, 0, 0, 0)
+	c.Check.Figures.AcquiresDuringFaults, c.Check.Figures.AcquiresAfterFaults = 1, 2
+	d := NewDecision(&Summary{Cases: []CaseSummary{c}})
+	if cell := d.Rows[0].Cells[ClassPause]; cell.AcquisitionsDuring != 1 || cell.AcquisitionsAfter != 2 {
+		t.Errorf("during %d after %d, want 1 and 2", cell.AcquisitionsDuring, cell.AcquisitionsAfter)
+	}
+}

@@ -1,0 +1,99 @@
+package verdict
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockbench/lockbench/checker"
+)
+
+var statusWords = map[checker.Status]string{
+	checker.StatusOK:            "✓ as expected",
+	checker.StatusViolation:     "✗ UNSAFE (unexpected)",
+	checker.StatusUnavailable:   "✗ NOT LIVE (unexpected)",
+	checker.StatusNotReproduced: "✗ expected outcome not reproduced",
+	checker.StatusInvalid:       "✗ invalid run",
+	checker.StatusUnknown:       "? incomplete",
+}
+
+// StatusWords says a case's status in words, with its mark.
+func StatusWords(s checker.Status) string { return statusWords[s] }
+
+// Verdicts counts rows by verdict.
+func (s *Summary) Verdicts() map[string]int {
+	out := map[string]int{}
+	for _, r := range s.Rows {
+		out[r.Verdict]++
+	}
+	return out
+}
+
+// Availability says in a few words how live the lock was: the longest gap
+// (MODEL §11), and how soon it recovered after each fault healed.
+func Availability(l checker.Liveness) string {
+	out := fmt.Sprintf("longest_gap=%.0fms", l.LongestGapMs)
+	for _, f := range l.Faults {
+		switch {
+		case f.RecoveredAfterMs >= 0:
+			out += fmt.Sprintf(" recovered_after_%s=%.0fms", f.Fault, f.RecoveredAfterMs)
+		case f.Verdict == checker.Unmet:
+			out += fmt.Sprintf(" recovered_after_%s=never", f.Fault)
+		}
+	}
+	return out
+}
+
+// Verdict lines for the terminal, one per case.
+func (s *Summary) Lines() []string {
+	var out []string
+	for _, c := range s.Cases {
+		out = append(out, CaseLines(c)...)
+	}
+	for _, r := range s.Rows {
+		if r.Trials > 1 {
+			out = append(out, fmt.Sprintf("row %-20s %s: expected outcome in %d/%d trials (need %d), %d invalid", r.Row, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid))
+		}
+	}
+	return out
+}
+
+// CaseLines is one case's verdict line, with its unmet expectations,
+// invalid reasons and thresholds under it.
+func CaseLines(c CaseSummary) []string {
+	r, m := c.Check, c.Metrics
+	p99 := "—"
+	if m.AcquireLatency.Count > 0 {
+		p99 = fmt.Sprintf("%.2fms", m.AcquireLatency.P99)
+	}
+	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%d stale_accepted=%d lost=%d stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%s",
+		r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.StaleAccepted, r.Resource.LostUpdates, r.Resource.StaleRejected,
+		r.TokenRegressions, r.AcquiresOK, Availability(r.Liveness), m.AcquiresPerSec, p99)}
+	for _, u := range r.Unmet {
+		out = append(out, "    unmet: "+u)
+	}
+	for _, i := range r.Invalid {
+		out = append(out, "    invalid: "+i)
+	}
+	for _, v := range c.Thresholds {
+		out = append(out, "    "+v.String())
+	}
+	return out
+}
+
+// Tally sums the run up in one line: rows by verdict.
+func (s *Summary) Tally() string {
+	v := s.Verdicts()
+	if len(s.Rows) == 0 {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("%d as expected", v[RowReproduced])}
+	for _, k := range []string{RowViolation, RowUnavailable, RowNotReproduced, RowInvalid} {
+		if v[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", v[k], k))
+		}
+	}
+	if n := s.ThresholdsFailed(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d threshold(s) failed", n))
+	}
+	return fmt.Sprintf("%d row(s) from %d case(s): %s", len(s.Rows), len(s.Cases), strings.Join(parts, ", "))
+}
