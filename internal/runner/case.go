@@ -215,7 +215,8 @@ func (cr *caseRun) healed(t int64) {
 // watchRecovery keeps the workload running, past the case's duration if
 // need be, until the last heal is followed by the time the checker needs
 // to judge the recovery (checker/MODEL.md §11): recovers_within, or
-// checker.MinEvidence; and, without recovers_within, while nothing has
+// checker.MinEvidence (also for available: false, which needs that much
+// clear window to say the lock stayed away); and, without recovers_within, while nothing has
 // some key a client asked for has not been acquired since the heal, up to
 // MinEvidence past the lock's own expiry bound (a dead holder's lease must
 // run out before "never" can be said). A fault whose heal took long (a
@@ -226,12 +227,15 @@ func (cr *caseRun) watchRecovery(ctx context.Context) {
 	cr.liveMu.Lock()
 	last := cr.lastHeal
 	cr.liveMu.Unlock()
-	if last == 0 || cr.c.Expect.Measure || (cr.c.Expect.Available != nil && !*cr.c.Expect.Available) {
+	if last == 0 || cr.c.Expect.Measure {
 		return
 	}
 	need, upTo := checker.MinEvidence, checker.MinEvidence+backends.ExpiryBound(cr.c.Backend, cr.c.Workload.TTL.D())
 	if b := time.Duration(cr.c.Expect.RecoversWithinNs); b > 0 {
 		need, upTo = b+time.Millisecond, b+time.Millisecond // a stretch longer than B
+	}
+	if cr.c.Expect.Available != nil && !*cr.c.Expect.Available {
+		upTo = need // "stays unavailable" needs MinEvidence after the heal, served or not
 	}
 	if more := time.Duration(last + int64(need) - monoclock.Since(cr.r.base)); more > 0 {
 		fmt.Fprintf(cr.r.log, "  the last fault healed %s before the case's end: running %s more to watch the recovery\n",

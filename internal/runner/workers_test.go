@@ -300,6 +300,30 @@ func TestWatchRecoveryPerKey(t *testing.T) {
 	}
 }
 
+// TestWatchRecoveryUnavailable: a case that expects the lock to stay away
+// (available: false) runs until MinEvidence has passed after the last
+// heal, the clear window the checker needs to say so, and no longer,
+// served or not.
+func TestWatchRecoveryUnavailable(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster())
+	tc.c.Workload.TTL = config.Duration(time.Minute)
+	tc.c.Backend = leased{}
+	no := false
+	tc.c.Expect.Available = &no
+	tc.r.base -= int64(time.Minute)
+	heal := monoclock.Since(tc.r.base) - int64(checker.MinEvidence) + int64(400*time.Millisecond)
+	tc.healed(heal)
+	tc.served["k0"] = heal - 1 // never back: must not keep it running
+	start := time.Now()
+	tc.watchRecovery(context.Background())
+	if took := time.Since(start); took < 350*time.Millisecond || took > 5*time.Second {
+		t.Errorf("watched %s after the heal's MinEvidence was 400ms away", took)
+	}
+	if after := monoclock.Since(tc.r.base) - heal; after < int64(checker.MinEvidence) {
+		t.Errorf("stopped %s after the heal, before MinEvidence", time.Duration(after))
+	}
+}
+
 // leased is a backend whose lease is the workload's ttl (nothing else of
 // it is used).
 type leased struct{ backends.Backend }
