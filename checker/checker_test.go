@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/history"
@@ -180,6 +181,32 @@ func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
 	r := c.Result()
 	if r.Valid || r.Status != "invalid" || r.MutualExclusion != checker.Unknown {
 		t.Errorf("got valid=%v status=%s me=%s", r.Valid, r.Status, r.MutualExclusion)
+	}
+}
+
+// TestNextGrantNeverNegative: an ok dated before the fault-start it
+// follows in the file (a record out of order) is not the fault's next
+// grant (MODEL §15): the next one dated after the start is.
+func TestNextGrantNeverNegative(t *testing.T) {
+	ms := int64(time.Millisecond)
+	c := checker.NewCase(history.CaseMeta{Name: "x", Duration: 200 * ms,
+		Faults: []history.ScheduledAt{{Name: "partition-1", Type: "partition", Target: "link:resource@instance-2", At: 50 * ms, For: 50 * ms}}}, 0)
+	c.Add(&history.Event{T: 40 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i1c0", Key: "k"})
+	c.Add(&history.Event{T: 50 * ms, Type: history.Mark, F: history.MarkFaultStart, Fault: "partition-1", Target: "link:resource@instance-2", Observed: "applied"})
+	c.Add(&history.Event{T: 50*ms - 1, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k", Token: 1})
+	c.Add(&history.Event{T: 60 * ms, Type: history.Invoke, F: history.OpRelease, Proc: "i1c0", Key: "k"})
+	c.Add(&history.Event{T: 61 * ms, Type: history.OK, F: history.OpRelease, Proc: "i1c0", Key: "k"})
+	c.Add(&history.Event{T: 70 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i2c0", Key: "k"})
+	c.Add(&history.Event{T: 80 * ms, Type: history.OK, F: history.OpAcquire, Proc: "i2c0", Key: "k", Token: 2})
+	c.Add(&history.Event{T: 100 * ms, Type: history.Mark, F: history.MarkFaultEnd, Fault: "partition-1", Target: "link:resource@instance-2"})
+	c.Add(&history.Event{T: 200 * ms, Type: history.Mark, F: history.MarkCaseStop})
+	c.Add(&history.Event{T: 200 * ms, Type: history.Mark, F: history.MarkCaseEnd})
+	r := c.Result()
+	if len(r.Liveness.Faults) != 1 {
+		t.Fatalf("faults: %+v", r.Liveness.Faults)
+	}
+	if got := r.Liveness.Faults[0].NextGrantMs; got != 30 {
+		t.Errorf("next grant = %vms, want 30 (the grant dated after the start)", got)
 	}
 }
 

@@ -374,10 +374,18 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 	}
 	c.live.acquired(cl, e.Key, e.T)
 	if len(c.awaitGrant) > 0 && cl.live() {
+		// An ok dated before the fault-start it follows (a record out of
+		// order, §2) is not the next grant: a duration is never negative.
+		n := 0
 		for _, f := range c.awaitGrant {
-			f.nextGrant = e.T
+			if e.T >= f.start {
+				f.nextGrant = e.T
+				continue
+			}
+			c.awaitGrant[n] = f
+			n++
 		}
-		c.awaitGrant = c.awaitGrant[:0]
+		c.awaitGrant = c.awaitGrant[:n]
 	}
 	if h := cl.holds.get(e.Key); h != nil {
 		c.res.DuplicateGrants++

@@ -328,6 +328,11 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			t.Faults[i].Detail = faultsAny
 			t.Faults[i].anyf("recovered_after_ms", faultsAny)
 			t.Faults[i].anyf("clear_ms", faultsAny)
+			if outOfOrder {
+				// an ok dated before the fault-start it follows in the
+				// file: "the next grant after it" has no duration
+				t.Faults[i].anyf("next_grant_ms", faultsAny)
+			}
 			continue
 		}
 		switch t.Faults[i].Verdict {
