@@ -204,6 +204,10 @@ workload: {duration: 8s, instances: 2, clients: 1, ttl: 2s, hold: {min: 5ms, max
 cases:
   - name: redis
     backend: redis
+    # Busy enough that a 1% CPU quota must throttle the server even when
+    # the machine is loaded (two clients holding 5-10 ms left it under 1%
+    # of a CPU beside another job: the starvation had nothing to stop).
+    workload: {clients: 3, hold: {min: 1ms, max: 2ms}}
     faults:
       - {type: pause, target: redis-1, at: 500ms, for: 1s}
       - {type: kill, target: redis-1, at: 2s, for: 500ms}
