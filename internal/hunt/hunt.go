@@ -56,6 +56,9 @@ type Result struct {
 	Seed     int64         `json:"seed"`
 	Started  time.Time     `json:"started"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
+	// Searched is the time the search took, until its last batch ended
+	// (Elapsed adds confirming and shrinking).
+	Searched time.Duration `json:"searched_ns"`
 	Budget   time.Duration `json:"budget_ns"`
 	Batches  int           `json:"batches"`
 	Trials   int           `json:"trials"`
@@ -154,6 +157,7 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 		t0 := c.Now()
 		run, dir, err := c.run(ctx, r, fmt.Sprintf("hunt-b%d", res.Batches), Spec{Name: c.Backend, Schedule: s, Trials: n, Need: 1, SideBySide: n, PerTrial: per})
 		last = c.Now().Sub(t0)
+		res.Searched = c.Now().Sub(res.Started)
 		if dir != "" {
 			res.Runs = append(res.Runs, dir)
 		}

@@ -50,9 +50,9 @@ func (r *Result) Summary(c Config) []string {
 	return out
 }
 
-// searchTime is the time the search itself took (every run until the
-// finding was confirmed is in Elapsed).
-func (r *Result) searchTime() time.Duration { return r.Elapsed.Round(time.Second) }
+// searchTime is the time the search itself took (its batches; Elapsed
+// adds confirming and shrinking).
+func (r *Result) searchTime() time.Duration { return r.Searched.Round(time.Second) }
 
 func (r *Result) accidents() string {
 	var s []string
@@ -68,7 +68,7 @@ func (r *Result) accidents() string {
 func (r *Result) Markdown(c Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# bench hunt: %s\n\n", c.Backend)
-	fmt.Fprintf(&b, "Seed %d, started %s, %s.\n\n", c.Seed, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "Seed %d, started %s, %s in all (search, confirmation, shrinking).\n\n", c.Seed, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
 	for _, l := range r.Summary(c) {
 		fmt.Fprintf(&b, "- %s\n", l)
 	}
