@@ -148,8 +148,13 @@ func huntConfig(backend, options, wl, network, kinds, tgts, windows string, log 
 	if err != nil {
 		return cfg, exitcode.With(fmt.Errorf("-kinds: %w", err), exitcode.Config)
 	}
+	cuts := map[string]bool{"isolate": true, "loss": true, "split": true, "one-way": true}
 kinds:
 	for _, kw := range ks {
+		if cuts[kw.Value] && len(c.Backend.Servers()) == 0 {
+			fmt.Fprintf(log, "left out of the space: %s: %s has no server to cut an instance from\n", kw.Value, backend)
+			continue
+		}
 		for _, t := range cfg.Space.Targets {
 			if _, err := probe(fmt.Sprintf(", faults: [{type: %s, target: %s, at: 1s, for: 1s}], trials: {count: 2, side_by_side: 2}", kw.Value, t.Value)); err != nil {
 				msg, _, _ := strings.Cut(err.Error(), "\n")

@@ -241,7 +241,7 @@ func (c *Config) confirm(ctx context.Context, r Runner, res *Result, t realized.
 	f.Replays, f.Invalid = verdict.NewRate(hits, c.Replays), invalid
 	verb := "recurs"
 	if hits < c.Need {
-		verb = "an accident: it does not recur"
+		verb = fmt.Sprintf("below %d of %d: not counted, the search goes on", c.Need, c.Replays)
 	}
 	c.logf("  %s: %s in %s replays (need %d): %s", t.Case, f.Class, f.Replays, c.Need, verb)
 	return f, nil

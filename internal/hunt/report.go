@@ -28,7 +28,7 @@ func (r *Result) Summary(c Config) []string {
 		}
 		out = append(out, "least covered (kind/phase/window=faults): "+strings.Join(least, ", "))
 		if len(r.Accidents) > 0 {
-			out = append(out, fmt.Sprintf("%d failure(s) did not recur in %d of %d replays (accidents, not findings): %s", len(r.Accidents), c.Need, c.Replays, r.accidents()))
+			out = append(out, fmt.Sprintf("%d failure(s) did not recur in %d of %d replays (not counted as findings): %s", len(r.Accidents), c.Need, c.Replays, r.accidents()))
 		}
 		return out
 	}
