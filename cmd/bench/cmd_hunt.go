@@ -63,6 +63,7 @@ never came back, 0 when nothing recurred.`
 	maxFaults := c.fs.Int("max-faults", 2, "faults a trial has at most")
 	verify := c.fs.Bool("verify", true, "run the written scenario once more at the end")
 	network := c.fs.String("network", "", "loopback (default) or hosts")
+	stop := c.fs.String("stop", "", "the safety violation to stop at: unsafe (two holders, or a late write that landed) or damage (a late write only); default damage for a lock whose work is in its own store (etcd-txn, postgres-for-update, postgres-occ), unsafe for the others")
 	c.exec = func(ctx context.Context, cio cmdIO, args []string) error {
 		cfg, err := huntConfig(args[0], *options, *wl, *network, *kinds, *tgts, *windows, cio.stderr)
 		if err != nil {
@@ -71,6 +72,15 @@ never came back, 0 when nothing recurred.`
 		cfg.Seed, cfg.Budget, cfg.MaxTrials, cfg.ShrinkBudget = *seed, *budget, *trials, *shrinkBudget
 		cfg.Batch, cfg.Replays, cfg.Need, cfg.Liveness, cfg.Verify, cfg.Log = *batch, *n, *k, *liveness, *verify, cio.stdout
 		cfg.Space.MaxFaults = *maxFaults
+		switch *stop {
+		case "unsafe":
+			cfg.DamageOnly = false
+		case "damage":
+			cfg.DamageOnly = true
+		case "":
+		default:
+			return exitcode.With(fmt.Errorf("-stop %q: want unsafe or damage", *stop), exitcode.Config)
+		}
 		if err := cfg.Space.Validate(); err != nil {
 			return exitcode.With(err, exitcode.Config)
 		}
@@ -81,8 +91,15 @@ never came back, 0 when nothing recurred.`
 		if err != nil {
 			return fmt.Errorf("hunt folder: %w", err)
 		}
-		fmt.Fprintf(cio.stdout, "hunt %s: seed %d, budget %s, %d trials side by side, a failure counts in %d of %d replays; lease %s; in %s\n",
-			args[0], cfg.Seed, cfg.Budget, cfg.Batch, cfg.Need, cfg.Replays, cfg.Space.Lease, dir)
+		what := "two holders or a late write"
+		if cfg.DamageOnly {
+			what = "a late write that landed"
+		}
+		if cfg.Liveness {
+			what += ", or a lock that never came back"
+		}
+		fmt.Fprintf(cio.stdout, "hunt %s: seed %d, budget %s, %d trials side by side, stopping at %s that recurs in %d of %d replays; lease %s; in %s\n",
+			args[0], cfg.Seed, cfg.Budget, cfg.Batch, what, cfg.Need, cfg.Replays, cfg.Space.Lease, dir)
 		res, herr := hunt.Hunt(ctx, cfg, &benchRunner{root: dir, network: *network, log: cio.stderr})
 		if res == nil {
 			return exitcode.With(herr, exitcode.Config)
@@ -132,6 +149,8 @@ func huntConfig(backend, options, wl, network, kinds, tgts, windows string, log 
 	}
 	c := sc.Cases[0]
 	cfg.Template = hunt.Template{Top: sc.Doc, Case: c.Source}
+	_, store := c.Backend.(backends.Verifier)
+	cfg.DamageOnly = store || backends.IsLockless(c.Backend)
 	cfg.Base = hunt.Schedule{Instances: c.Workload.Instances, Clients: c.Workload.Clients}
 	lease := backends.LeaseTime(c.Backend, c.Workload.TTL.D())
 	if lease <= 0 {

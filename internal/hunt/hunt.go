@@ -43,6 +43,11 @@ type Config struct {
 	// Liveness stops the hunt at a lock that never came back too, not
 	// only at a safety violation.
 	Liveness bool
+	// DamageOnly counts as a safety violation only a late write that
+	// landed, not two clients believing they hold the lock: for a lock
+	// whose work is in its own store (etcd-txn, postgres-for-update),
+	// which promises the data, not the belief.
+	DamageOnly bool
 	// Verify runs the written scenario once more at the end (Replays
 	// trials side by side) and says how often it reproduced.
 	Verify bool
@@ -96,17 +101,25 @@ type Finding struct {
 
 // fails says whether an outcome is a failure a hunt stops at.
 func (c *Config) fails(o realized.Outcome) bool {
-	return o.Unsafe() || (c.Liveness && o.NeverBack)
+	return c.unsafe(o) || (c.Liveness && o.NeverBack)
+}
+
+// unsafe is the safety violation this hunt looks for.
+func (c *Config) unsafe(o realized.Outcome) bool {
+	if c.DamageOnly {
+		return o.Damage > 0
+	}
+	return o.Unsafe()
 }
 
 // sameFailure says whether a replay's outcome is the finding's failure
 // again: unsafe for an unsafe one, never back for a lock that never came
 // back.
-func sameFailure(class string) func(realized.Outcome) bool {
+func (c *Config) sameFailure(class string) func(realized.Outcome) bool {
 	if class == realized.ClassNeverBack {
 		return func(o realized.Outcome) bool { return o.NeverBack }
 	}
-	return realized.Outcome.Unsafe
+	return c.unsafe
 }
 
 func (c *Config) logf(format string, args ...any) {
@@ -173,14 +186,14 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 			}
 			o := t.Outcome
 			switch {
-			case o.Unsafe():
+			case c.unsafe(o):
 				res.Unsafe++
 			case o.Class() == realized.ClassInvalid:
 				res.Invalid++
 			case o.NeverBack:
 				res.NeverBck++
 			}
-			if o.Valid || o.Unsafe() {
+			if o.Valid || c.unsafe(o) {
 				res.Decided++
 			}
 			if c.fails(o) {
@@ -193,7 +206,7 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 		// hunt still prefers.
 		for pass := 0; pass < 2 && res.Finding == nil; pass++ {
 			for _, t := range failed {
-				if (pass == 0) != t.Outcome.Unsafe() {
+				if (pass == 0) != c.unsafe(t.Outcome) {
 					continue
 				}
 				f, err := c.confirm(ctx, r, res, t, dir)
@@ -224,14 +237,14 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 // confirm replays a failed trial's realized schedule.
 func (c *Config) confirm(ctx context.Context, r Runner, res *Result, t realized.Trial, dir string) (*Finding, error) {
 	f := &Finding{Trial: t.Case, Run: dir, Class: t.Outcome.Class(), Schedule: c.scheduleOf(t)}
-	if t.Outcome.NeverBack && !t.Outcome.Unsafe() {
+	if t.Outcome.NeverBack && !c.unsafe(t.Outcome) {
 		f.Class = realized.ClassNeverBack
 	}
 	for _, rf := range t.Faults {
 		f.Phases = append(f.Phases, rf.Phase)
 	}
 	c.logf("  %s: %s (%s); replaying it %d times", t.Case, f.Class, f.Schedule, c.Replays)
-	hits, invalid, dir2, err := c.evaluate(ctx, r, fmt.Sprintf("confirm-%d", len(res.Accidents)+1), f.Schedule, sameFailure(f.Class))
+	hits, invalid, dir2, err := c.evaluate(ctx, r, fmt.Sprintf("confirm-%d", len(res.Accidents)+1), f.Schedule, c.sameFailure(f.Class))
 	if dir2 != "" {
 		res.Runs = append(res.Runs, dir2)
 	}

@@ -219,3 +219,22 @@ func (f *flakyRunner) Run(ctx context.Context, name string, src []byte) (*realiz
 	}
 	return r, dir, err
 }
+
+func TestWhatAHuntStopsAt(t *testing.T) {
+	for _, tc := range []struct {
+		damageOnly, liveness bool
+		o                    realized.Outcome
+		want                 bool
+	}{
+		{false, false, realized.Outcome{Violations: 1}, true},
+		{true, false, realized.Outcome{Violations: 1}, false}, // the store kept the data: belief alone is not damage
+		{true, false, realized.Outcome{Violations: 1, Damage: 1}, true},
+		{false, false, realized.Outcome{Valid: true, NeverBack: true}, false},
+		{false, true, realized.Outcome{Valid: true, NeverBack: true}, true},
+	} {
+		c := Config{DamageOnly: tc.damageOnly, Liveness: tc.liveness}
+		if got := c.fails(tc.o); got != tc.want {
+			t.Errorf("damage only %v, liveness %v, %+v: fails %v; want %v", tc.damageOnly, tc.liveness, tc.o, got, tc.want)
+		}
+	}
+}

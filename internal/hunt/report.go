@@ -17,6 +17,9 @@ func (r *Result) Summary(c Config) []string {
 	f := r.Finding
 	if f == nil {
 		what := "no two holders and no late write landed"
+		if c.DamageOnly {
+			what = "no late write landed (two holders were not looked for: the work is in the lock's own store)"
+		}
 		if c.Liveness {
 			what += ", and no lock that never came back,"
 		}

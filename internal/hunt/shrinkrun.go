@@ -21,7 +21,7 @@ const maxShrinkRuns = 40
 func (c *Config) shrink(ctx context.Context, r Runner, res *Result) error {
 	f := res.Finding
 	cur := f.Schedule
-	same := sameFailure(f.Class)
+	same := c.sameFailure(f.Class)
 	t0 := c.Now()
 	runs := 0
 	c.logf("shrinking %s (%s): each step kept only if it recurs in %d of %d replays", f.Trial, cur, c.Need, c.Replays)
@@ -92,7 +92,10 @@ func (c *Config) shrink(ctx context.Context, r Runner, res *Result) error {
 // expectation, Need of Replays.
 func (c *Config) Written(s Schedule, class string) ([]byte, error) {
 	exp := "{violations: true, stale_writes_accepted: any, lost_updates: any, available: any, token_regressions: any, leases_lost: any, note: found by bench hunt}"
-	if class == realized.ClassNeverBack {
+	switch {
+	case c.DamageOnly && class != realized.ClassNeverBack:
+		exp = "{lost_updates: true, violations: any, stale_writes_accepted: any, available: any, token_regressions: any, leases_lost: any, note: found by bench hunt}"
+	case class == realized.ClassNeverBack:
 		exp = "{available: false, violations: any, stale_writes_accepted: any, lost_updates: any, token_regressions: any, leases_lost: any, note: found by bench hunt}"
 	}
 	src, err := c.Template.Render("hunt-"+caseName(c.Backend)+"-shrunk", c.Seed, []Spec{{Name: caseName(c.Backend) + "-shrunk", Schedule: s, Trials: c.Replays, Need: c.Need, SideBySide: c.Replays, Expect: exp}})
