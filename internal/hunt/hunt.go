@@ -57,10 +57,10 @@ type Config struct {
 
 // Result is what a hunt did and found.
 type Result struct {
-	Backend  string        `json:"backend"`
-	Seed     int64         `json:"seed"`
-	Started  time.Time     `json:"started"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Backend string        `json:"backend"`
+	Seed    int64         `json:"seed"`
+	Started time.Time     `json:"started"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 	// Searched is the time the search took, until its last batch ended
 	// (Elapsed adds confirming and shrinking).
 	Searched time.Duration `json:"searched_ns"`
