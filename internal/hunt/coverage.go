@@ -12,7 +12,24 @@ import (
 // Cell is one cell of a hunt's coverage: a fault kind, the phase the
 // lock was in when it began, and its window in leases.
 type Cell struct {
-	Kind, Phase, Window string
+	Kind   string `json:"kind"`
+	Phase  string `json:"phase"`
+	Window string `json:"window"`
+}
+
+// CellCount is a cell with its count, for hunt.json.
+type CellCount struct {
+	Cell
+	Faults int `json:"faults"`
+}
+
+// List is every cell of the space with its count, in table order.
+func (c *Coverage) List() []CellCount {
+	var out []CellCount
+	for _, cl := range c.Cells() {
+		out = append(out, CellCount{cl, c.Count[cl]})
+	}
+	return out
 }
 
 // Windows are the window classes of the coverage table, in leases.

@@ -82,6 +82,7 @@ type Result struct {
 	Written  string         `json:"written,omitempty"`
 	Verified *verdict.Rate  `json:"verified,omitempty"`
 	Coverage *Coverage      `json:"-"`
+	Cells    []CellCount    `json:"coverage"`
 	Bound    verdict.Rate   `json:"unsafe_rate"`
 	Runs     []string       `json:"runs"`
 	Tried    map[string]int `json:"tried"`
@@ -145,7 +146,7 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 		kinds = append(kinds, k.Value)
 	}
 	res := &Result{Backend: c.Backend, Seed: c.Seed, Started: c.Now(), Budget: c.Budget, Coverage: NewCoverage(kinds, c.Space.Lease), Tried: map[string]int{}}
-	defer func() { res.Elapsed = c.Now().Sub(res.Started) }()
+	defer func() { res.Elapsed, res.Cells = c.Now().Sub(res.Started), res.Coverage.List() }()
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x68756e74))
 	var last time.Duration // the last batch's wall time: the next is not started past the budget
 	for {
