@@ -118,6 +118,7 @@ func TestHuntFindsConfirmsAndShrinks(t *testing.T) {
 	if sm.PlanSeed == 0 {
 		t.Errorf("the smallest schedule lost its plan seed")
 	}
+	t.Logf("written:\n%s", res.Written)
 	if _, err := scenario.Parse("shrunk.yaml", []byte(res.Written)); err != nil {
 		t.Errorf("the written scenario does not validate: %v\n%s", err, res.Written)
 	}

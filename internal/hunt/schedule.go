@@ -119,6 +119,7 @@ func (t Template) Render(name string, seed int64, specs []Spec) ([]byte, error) 
 
 func (t Template) renderCase(sp Spec) (*yaml.Node, error) {
 	c := deepCopy(t.Case)
+	c.Style = 0 // a case a line a field, each value as it was written
 	setKey(c, "name", str(sp.Name))
 	for _, k := range []string{"nemesis", "faults", "trials", "plan_seed", "expect", "thresholds"} {
 		delKey(c, k)
