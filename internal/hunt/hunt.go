@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/realized"
@@ -201,8 +202,8 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 				failed = append(failed, t)
 			}
 		}
-		c.logf("batch %d: %d trials in %s (%s of %s spent): %d unsafe, %d never back, %d invalid so far; %s", res.Batches, n, last.Round(time.Second),
-			c.Now().Sub(res.Started).Round(time.Second), c.Budget, res.Unsafe, res.NeverBck, res.Invalid, res.Coverage)
+		c.logf("batch %d: %d trials in %s (%s of %s spent): %d unsafe, %d never back, %d invalid so far; %s; tried %s", res.Batches, n, last.Round(time.Second),
+			c.Now().Sub(res.Started).Round(time.Second), c.Budget, res.Unsafe, res.NeverBck, res.Invalid, res.Coverage, res.triedKinds(kinds))
 		// Unsafe first: a safety violation is the finding a liveness
 		// hunt still prefers.
 		for pass := 0; pass < 2 && res.Finding == nil; pass++ {
@@ -233,6 +234,20 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 		return res, nil
 	}
 	return res, c.shrink(ctx, r, res)
+}
+
+// triedKinds says how many faults of each kind were drawn so far.
+func (r *Result) triedKinds(kinds []string) string {
+	n := map[string]int{}
+	for k, c := range r.Tried {
+		kind, _, _ := strings.Cut(k, " ")
+		n[kind] += c
+	}
+	var out []string
+	for _, k := range kinds {
+		out = append(out, fmt.Sprintf("%s×%d", k, n[k]))
+	}
+	return strings.Join(out, " ")
 }
 
 // confirm replays a failed trial's realized schedule.
