@@ -282,7 +282,7 @@ func (c *Config) scheduleOf(t realized.Trial) Schedule {
 	s := c.Base
 	s.Duration, s.PlanSeed = time.Duration(t.DurationNs), t.PlanSeed
 	for _, f := range t.Faults {
-		s.Faults = append(s.Faults, Fault{Type: f.Type, Target: f.Target, At: time.Duration(f.AtNs), For: time.Duration(f.ForNs), Options: f.Options})
+		s.Faults = append(s.Faults, Fault{Type: f.Type, Target: f.Target, At: time.Duration(f.AtNs), For: time.Duration(f.ForNs), Options: f.Options, Phase: f.Phase})
 	}
 	return s
 }

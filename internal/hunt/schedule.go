@@ -24,6 +24,10 @@ type Fault struct {
 	At      time.Duration  `json:"at"`
 	For     time.Duration  `json:"for"`
 	Options map[string]any `json:"options,omitempty"`
+	// Phase is the lock's phase when the fault began, when it ran (from
+	// realized.json): shrinking aims a fault that hit an instance in the
+	// holding or waiting phase at that role instead.
+	Phase string `json:"phase,omitempty"`
 }
 
 // End is when the fault's window ends.

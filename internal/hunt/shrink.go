@@ -2,7 +2,10 @@ package hunt
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/realized"
 )
 
 // Candidate is one step that makes a schedule smaller, and what it did.
@@ -15,13 +18,25 @@ type Candidate struct {
 // barely acts (a pause shorter than a scheduler tick).
 const MinWindow = 50 * time.Millisecond
 
-// Candidates returns the one-step reductions of s, smallest effect
-// first in the order the issue gives them: drop a fault, halve a window,
-// fewer instances, fewer clients, a shorter case. Each keeps the others'
-// times (faults stay where the failure found them). lease scales the
-// case's tail.
+// roleOf is the role an instance played in a phase: what a fault that
+// hit it then was really aimed at.
+var roleOf = map[string]string{realized.PhaseHolding: "holder", realized.PhaseExtending: "holder", realized.PhaseWaiting: "a-waiter"}
+
+// Candidates returns the one-step reductions of s, in this order: aim a
+// fault that hit an instance at the role it played (instance-1 while it
+// held the lock becomes holder: the cause, not the accident of which
+// instance held), drop a fault, halve a window, fewer instances, fewer
+// clients, a shorter case. Each keeps the others' times (faults stay
+// where the failure found them). lease scales the case's tail.
 func Candidates(s Schedule, lease time.Duration) []Candidate {
 	var out []Candidate
+	for i, f := range s.Faults {
+		if role := roleOf[f.Phase]; role != "" && strings.HasPrefix(f.Target, "instance-") {
+			c := s.clone()
+			c.Faults[i].Target = role
+			out = append(out, Candidate{fmt.Sprintf("aim fault %d at the %s (%s was it when the fault began)", i+1, role, f.Target), c})
+		}
+	}
 	for i := range s.Faults {
 		c := s.clone()
 		c.Faults = append(c.Faults[:i:i], c.Faults[i+1:]...)

@@ -14,6 +14,8 @@ func TestCandidates(t *testing.T) {
 		{Type: "pause", Target: "holder", At: time.Second, For: 4 * time.Second},
 		{Type: "cpu-starve", Target: "a-waiter", At: 2 * time.Second, For: 60 * time.Millisecond},
 	}}
+	aimed := s.clone()
+	aimed.Faults[0].Target, aimed.Faults[0].Phase = "instance-2", realized.PhaseHolding
 	var steps []string
 	for _, c := range Candidates(s, lease) {
 		steps = append(steps, c.Step)
@@ -33,6 +35,9 @@ func TestCandidates(t *testing.T) {
 		"instances 2 → 1",
 		"clients per instance 2 → 1",
 		"case 12s → 7s", // the last window ends at 5s, and a lease of tail
+	}
+	if c := Candidates(aimed, lease); c[0].Step != "aim fault 1 at the holder (instance-2 was it when the fault began)" || c[0].Schedule.Faults[0].Target != "holder" {
+		t.Errorf("first candidate of a fault on an instance that held: %s, %s", c[0].Step, c[0].Schedule)
 	}
 	if strings.Join(steps, "\n") != strings.Join(want, "\n") {
 		t.Errorf("candidates:\n%s\nwant:\n%s", strings.Join(steps, "\n"), strings.Join(want, "\n"))
