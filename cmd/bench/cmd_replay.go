@@ -41,6 +41,9 @@ Exit code: 102 when fewer than -need replays gave it, else 0.`
 		if *n < 1 || *n > 100 || *need < 0 || *need > *n {
 			return exitcode.With(fmt.Errorf("-n %d, -need %d: want 1 ≤ n ≤ 100 and 0 ≤ need ≤ n", *n, *need), exitcode.Config)
 		}
+		if st, err := os.Stat(src); err != nil || !st.IsDir() {
+			return exitcode.With(fmt.Errorf("replay %s: not a results folder", src), exitcode.Config)
+		}
 		rr, err := readRealized(src)
 		if err != nil {
 			return err
