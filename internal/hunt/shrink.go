@@ -25,8 +25,9 @@ var roleOf = map[string]string{realized.PhaseHolding: "holder", realized.PhaseEx
 // Candidates returns the one-step reductions of s, in this order: aim a
 // fault that hit an instance at the role it played (instance-1 while it
 // held the lock becomes holder: the cause, not the accident of which
-// instance held), drop a fault, halve a window, fewer instances, fewer
-// clients, a shorter case. Each keeps the others' times (faults stay
+// instance held), a shorter case (the first reduction: it makes every
+// later run shorter), drop a fault, halve a window, fewer instances,
+// fewer clients. Each keeps the others' times (faults stay
 // where the failure found them). lease scales the case's tail.
 func Candidates(s Schedule, lease time.Duration) []Candidate {
 	var out []Candidate
@@ -36,6 +37,11 @@ func Candidates(s Schedule, lease time.Duration) []Candidate {
 			c.Faults[i].Target = role
 			out = append(out, Candidate{fmt.Sprintf("aim fault %d at the %s (%s was it when the fault began)", i+1, role, f.Target), c})
 		}
+	}
+	if d := Length([][]Fault{s.Faults}, lease); d < s.Duration {
+		c := s.clone()
+		c.Duration = d
+		out = append(out, Candidate{fmt.Sprintf("case %s → %s", round(s.Duration), round(d)), c})
 	}
 	for i := range s.Faults {
 		c := s.clone()
@@ -61,11 +67,6 @@ func Candidates(s Schedule, lease time.Duration) []Candidate {
 		c := s.clone()
 		c.Clients--
 		out = append(out, Candidate{fmt.Sprintf("clients per instance %d → %d", s.Clients, c.Clients), c})
-	}
-	if d := Length([][]Fault{s.Faults}, lease); d < s.Duration {
-		c := s.clone()
-		c.Duration = d
-		out = append(out, Candidate{fmt.Sprintf("case %s → %s", round(s.Duration), round(d)), c})
 	}
 	return out
 }

@@ -29,12 +29,12 @@ func TestCandidates(t *testing.T) {
 		}
 	}
 	want := []string{
+		"case 12s → 7s", // the last window ends at 5s, and a lease of tail
 		"drop fault 1 (pause holder at 1s for 4s)",
 		"drop fault 2 (cpu-starve a-waiter at 2s for 60ms)",
 		"halve fault 1's window (4s → 2s)", // fault 2's 60ms is not halved below MinWindow
 		"instances 2 → 1",
 		"clients per instance 2 → 1",
-		"case 12s → 7s", // the last window ends at 5s, and a lease of tail
 	}
 	if c := Candidates(aimed, lease); c[0].Step != "aim fault 1 at the holder (instance-2 was it when the fault began)" || c[0].Schedule.Faults[0].Target != "holder" {
 		t.Errorf("first candidate of a fault on an instance that held: %s, %s", c[0].Step, c[0].Schedule)
