@@ -50,8 +50,8 @@ func Candidates(s Schedule, lease time.Duration) []Candidate {
 		out = append(out, Candidate{fmt.Sprintf("drop fault %d (%s)", i+1, s.Faults[i]), c})
 	}
 	for i, f := range s.Faults {
-		if f.For/2 < MinWindow {
-			continue
+		if f.For/2 < MinWindow || (f.Type == "kill" && onInstance(f.Target)) {
+			continue // a killed instance stays dead: its window changes nothing
 		}
 		c := s.clone()
 		c.Faults[i].For = (f.For / 2).Round(time.Millisecond)
@@ -69,6 +69,17 @@ func Candidates(s Schedule, lease time.Duration) []Candidate {
 		out = append(out, Candidate{fmt.Sprintf("clients per instance %d → %d", s.Clients, c.Clients), c})
 	}
 	return out
+}
+
+// onInstance says a target is one of a trial's instances or a role that
+// resolves to one.
+func onInstance(target string) bool {
+	for _, p := range []string{"instance-", "holder", "a-waiter"} {
+		if strings.HasPrefix(target, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // fitDuration keeps the case's length unless the faults now end earlier

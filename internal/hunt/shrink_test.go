@@ -47,6 +47,15 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
+func TestAKilledInstancesWindowIsNotHalved(t *testing.T) {
+	s := Schedule{Instances: 2, Clients: 1, Duration: 4 * time.Second, Faults: []Fault{{Type: "kill", Target: "holder", At: time.Second, For: time.Second}}}
+	for _, c := range Candidates(s, time.Second) {
+		if strings.HasPrefix(c.Step, "halve") {
+			t.Errorf("%s: an instance killed stays dead, whatever its window", c.Step)
+		}
+	}
+}
+
 func TestCandidatesOfTheSmallest(t *testing.T) {
 	s := Schedule{Instances: 1, Clients: 1, Duration: 1500 * time.Millisecond}
 	if c := Candidates(s, time.Second); len(c) != 0 {
