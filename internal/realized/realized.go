@@ -104,7 +104,8 @@ type Outcome struct {
 	Damage int `json:"damage"`
 	// NeverBack: after some fault began, the trial's lock granted no live
 	// client anything again, though the case went on for at least a lease
-	// (or a second) after the fault healed.
+	// (or a second) after the fault healed and a live client waited for it
+	// all that time.
 	NeverBack    bool    `json:"never_back"`
 	LongestGapMs float64 `json:"longest_gap_ms"`
 }
@@ -147,7 +148,11 @@ func outcomeOf(r checker.Result, lease time.Duration) Outcome {
 		o.Damage += r.Store.Lost
 	}
 	for _, f := range r.Liveness.Faults {
-		if f.NextGrantMs < 0 && f.ClearMs >= max(lease, time.Second).Seconds()*1000 {
+		// Nothing granted after the fault began, a clear window long
+		// enough to have recovered, and a live client waiting through it
+		// (the longest gap spans it): a lock nobody asked for again has
+		// not failed anyone.
+		if f.NextGrantMs < 0 && f.ClearMs >= max(lease, time.Second).Seconds()*1000 && r.Liveness.LongestGapMs >= f.ClearMs {
 			o.NeverBack = true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/history"
 )
 
@@ -98,5 +99,28 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := r.Find("c"); err == nil {
 		t.Errorf("Find(c): no error")
+	}
+}
+
+func TestNeverBackNeedsAWaiter(t *testing.T) {
+	const lease = 2e9
+	fault := func(next, clear float64) checker.FaultLiveness {
+		return checker.FaultLiveness{NextGrantMs: next, ClearMs: clear}
+	}
+	for _, tc := range []struct {
+		name string
+		f    checker.FaultLiveness
+		gap  float64
+		want bool
+	}{
+		{"a waiter waited through the clear window", fault(-1, 9000), 9500, true},
+		{"nobody was left to wait", fault(-1, 9000), 0, false},
+		{"granted again", fault(1200, 9000), 9500, false},
+		{"too short a window to tell", fault(-1, 1500), 9500, false},
+	} {
+		r := checker.Result{Valid: true, Liveness: checker.Liveness{LongestGapMs: tc.gap, Faults: []checker.FaultLiveness{tc.f}}}
+		if got := outcomeOf(r, lease).NeverBack; got != tc.want {
+			t.Errorf("%s: never back %v; want %v", tc.name, got, tc.want)
+		}
 	}
 }
