@@ -103,8 +103,12 @@ type Finding struct {
 
 // fails says whether an outcome is a failure a hunt stops at.
 func (c *Config) fails(o realized.Outcome) bool {
-	return c.unsafe(o) || (c.Liveness && o.NeverBack)
+	return c.unsafe(o) || (c.Liveness && neverBack(o))
 }
+
+// neverBack is a lock that never came back in a trial that could be
+// judged: a harness that failed may be why nothing was granted.
+func neverBack(o realized.Outcome) bool { return o.NeverBack && o.Valid }
 
 // unsafe is the safety violation this hunt looks for.
 func (c *Config) unsafe(o realized.Outcome) bool {
@@ -119,7 +123,7 @@ func (c *Config) unsafe(o realized.Outcome) bool {
 // back.
 func (c *Config) sameFailure(class string) func(realized.Outcome) bool {
 	if class == realized.ClassNeverBack {
-		return func(o realized.Outcome) bool { return o.NeverBack }
+		return neverBack
 	}
 	return c.unsafe
 }
@@ -192,7 +196,7 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 				res.Unsafe++
 			case o.Class() == realized.ClassInvalid:
 				res.Invalid++
-			case o.NeverBack:
+			case neverBack(o):
 				res.NeverBck++
 			}
 			if o.Valid || c.unsafe(o) {

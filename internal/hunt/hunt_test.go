@@ -232,6 +232,7 @@ func TestWhatAHuntStopsAt(t *testing.T) {
 		{true, false, realized.Outcome{Violations: 1, Damage: 1}, true},
 		{false, false, realized.Outcome{Valid: true, NeverBack: true}, false},
 		{false, true, realized.Outcome{Valid: true, NeverBack: true}, true},
+		{false, true, realized.Outcome{Valid: false, NeverBack: true}, false}, // the harness may be why
 	} {
 		c := Config{DamageOnly: tc.damageOnly, Liveness: tc.liveness}
 		if got := c.fails(tc.o); got != tc.want {
