@@ -194,8 +194,8 @@ func Hunt(ctx context.Context, c Config, r Runner) (*Result, error) {
 			switch {
 			case c.unsafe(o):
 				res.Unsafe++
-			case o.Class() == realized.ClassInvalid:
-				res.Invalid++
+			case !o.Valid:
+				res.Invalid++ // could not be judged, and showed none of what this hunt stops at
 			case neverBack(o):
 				res.NeverBck++
 			}
