@@ -100,7 +100,7 @@ never came back, 0 when nothing recurred.`
 		}
 		fmt.Fprintf(cio.stdout, "hunt %s: seed %d, budget %s, %d trials side by side, stopping at %s that recurs in %d of %d replays; lease %s; in %s\n",
 			args[0], cfg.Seed, cfg.Budget, cfg.Batch, what, cfg.Need, cfg.Replays, cfg.Space.Lease, dir)
-		res, herr := hunt.Hunt(ctx, cfg, &benchRunner{root: dir, network: *network, log: cio.stderr})
+		res, herr := hunt.Hunt(ctx, cfg, &benchRunner{root: dir, network: *network})
 		if res == nil {
 			return exitcode.With(herr, exitcode.Config)
 		}
@@ -251,7 +251,6 @@ func writeHunt(dir string, cfg hunt.Config, res *hunt.Result) error {
 // schedules.
 type benchRunner struct {
 	root, network string
-	log           io.Writer
 }
 
 func (b *benchRunner) Run(ctx context.Context, name string, src []byte) (*realized.Run, string, error) {

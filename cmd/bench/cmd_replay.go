@@ -81,7 +81,7 @@ Exit code: 102 when fewer than -need replays gave it, else 0.`
 		if err != nil {
 			return fmt.Errorf("replay folder: %w", err)
 		}
-		run, rdir, err := (&benchRunner{root: dir, network: rf.Network, log: cio.stderr}).Run(ctx, "replay", src2)
+		run, rdir, err := (&benchRunner{root: dir, network: rf.Network}).Run(ctx, "replay", src2)
 		if err != nil {
 			return err
 		}
