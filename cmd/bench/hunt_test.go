@@ -39,7 +39,7 @@ func TestHuntFindsAndShrinksLocal(t *testing.T) {
 		t.Errorf("bench validate shrunk.yaml: %v", err)
 	}
 	md := readFile(filepath.Join(dir, "hunt.md"))
-	for _, want := range []string{"## Shrinking", "| 1 | drop fault 1", "## Coverage", "| pause | holding |"} {
+	for _, want := range []string{"## Shrinking", "| drop fault 1 (pause holder", "## Coverage", "| pause | holding |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("hunt.md lacks %q:\n%s", want, md)
 		}
