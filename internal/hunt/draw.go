@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/checker"
 )
 
 // Space is what a hunt draws its trials from.
@@ -142,9 +144,11 @@ func pick(rng *rand.Rand, ws []Weighted) string {
 
 // Tail is how long a case goes on after its last fault's window: long
 // enough to see a paused holder's late write and whether the lock comes
-// back (a lease, at least 1.5 s, at most 20 s).
+// back (a lease, at most 20 s), and more than the checker needs to call
+// a lock that never came back a verdict rather than a guess
+// (checker.MinEvidence, and half a second for the workers' stop).
 func Tail(lease time.Duration) time.Duration {
-	return min(max(lease, 1500*time.Millisecond), 20*time.Second)
+	return min(max(lease, checker.MinEvidence+500*time.Millisecond), 20*time.Second)
 }
 
 // Length is the case length that holds every trial's faults and the

@@ -104,8 +104,8 @@ func TestLengthHoldsEveryFaultAndTheTail(t *testing.T) {
 		lease  time.Duration
 		want   time.Duration
 	}{
-		{nil, time.Second, 1500 * time.Millisecond},
-		{[][]Fault{{{At: time.Second, For: 2 * time.Second}}, {{At: 500 * time.Millisecond, For: 4 * time.Second}}}, 2 * time.Second, 6500 * time.Millisecond},
+		{nil, time.Second, 2500 * time.Millisecond},
+		{[][]Fault{{{At: time.Second, For: 2 * time.Second}}, {{At: 500 * time.Millisecond, For: 4 * time.Second}}}, 2 * time.Second, 7 * time.Second},
 		{[][]Fault{{{At: time.Second, For: time.Minute}}}, time.Minute, 81 * time.Second},
 	} {
 		if got := Length(tc.trials, tc.lease); got != tc.want {

@@ -29,7 +29,7 @@ func TestCandidates(t *testing.T) {
 		}
 	}
 	want := []string{
-		"case 12s → 7s", // the last window ends at 5s, and a lease of tail
+		"case 12s → 7.5s", // the last window ends at 5s, and a tail of 2.5s (checker.MinEvidence and half a second)
 		"drop fault 1 (pause holder at 1s for 4s)",
 		"drop fault 2 (cpu-starve a-waiter at 2s for 60ms)",
 		"halve fault 1's window (4s → 2s)", // fault 2's 60ms is not halved below MinWindow
@@ -57,14 +57,14 @@ func TestAKilledInstancesWindowIsNotHalved(t *testing.T) {
 }
 
 func TestCandidatesOfTheSmallest(t *testing.T) {
-	s := Schedule{Instances: 1, Clients: 1, Duration: 1500 * time.Millisecond}
+	s := Schedule{Instances: 1, Clients: 1, Duration: 2500 * time.Millisecond}
 	if c := Candidates(s, time.Second); len(c) != 0 {
 		t.Errorf("a schedule of one client, no fault and the least case has candidates: %v", c)
 	}
 	s.Duration = 8 * time.Second
 	c := Candidates(s, time.Second)
-	if len(c) != 1 || c[0].Schedule.Duration != 1500*time.Millisecond {
-		t.Errorf("a fault-free case of 8s: %v; want it cut to the least tail, 1.5s", c)
+	if len(c) != 1 || c[0].Schedule.Duration != 2500*time.Millisecond {
+		t.Errorf("a fault-free case of 8s: %v; want it cut to the least tail, 2.5s", c)
 	}
 }
 

@@ -104,8 +104,9 @@ type Outcome struct {
 	Damage int `json:"damage"`
 	// NeverBack: after some fault began, the trial's lock granted no live
 	// client anything again, though the case went on for at least a lease
-	// (or a second) after the fault healed and a live client waited for it
-	// all that time.
+	// (and the checker's checker.MinEvidence) after the fault healed and a
+	// live client waited for it all that time: what the checker needs to
+	// judge "available: false" too.
 	NeverBack    bool    `json:"never_back"`
 	LongestGapMs float64 `json:"longest_gap_ms"`
 }
@@ -152,7 +153,7 @@ func outcomeOf(r checker.Result, lease time.Duration) Outcome {
 		// enough to have recovered, and a live client waiting through it
 		// (the longest gap spans it): a lock nobody asked for again has
 		// not failed anyone.
-		if f.NextGrantMs < 0 && f.ClearMs >= max(lease, time.Second).Seconds()*1000 && r.Liveness.LongestGapMs >= f.ClearMs {
+		if f.NextGrantMs < 0 && f.ClearMs >= max(lease, checker.MinEvidence).Seconds()*1000 && r.Liveness.LongestGapMs >= f.ClearMs {
 			o.NeverBack = true
 		}
 	}

@@ -117,6 +117,7 @@ func TestNeverBackNeedsAWaiter(t *testing.T) {
 		{"nobody was left to wait", fault(-1, 9000), 0, false},
 		{"granted again", fault(1200, 9000), 9500, false},
 		{"too short a window to tell", fault(-1, 1500), 9500, false},
+		{"less than the checker needs", fault(-1, 1980), 9500, false}, // checker.MinEvidence: 2s
 	} {
 		r := checker.Result{Valid: true, Liveness: checker.Liveness{LongestGapMs: tc.gap, Faults: []checker.FaultLiveness{tc.f}}}
 		if got := outcomeOf(r, lease).NeverBack; got != tc.want {
