@@ -137,7 +137,7 @@ func (c *command) flagError(err error) error {
 
 // commands returns every subcommand, in the order of bench -h.
 func commands() []*command {
-	return []*command{runCmd(), validateCmd(), checkCmd(), reportCmd(), indexCmd(), tableCmd(), compareCmd(), agreeCmd(), listCmd(), perfCmd(), driverCmd(), versionCmd(), workerCmd(), toxiproxyCmd()}
+	return []*command{runCmd(), validateCmd(), checkCmd(), reportCmd(), indexCmd(), tableCmd(), compareCmd(), agreeCmd(), huntCmd(), replayCmd(), listCmd(), perfCmd(), driverCmd(), versionCmd(), workerCmd(), toxiproxyCmd()}
 }
 
 // mainUsage writes bench -h.

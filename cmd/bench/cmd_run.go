@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/realized"
 	"github.com/lockbench/lockbench/internal/runner"
 	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/report"
@@ -151,6 +152,10 @@ func analyseRun(dir string) (*verdict.Summary, error) {
 		return nil, err
 	}
 	if err := report.WriteAll(dir, sum); err != nil {
+		return sum, err
+	}
+	// Every results folder carries the schedule each trial really met.
+	if _, err := realized.Write(dir, sum); err != nil {
 		return sum, err
 	}
 	return sum, nil

@@ -32,11 +32,13 @@ var layer = map[string]int{
 	"internal/remote": 0, "internal/remote/remotetest": 0, "internal/kube": 0,
 	"checker": 1,
 	"verdict": 2, "report": 2,
-	"drivers":  0, // the reference drivers' sources, embedded
-	"backends": 3, "backends/driver": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
+	"internal/realized": 2, // the schedule each trial met, read back from a results folder
+	"drivers":           0, // the reference drivers' sources, embedded
+	"backends":          3, "backends/driver": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
 	"internal/workload": 3, // what the clients do: the worker's input, below the scenario
 	"internal/scenario": 4, "internal/worker": 4, "internal/sim": 4,
 	"internal/runner": 5, "internal/perf": 6,
+	"internal/hunt":   5, // drawing, confirming and shrinking schedules; runs scenarios through an interface
 	"internal/layers": 7, "cmd/bench": 7,
 }
 

@@ -18,6 +18,9 @@ type Fault struct {
 	Type     string `json:"type"`
 	Target   string `json:"target"`             // as written in the scenario
 	Resolved string `json:"resolved,omitempty"` // the concrete target hit
+	// Written is, for a fault of one side-by-side trial, its target as
+	// the trial wrote it (instance-2 where Target says instance-8).
+	Written string `json:"target_in_trial,omitempty"`
 	// Lane is, for a fault of one side-by-side trial, its lane (1-based);
 	// 0 for a fault every lane of the batch meets, or a case of one trial.
 	Lane int `json:"lane,omitempty"`

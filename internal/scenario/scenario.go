@@ -46,6 +46,10 @@ type Scenario struct {
 	Targets *targets.File
 	Compose *Compose
 	Cases   []*Case
+	// Doc is the file's top-level mapping as read: what bench replay and
+	// bench hunt copy (name, seed, workload, network) around a case of
+	// their own.
+	Doc *yaml.Node
 }
 
 // Networks: where the servers and instances of a run live.
@@ -92,6 +96,10 @@ type Case struct {
 	// written (trials: {spread: false}), not spread over the lock's
 	// cycle: a replay's schedule is the one that really ran.
 	Fixed bool
+	// Source is the case as written, its sweeps expanded (a sweep point's
+	// values in place): what bench replay rewrites with a recorded
+	// schedule.
+	Source *yaml.Node
 
 	nemesis *nemesis
 }
@@ -124,6 +132,10 @@ type Fault struct {
 	// percent...), for the records: faults.jsonl and the realized
 	// schedules carry them, and a replay writes them back.
 	Options map[string]any
+	// Written is the target as the trial wrote it, before a side-by-side
+	// lane moved it to its own instances and keys (instance-2, not
+	// instance-8): what a replay of that trial writes back.
+	Written string
 
 	line int // where the fault was written, for errors found later
 }
@@ -259,7 +271,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		errs.addErr(doc.Line, "", err)
 		return nil, errs
 	}
-	s := &Scenario{Path: path, Source: src, Name: f.Name, Description: f.Description, Seed: 1, Network: f.Network}
+	s := &Scenario{Path: path, Source: src, Name: f.Name, Description: f.Description, Seed: 1, Network: f.Network, Doc: doc}
 	if f.Seed != nil {
 		s.Seed = *f.Seed
 	}
@@ -337,6 +349,7 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 			if c == nil {
 				break // one point's problems are every point's
 			}
+			c.Source = pn
 			if p := points[k]; p != nil {
 				c.Base, c.Point = c.Name, p
 				c.Name += p.name()

@@ -144,6 +144,7 @@ func sideBySide(errs *Errors, i int, tn *yaml.Node, c *Case, t trialsDoc) []*Cas
 				lf := *f
 				lf.Name = fmt.Sprintf("%s@l%d", f.Name, l+1)
 				lf.Lane = l + 1
+				lf.Written = f.Target()
 				lf.Targets = nil
 				for _, tg := range f.Targets {
 					lf.Targets = append(lf.Targets, laneOf(tg, l, I, K))
