@@ -3,7 +3,9 @@ package resource
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,6 +231,59 @@ func TestManyClientsShareOneConnection(t *testing.T) {
 	if conns != 1 {
 		t.Errorf("%d connections, want 1", conns)
 	}
+}
+
+// countingConn counts the writes a Mux makes.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestMuxBatchesAndNeverStrands: busy clients' requests go out together,
+// one batch on the wire at a time (fewer writes than requests), and none
+// is left waiting in the queue when the batch before it is answered
+// before its writer returns: every call is answered within its timeout.
+func TestMuxBatchesAndNeverStrands(t *testing.T) {
+	s, _ := start(t)
+	var writes atomic.Int64
+	var d net.Dialer
+	m := NewMux(s.Addr(), func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: c, writes: &writes}, nil
+	})
+	defer m.Close()
+	const clients, rounds = 8, 500
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := m.Client(fmt.Sprintf("c%d", i))
+		key := fmt.Sprintf("k%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range rounds {
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, _, err := c.ReadWrite(cctx, key, uint64(j+1))
+				cancel()
+				if err != nil {
+					t.Errorf("%s round %d: %v", key, j, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if w := writes.Load(); w > clients*rounds*3/4 {
+		t.Errorf("%d writes for %d requests: the busy clients' requests were not batched", w, clients*rounds)
+	}
+	t.Logf("%d writes for %d requests", writes.Load(), clients*rounds)
 }
 
 // BenchmarkResourceReadWrite is a critical section with no hold as the
