@@ -165,8 +165,10 @@ quick: setup build
 
 KNOWN_JOBS ?= 2
 # The files that take longest start first, so the others fill in beside them.
-KNOWN_FIRST := scenarios/known/Z2-zookeeper-member-kill.yaml scenarios/known/N1-etcd-packet-loss.yaml scenarios/known/F1-sentinel-failover.yaml
-## known: the known-answer suite (scenarios/known/, KNOWN_JOBS files at a time, ~13 min) and its table; fails if a row is not reproduced
+KNOWN_FIRST := $(addprefix scenarios/known/,X1-curator-session-expiry.yaml P6-postgres-clock-back.yaml Z5-zookeeper-member-cut.yaml \
+	Z2-zookeeper-member-kill.yaml X2-kazoo-session-loss.yaml E6-etcd-power-loss.yaml C1-consul-pause.yaml Z3-zookeeper-lost-on.yaml \
+	C4-consul-leader-kill.yaml)
+## known: the known-answer suite (scenarios/known/, KNOWN_JOBS files at a time, ~10 min) and its table; fails if a row is not reproduced
 known: setup build
 	@d=$(RESULTS)/known-$$(date -u +%Y%m%d-%H%M%S); mkdir -p $$d; \
 	{ ls $(KNOWN_FIRST); ls scenarios/known/*.yaml | grep -vxF "$$(ls $(KNOWN_FIRST))"; } | xargs -P $(KNOWN_JOBS) -I{} sh -c \
