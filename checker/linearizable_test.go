@@ -181,3 +181,34 @@ func TestWindowsCutLongHistories(t *testing.T) {
 		t.Fatalf("overlap in a long history: %s %s", r.Verdict, r.Fenced)
 	}
 }
+
+// TestUnknownOutcomesDecide: X1-lost's history as a run recorded it
+// (Curator through its driver, a holder cut off past its session: 106
+// events, two lanes, several unknown outcomes) is decided within a small
+// budget. Its lock states differ in the instant each operation took
+// effect; kept all, they multiplied until the search ran out of time
+// (40 s, verdict unknown); the earliest of states otherwise equal allows
+// all the others do, and the search ends at once with the violation the
+// two holders make.
+func TestUnknownOutcomesDecide(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "unknown-outcomes.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := history.NewReader(f, "unknown-outcomes")
+	var c *checker.Case
+	for r.Next() {
+		if r.Event().F == history.MarkCaseStart {
+			m, _ := checker.MetaOf(r.Event())
+			c = checker.NewCase(m, r.Event().T, checker.WithLinearizability(3*time.Second))
+			continue
+		}
+		c.Add(r.Event())
+	}
+	start := time.Now()
+	c.Result()
+	if lin := c.Linearizability(true); lin.Verdict != checker.Violation {
+		t.Errorf("linearizability %s after %v, want violation", lin.Verdict, time.Since(start))
+	}
+}
