@@ -255,7 +255,6 @@ async function main() {
     await bare(lib, hello.bare);
     return;
   }
-  const deadlines = new Deadlines();
   const clients = new Map(); // client -> its queue of requests, the running one first
   const finish = () => {
     lib.close();
@@ -270,7 +269,7 @@ async function main() {
     // The deadline runs from the request's arrival: a request that waits
     // behind its client's previous one (stuck on a command node-redis
     // never settles) is still answered in time.
-    const op = new Op(req, deadlines);
+    const op = new Op(req);
     let q = clients.get(req.client);
     if (q === undefined) {
       q = [];
@@ -302,12 +301,10 @@ async function runQueue(lib, held, q) {
 // Op is a request with its deadline, answered once: with its result, or
 // with a timeout (effect unknown) when the deadline comes first.
 class Op {
-  constructor(req, deadlines) {
+  constructor(req) {
     this.req = req;
     this.answered = false;
-    this.deadline = Date.now() + (req.timeout_ms || 10000);
-    this.deadlines = deadlines;
-    deadlines.add(this);
+    this.timer = setTimeout(() => this.answer({ type: 'error', code: 'timeout', effect: 'unknown', message: `${req.type} did not settle within ${req.timeout_ms} ms` }), req.timeout_ms || 10000);
   }
 
   answer(msg) {
@@ -315,51 +312,12 @@ class Op {
       return false;
     }
     this.answered = true;
-    this.deadlines.delete(this);
+    clearTimeout(this.timer);
     msg.id = this.req.id;
     send(msg);
     return true;
   }
 }
-
-// Deadlines answers an operation timeout when its deadline passes before
-// it settles. It looks over the pending operations every tick (a few:
-// lockbench's clients each wait for their answer), so that thousands of
-// operations a second, nearly all settled long before their deadline,
-// cost no timer each.
-class Deadlines {
-  constructor() {
-    this.pending = new Set();
-    this.timer = null;
-  }
-
-  add(op) {
-    this.pending.add(op);
-    if (this.timer === null) {
-      this.timer = setInterval(() => this.sweep(), Deadlines.tick);
-    }
-  }
-
-  delete(op) {
-    this.pending.delete(op);
-  }
-
-  sweep() {
-    const now = Date.now();
-    for (const op of this.pending) {
-      if (op.deadline <= now) {
-        op.answer({ type: 'error', code: 'timeout', effect: 'unknown', message: `${op.req.type} did not settle within ${op.req.timeout_ms} ms` });
-      }
-    }
-    if (this.pending.size === 0) {
-      clearInterval(this.timer);
-      this.timer = null;
-    }
-  }
-}
-
-// tick is the watcher's grain: a timeout answer comes at most this late.
-Deadlines.tick = 20;
 
 // run serves one request.
 async function run(lib, held, op) {
