@@ -58,7 +58,13 @@ type Process struct {
 	tag   string
 	hello Reply
 
-	writeMu sync.Mutex
+	// writeMu guards the lines waiting for stdin (wbuf) and whether a
+	// caller is writing them (writing); writeIdle says when none is.
+	writeMu   sync.Mutex
+	writeIdle *sync.Cond
+	writing   bool
+	wbuf      []byte
+	wspare    []byte
 
 	mu        sync.Mutex
 	nextID    uint64
@@ -134,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	p := &Process{cfg: cfg, tag: hex.EncodeToString(tb[:]), pending: map[uint64]*call{}, abandoned: map[uint64]string{},
 		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), broken: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), stderr: &tailBuffer{max: 6}}
+	p.writeIdle = sync.NewCond(&p.writeMu)
 	if cfg.Hello.Bare != nil {
 		p.bareCh = make(chan Reply, 1)
 	}
@@ -298,12 +305,38 @@ func (p *Process) kill() {
 	}
 }
 
+// write sends a line to the driver's stdin. Lines that callers give while
+// another caller is writing wait for it, and it writes them all at once
+// before it returns: under load the driver reads several requests with
+// one read, and lockbench makes one write for them. The error of a write
+// is the writing caller's; a caller whose line another wrote learns of a
+// failed write as every caller does, from the driver breaking.
 func (p *Process) write(line []byte) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	p.trace("->", line)
-	_, err := p.stdin.Write(append(line, '\n'))
-	return err
+	p.wbuf = append(append(p.wbuf, line...), '\n')
+	if p.writing {
+		return nil
+	}
+	p.writing = true
+	defer func() {
+		p.writing = false
+		p.writeIdle.Broadcast()
+	}()
+	for len(p.wbuf) > 0 {
+		buf := p.wbuf
+		p.wbuf = p.wspare[:0]
+		p.writeMu.Unlock()
+		_, err := p.stdin.Write(buf)
+		p.writeMu.Lock()
+		p.wspare = buf[:0]
+		if err != nil {
+			p.wbuf = p.wbuf[:0]
+			return err
+		}
+	}
+	return nil
 }
 
 // trace records a line of the protocol, when tracing.
@@ -519,6 +552,9 @@ func (p *Process) Close() error {
 	p.mu.Unlock()
 	if !already {
 		p.writeMu.Lock()
+		for p.writing {
+			p.writeIdle.Wait()
+		}
 		p.stdin.Close()
 		p.writeMu.Unlock()
 	}

@@ -25,6 +25,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -33,8 +34,8 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -61,10 +62,17 @@ public final class CuratorDriver {
         }
     }
 
+    /**
+     * send writes one line with one write: System.out flushes at a newline
+     * written on its own, which would make the line two writes (and two
+     * wake-ups of lockbench's reader), the first of them half a line.
+     */
     static synchronized void send(ObjectNode msg) {
         try {
-            OUT.write(JSON.writeValueAsBytes(msg));
-            OUT.write('\n');
+            byte[] b = JSON.writeValueAsBytes(msg);
+            byte[] line = Arrays.copyOf(b, b.length + 1);
+            line[b.length] = '\n';
+            OUT.write(line);
             OUT.flush();
         } catch (Exception e) {
             System.err.println("write: " + e);
@@ -106,11 +114,23 @@ public final class CuratorDriver {
     final Map<String, Held> leases = new ConcurrentHashMap<>();
     final Map<Integer, Map<String, InterProcessMutex>> mutexes = new ConcurrentHashMap<>();
     final Map<Integer, ExecutorService> threads = new ConcurrentHashMap<>();
-    final ScheduledExecutorService deadlines = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "deadlines");
-        t.setDaemon(true);
-        return t;
-    });
+    final ScheduledThreadPoolExecutor deadlines = deadlineWatcher();
+
+    /**
+     * deadlineWatcher runs the operations' timeout answers. A cancelled one
+     * (the operation answered in time: nearly all) leaves its queue at
+     * once, so that the watcher does not wake at every answered
+     * operation's deadline to find it cancelled.
+     */
+    static ScheduledThreadPoolExecutor deadlineWatcher() {
+        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "deadlines");
+            t.setDaemon(true);
+            return t;
+        });
+        e.setRemoveOnCancelPolicy(true);
+        return e;
+    }
     /** Counts connection troubles: a failure across one is not surely a failure. */
     final AtomicLong troubles = new AtomicLong();
 

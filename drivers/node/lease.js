@@ -21,7 +21,6 @@
 const { createClient } = require('redis');
 const redisVersion = require('redis/package.json').version;
 const { randomUUID } = require('node:crypto');
-const readline = require('node:readline');
 
 const PROTOCOL = 1;
 const OPTIONS = { fencing: true, renew_every_ms: null };
@@ -40,8 +39,52 @@ const extendScript = `
   return 0
 `;
 
+// Lines to lockbench are queued and written together once the event
+// loop has run what is ready (setImmediate): the answers that one read of
+// node-redis's socket settles go out in one write. flush writes at once
+// (before an exit).
+let outLines = [];
+let flushing = false;
+
 function send(msg) {
-  process.stdout.write(JSON.stringify(msg) + '\n');
+  outLines.push(JSON.stringify(msg));
+  if (!flushing) {
+    flushing = true;
+    setImmediate(flush);
+  }
+}
+
+function flush() {
+  flushing = false;
+  if (outLines.length > 0) {
+    const data = outLines.join('\n') + '\n';
+    outLines = [];
+    process.stdout.write(data);
+  }
+}
+
+function exit(code) {
+  flush();
+  process.exit(code);
+}
+
+// lineReader calls onLine with each line of stdin, and onEnd when it ends.
+function lineReader(onLine, onEnd) {
+  let rest = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (chunk) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop();
+    for (const line of lines) {
+      onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
+    }
+  });
+  process.stdin.on('end', () => {
+    if (rest !== '') {
+      onLine(rest);
+    }
+    onEnd();
+  });
 }
 
 function log(msg) {
@@ -140,29 +183,51 @@ class Lease {
 }
 
 async function main() {
-  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  const lines = rl[Symbol.asyncIterator]();
-  const first = await lines.next();
-  if (first.done) {
-    process.exit(0);
+  // Lines before the driver is ready (the hello, then whatever comes while
+  // node-redis connects) wait in early; then serve takes each as it comes.
+  let early = [];
+  let serve = null;
+  let ended = false;
+  let helloSeen = null;
+  const started = new Promise((resolve) => { helloSeen = resolve; });
+  lineReader((line) => {
+    if (serve) {
+      serve(line);
+    } else {
+      early.push(line);
+      if (early.length === 1) {
+        helloSeen();
+      }
+    }
+  }, () => {
+    ended = true;
+    if (serve) {
+      finish();
+    } else {
+      helloSeen();
+    }
+  });
+  await started;
+  if (early.length === 0) {
+    exit(0);
   }
-  const hello = JSON.parse(first.value);
+  const hello = JSON.parse(early.shift());
   if (hello.type !== 'hello' || hello.protocol !== PROTOCOL) {
     send({ type: 'error', code: 'error', message: `want a hello of protocol ${PROTOCOL}` });
-    process.exit(2);
+    exit(2);
   }
   const opts = { ...OPTIONS };
   for (const [k, v] of Object.entries(hello.options || {})) {
     if (!(k in OPTIONS)) {
       send({ type: 'error', code: 'options', message: `node-redis takes no option ${k} (it takes: ${Object.keys(OPTIONS).join(', ')})` });
-      process.exit(2);
+      exit(2);
     }
     opts[k] = v;
   }
   const server = (hello.servers || []).find((s) => s.kind === 'redis');
   if (!server) {
     send({ type: 'error', code: 'options', message: 'no redis server in the hello' });
-    process.exit(2);
+    exit(2);
   }
   const [host, port] = [server.addr.slice(0, server.addr.lastIndexOf(':')), Number(server.addr.slice(server.addr.lastIndexOf(':') + 1))];
   // As node-redis's documentation says to: an error listener, or an error
@@ -173,7 +238,7 @@ async function main() {
     await redis.connect();
   } catch (e) {
     send({ type: 'error', code: 'error', message: `connect: ${e.message}` });
-    process.exit(1);
+    exit(1);
   }
   const lib = new Lease(hello, opts, redis);
   const held = new Set(); // `${client} ${lease}` lockbench holds
@@ -190,44 +255,74 @@ async function main() {
     await bare(lib, hello.bare);
     return;
   }
-  const chains = new Map();
-  for await (const line of lines) {
+  const clients = new Map(); // client -> its queue of requests, the running one first
+  const finish = () => {
+    lib.close();
+    exit(0);
+  };
+  serve = (line) => {
     const req = JSON.parse(line);
     if (req.type === 'ping') {
       send({ type: 'ok', id: req.id });
-      continue;
+      return;
     }
     // The deadline runs from the request's arrival: a request that waits
     // behind its client's previous one (stuck on a command node-redis
     // never settles) is still answered in time.
-    const op = newOp(req);
-    const prev = chains.get(req.client) || Promise.resolve();
-    chains.set(req.client, prev.then(() => run(lib, held, op)));
+    const op = new Op(req);
+    let q = clients.get(req.client);
+    if (q === undefined) {
+      q = [];
+      clients.set(req.client, q);
+    }
+    q.push(op);
+    if (q.length === 1) {
+      runQueue(lib, held, q);
+    }
+  };
+  for (const line of early) {
+    serve(line);
   }
-  lib.close();
-  process.exit(0);
+  early = null;
+  if (ended) {
+    finish();
+  }
 }
 
-// newOp is a request with its deadline, answered once: with its result,
-// or with a timeout (effect unknown) when the deadline comes first.
-function newOp(req) {
-  const op = { req, answered: false };
-  op.answer = (msg) => {
-    if (op.answered) {
+// runQueue runs a client's requests in order, each once the one before
+// it has settled.
+async function runQueue(lib, held, q) {
+  while (q.length > 0) {
+    await run(lib, held, q[0]);
+    q.shift();
+  }
+}
+
+// Op is a request with its deadline, answered once: with its result, or
+// with a timeout (effect unknown) when the deadline comes first.
+class Op {
+  constructor(req) {
+    this.req = req;
+    this.answered = false;
+    this.timer = setTimeout(() => this.answer({ type: 'error', code: 'timeout', effect: 'unknown', message: `${req.type} did not settle within ${req.timeout_ms} ms` }), req.timeout_ms || 10000);
+  }
+
+  answer(msg) {
+    if (this.answered) {
       return false;
     }
-    op.answered = true;
-    clearTimeout(op.timer);
-    send({ ...msg, id: req.id });
+    this.answered = true;
+    clearTimeout(this.timer);
+    msg.id = this.req.id;
+    send(msg);
     return true;
-  };
-  op.timer = setTimeout(() => op.answer({ type: 'error', code: 'timeout', effect: 'unknown', message: `${req.type} did not settle within ${req.timeout_ms} ms` }), req.timeout_ms || 10000);
-  return op;
+  }
 }
 
 // run serves one request.
 async function run(lib, held, op) {
-  const { req, answer } = op;
+  const { req } = op;
+  const answer = (msg) => op.answer(msg);
   if (op.answered) {
     return; // its deadline passed while it waited behind its client's previous request
   }
@@ -302,10 +397,10 @@ async function bare(lib, shape) {
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   send({ type: 'bare', cycles, errors, seconds });
   lib.close();
-  process.exit(0);
+  exit(0);
 }
 
 main().catch((e) => {
   log(e.stack || String(e));
-  process.exit(1);
+  exit(1);
 });

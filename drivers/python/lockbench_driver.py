@@ -11,7 +11,7 @@ Only the standard library: the drivers run on Debian's python3 with the
 lock library's Debian package.
 """
 
-import heapq
+import collections
 import json
 import os
 import queue
@@ -89,69 +89,71 @@ class Library:
         pass
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps would build an encoder per call
+
+
 class _Out:
-    """stdout, one line at a time, whole lines only."""
+    """stdout, whole lines only. A line is queued, and whoever finds no
+    other thread writing writes every queued line at once, straight to the
+    file descriptor: a thread that queues a line while another is in its
+    write leaves it to that one, which writes it next, before it lets go.
+    Lines go out in the order they were queued."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.f = sys.stdout.buffer
+        self.fd = sys.stdout.fileno()
+        self.lines = collections.deque()
 
     def send(self, msg):
-        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-        with self.lock:
-            self.f.write(line)
-            self.f.flush()
+        self.lines.append(_encode(msg).encode() + b"\n")
+        while self.lines and self.lock.acquire(False):
+            try:
+                buf = []
+                while self.lines:
+                    buf.append(self.lines.popleft())
+                data = b"".join(buf)
+                while data:
+                    data = data[os.write(self.fd, data):]
+            finally:
+                self.lock.release()
+            # Lines queued while this thread wrote, by threads that found
+            # it writing, are this thread's to write: the loop looks again.
 
 
 class _Op:
-    """One request; it is answered once, by its client's thread or by the
-    deadline watcher, whichever comes first."""
+    """One request, with its deadline. It is answered once, by its client's
+    thread or by the deadline watcher, whichever takes it out of the
+    server's pending operations first."""
+
+    __slots__ = ("req", "deadline")
 
     def __init__(self, req, deadline):
         self.req = req
         self.deadline = deadline
-        self.lock = threading.Lock()
-        self.answered = False
-
-    def __lt__(self, other):
-        return self.deadline < other.deadline
 
 
 class _Deadlines(threading.Thread):
     """Answers an operation "timeout" (effect unknown) when its deadline
-    passes before its library call returns."""
+    passes before its library call returns. It looks over the pending
+    operations every tick: there are a few (lockbench's clients each wait
+    for their answer), and a fast loop of operations, thousands a second,
+    nearly all answered long before their deadline, costs it nothing."""
+
+    # tick is the watcher's grain: an operation's timeout answer comes at
+    # most this late.
+    tick = 0.02
 
     def __init__(self, server):
         super().__init__(daemon=True)
         self.server = server
-        self.cond = threading.Condition()
-        self.heap = []
-
-    def add(self, op):
-        with self.cond:
-            heapq.heappush(self.heap, op)
-            if self.heap[0] is op:
-                self.cond.notify()
-
-    # tick is the watcher's grain: it wakes at most this often, so that a
-    # fast loop of operations (thousands a second, nearly all answered
-    # long before their deadline) does not wake it once per operation.
-    tick = 0.02
 
     def run(self):
+        pending = self.server.pending
         while True:
-            with self.cond:
-                while not self.heap:
-                    self.cond.wait()
-                now = time.monotonic()
-                due = []
-                while self.heap and self.heap[0].deadline <= now:
-                    due.append(heapq.heappop(self.heap))
-                if not due:
-                    self.cond.wait(max(self.tick, self.heap[0].deadline - now))
-                    continue
-            for op in due:
-                if not op.answered:
+            time.sleep(self.tick)
+            now = time.monotonic()
+            for op in list(pending):
+                if op.deadline <= now:
                     self.server.answer(op, {"type": "error", "code": "timeout", "effect": "unknown",
                                             "message": "%s did not return within %d ms" % (op.req["type"], op.req.get("timeout_ms", 0))})
 
@@ -164,6 +166,9 @@ class _Server:
         self.clients = {}
         self.held = {}  # (client, lease) of every lease lockbench holds
         self.held_lock = threading.Lock()
+        # pending holds every operation not answered yet: taking one out
+        # (dict.pop, one step under the GIL) is the right to answer it.
+        self.pending = {}
         self.deadlines = _Deadlines(self)
 
     def log(self, msg):
@@ -171,14 +176,12 @@ class _Server:
         sys.stderr.flush()
 
     def answer(self, op, msg):
-        with op.lock:
-            if op.answered:
-                return False
-            op.answered = True
-            if "id" in op.req:
-                msg["id"] = op.req["id"]
-            self.out.send(msg)
-            return True
+        if self.pending.pop(op, None) is None:
+            return False  # answered already
+        if "id" in op.req:
+            msg["id"] = op.req["id"]
+        self.out.send(msg)
+        return True
 
     def lost(self, client, lease, message=""):
         with self.held_lock:
@@ -200,7 +203,7 @@ class _Server:
     def client_loop(self, client, q):
         while True:
             op = q.get()
-            if op.answered:
+            if op not in self.pending:
                 continue  # its deadline passed while it queued
             self.run(client, op)
 
@@ -282,7 +285,7 @@ class _Server:
                 self.out.send({"type": "ok", "id": req["id"]})
                 continue
             op = _Op(req, time.monotonic() + req.get("timeout_ms", 10000) / 1000.0)
-            self.deadlines.add(op)
+            self.pending[op] = True
             self.client_queue(req.get("client", 0)).put(op)
         return 0
 
