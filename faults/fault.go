@@ -67,7 +67,9 @@ type Env interface {
 	// Link returns the toxiproxy proxy of a link (link:redis-1,
 	// link:resource@instance-2).
 	Link(t Target) (*toxiclient.Proxy, error)
-	// Signal sends sig to an instance's or a server's process group.
+	// Signal sends sig to an instance's or a server's process group. When
+	// the process has exited (a kill fault ended it), the error wraps
+	// ErrGone.
 	Signal(t Target, sig syscall.Signal) error
 	// Kill SIGKILLs an instance or a server.
 	Kill(t Target) error
@@ -336,6 +338,10 @@ func (i Info) Accepts(k Kind) bool {
 	}
 	return false
 }
+
+// ErrGone says a target's process has exited: there is nothing left to
+// signal (a server killed while it was paused, before its restart).
+var ErrGone = errors.New("nothing left to signal")
 
 var registry = config.NewRegistry[Info]("fault type")
 

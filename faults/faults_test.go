@@ -46,7 +46,11 @@ func (e *testEnv) Signal(t faults.Target, sig syscall.Signal) error {
 	if p == nil {
 		return fmt.Errorf("no %s", t)
 	}
-	return p.Signal(sig)
+	err := p.Signal(sig)
+	if errors.Is(err, procgroup.ErrExited) {
+		return fmt.Errorf("%w: %w", err, faults.ErrGone) // as the runner's env says it
+	}
+	return err
 }
 func (e *testEnv) Kill(t faults.Target) error { return e.procs[t.Name].Kill(5 * time.Second) }
 func (e *testEnv) Server(t faults.Target) (string, string, error) {
@@ -348,6 +352,26 @@ func TestPauseIsSeenStoppedAndResumes(t *testing.T) {
 	}
 	if st, _ := p.Stopped(); st {
 		t.Error("still stopped after heal")
+	}
+}
+
+// TestPauseOfAServerKilledWhileStopped: a kill whose window met the
+// pause's ended the stopped process; the pause's heal finds nothing left
+// stopped, which is a heal, not a failure (its effect ended inside its
+// window).
+func TestPauseOfAServerKilledWhileStopped(t *testing.T) {
+	env, _ := newEnv(t, false)
+	env.procs["redis-1"] = sleeper(t)
+	eff, err := build(t, "pause", "").Start(context.Background(), env, faults.ParseTarget("redis-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Kill(faults.ParseTarget("redis-1")); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := eff.Heal(context.Background())
+	if err != nil || !strings.Contains(obs, "killed while stopped") {
+		t.Fatalf("heal: %q %v", obs, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -55,6 +56,12 @@ func (p pause) Start(ctx context.Context, env Env, target Target) (*Effect, erro
 	}
 	resume := func(ctx context.Context) (string, error) {
 		if err := env.Signal(target, syscall.SIGCONT); err != nil {
+			if errors.Is(err, ErrGone) {
+				// Killed while stopped (a kill fault whose window met this
+				// one's): the stop ended with the process, inside this
+				// window, and nothing is left stopped.
+				return fmt.Sprintf("%s had exited before the resume (killed while stopped): nothing left stopped", target), nil
+			}
 			return "", err
 		}
 		running, err := wait.Until(ctx, 5*time.Millisecond, stopWait, func() (bool, error) {

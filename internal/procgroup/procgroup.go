@@ -183,10 +183,13 @@ func (p *Process) Alive() bool {
 	}
 }
 
+// ErrExited is the error of a signal to a process that has exited.
+var ErrExited = errors.New("has exited")
+
 // Signal sends sig to the whole process group.
 func (p *Process) Signal(sig syscall.Signal) error {
 	if !p.Alive() {
-		return fmt.Errorf("signal %s: %s has exited", sig, p.Name)
+		return fmt.Errorf("signal %s: %s %w", sig, p.Name, ErrExited)
 	}
 	if p.remote != nil {
 		if err := p.remote.Signal(sig); err != nil {

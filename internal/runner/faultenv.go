@@ -20,6 +20,7 @@ import (
 	"github.com/lockbench/lockbench/internal/firewall"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/powerfs"
+	"github.com/lockbench/lockbench/internal/procgroup"
 )
 
 // faultCluster is what applying faults needs of a case's cluster, by
@@ -159,9 +160,14 @@ func (e *faultEnv) Signal(t faults.Target, sig syscall.Signal) error {
 	case err != nil:
 		return fmt.Errorf("signal: %w", err)
 	case n.w != nil:
-		return n.w.proc.Signal(sig)
+		err = n.w.proc.Signal(sig)
+	default:
+		err = e.cr.acts.Signal(t.Name, sig)
 	}
-	return e.cr.acts.Signal(t.Name, sig)
+	if errors.Is(err, procgroup.ErrExited) {
+		return fmt.Errorf("%w: %w", err, faults.ErrGone)
+	}
+	return err
 }
 
 // Kill kills an instance, recording which fault did, or a server through

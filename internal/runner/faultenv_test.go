@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,6 +84,11 @@ func TestEnvActsOnInstancesDirectly(t *testing.T) {
 	}
 	if err := env.healthy(inst); err == nil {
 		t.Error("a killed instance is healthy")
+	}
+	// A pause's resume of an instance a kill ended finds nothing to
+	// signal, and says so in a way the fault can tell from a failure.
+	if err := env.Signal(inst, syscall.SIGCONT); !errors.Is(err, faults.ErrGone) {
+		t.Errorf("signal to a killed instance: %v, want faults.ErrGone", err)
 	}
 	if tc.fc.called() != "" {
 		t.Errorf("an instance's fault went to the cluster: %s", tc.fc.called())
