@@ -75,6 +75,9 @@ func (c *Case) abandon(cl *client) {
 	}
 	o := &cl.cur
 	cl.busy = false
+	if o.f == history.OpExtend {
+		c.unknownExtend(o.h, o)
+	}
 	if o.f == history.OpAcquire {
 		c.res.AcquiresUnknown++
 		c.fig.abandoned()

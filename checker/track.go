@@ -350,6 +350,8 @@ func (c *Case) complete(cl *client, e *history.Event) {
 			h.gone = c.sureExpiry(e.T)
 		case e.Type == history.Fail:
 			h.taken = min(h.taken, e.T) // MODEL §6: the service said it no longer held it
+		default:
+			c.unknownExtend(h, o)
 		}
 		c.fig.extended(e.Type)
 	}
@@ -540,6 +542,16 @@ func (c *Case) keyOf(cl *client, key string) *keyLive {
 	}
 	cl.last = c.live.key(key)
 	return cl.last
+}
+
+// unknownExtend: an extension of h whose outcome is unknown (MODEL §6
+// rule 2) may have renewed the lease at any instant the grant was still in
+// force, so from an invoke before the lease had certainly run out the
+// grant is certainly gone a lease later than it was.
+func (c *Case) unknownExtend(h *hold, o *op) {
+	if h != nil && h.reason == inForce && h.gone != never && o.call < h.gone {
+		h.gone += c.meta.LeaseNs
+	}
 }
 
 // sureExpiry is when a grant confirmed at t has certainly expired on the

@@ -183,16 +183,34 @@ func (x *evalCtx) mutex(t *CaseTruth) {
 			// latest ok extension or re-entrant grant; not for a hold
 			// that turns out good (its release returned ok: the
 			// service's own word overrides the inference)
-			base := x.T(h.acq.compIdx)
+			// An extension whose outcome is unknown (completed info in the
+			// hold, or in flight when a death or the case's end ended it)
+			// may have renewed the lease while the grant was in force:
+			// from an invoke before the certain expiry, that expiry moves
+			// a lease later. The client's operations are one at a time,
+			// so in invoke order.
+			ended := h.endKind == "death" || h.endKind == "end" || endIdx == never32
+			var mine []*opRec
 			for _, op := range cr.ops {
-				if op.client != h.client || op.key != h.key || !x.visible(op) || !within(op.compIdx) || x.outcome(op) != "ok" {
-					continue
-				}
-				if op.kind == "extend" || (op.kind == "acquire" && op.dup) {
-					base = max(base, x.T(op.compIdx))
+				if op.client == h.client && op.key == h.key && x.visible(op) && (op.kind == "extend" || (op.kind == "acquire" && op.dup)) {
+					mine = append(mine, op)
 				}
 			}
-			if e := base + lease; e < endT {
+			sort.Slice(mine, func(i, j int) bool { return mine[i].invIdx < mine[j].invIdx })
+			e := x.T(h.acq.compIdx) + lease
+			for _, op := range mine {
+				o := x.outcome(op)
+				switch {
+				case within(op.compIdx) && o == "ok":
+					e = x.T(op.compIdx) + lease
+				case op.kind != "extend" || o != "unknown":
+				case within(op.compIdx) || (ended && op.invIdx > h.beginIdx && op.invIdx < endIdx && !within(op.compIdx)):
+					if x.T(op.invIdx) < e {
+						e += lease
+					}
+				}
+			}
+			if e < endT {
 				if e < taken {
 					taken, rule = e, 2
 				}
