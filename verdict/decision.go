@@ -99,14 +99,25 @@ type Decision struct {
 }
 
 // NewDecision builds the decision view of one or more runs' summaries
-// (MODEL §18).
+// (MODEL §18). A summary of a run already given (the same run id) is
+// left out: its trials are not new trials.
 func NewDecision(sums ...*Summary) *Decision {
 	d := &Decision{}
 	classSeen := map[string]bool{}
 	rowIdx := map[string]int{}
 	type best struct{ lat, hand int64 }
 	bests := map[string]*best{}
+	runs := map[string]bool{}
 	for _, s := range sums {
+		// One run given twice (a folder and results/latest, a copy) is
+		// one run: counting its trials twice would halve its intervals
+		// and lift a cell over "too few" on no new evidence.
+		if s.RunID != "" {
+			if runs[s.RunID] {
+				continue
+			}
+			runs[s.RunID] = true
+		}
 		for i := range s.Cases {
 			c := &s.Cases[i]
 			r := c.Check

@@ -148,3 +148,19 @@ func TestDecisionCountsEachAcquisitionOnce(t *testing.T) {
 		t.Errorf("during %d after %d, want 1 and 2", cell.AcquisitionsDuring, cell.AcquisitionsAfter)
 	}
 }
+
+// TestDecisionCountsARunOnce: one run given twice (bench table DIR DIR,
+// or results/latest beside the folder it links to) counts its trials
+// once: five trials stay five, and too few to call the lock safe.
+func TestDecisionCountsARunOnce(t *testing.T) {
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	var cases []CaseSummary
+	for range 5 {
+		cases = append(cases, cs("etcd", true, pause, true, 0, 0, 0, 0, 0))
+	}
+	s := &Summary{RunID: "run-1", Cases: cases}
+	cell := NewDecision(s, s).Rows[0].Cells[ClassPause]
+	if cell.Trials != 5 || !cell.TooFew {
+		t.Errorf("one run given twice: %d trials (%s), too few %v; want 5 trials, too few", cell.Trials, cell.TwoHolders, cell.TooFew)
+	}
+}

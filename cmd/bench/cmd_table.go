@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -29,6 +30,26 @@ table over all of them:
 	view := c.fs.String("view", "known", "known, decision, safety or latency")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		var sums []*verdict.Summary
+		// A folder named twice (results/latest beside the folder it links
+		// to) is one run: its trials are counted once.
+		var dirs []string
+		seen := map[string]bool{}
+		for _, dir := range args {
+			real, err := filepath.EvalSymlinks(dir)
+			if err == nil {
+				real, err = filepath.Abs(real)
+			}
+			if err != nil {
+				real = dir
+			}
+			if seen[real] {
+				fmt.Fprintf(cio.stderr, "bench table: %s is a folder already given: counted once\n", dir)
+				continue
+			}
+			seen[real] = true
+			dirs = append(dirs, dir)
+		}
+		args = dirs
 		for _, dir := range args {
 			sum, err := verdict.AnalyzeDir(dir)
 			if err != nil {
