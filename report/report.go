@@ -310,13 +310,16 @@ func WriteLatencyTable(w io.Writer, sums ...*verdict.Summary) error {
 				offered, dropped = fmt.Sprintf("%.0f", m.OfferedPerSec), fmt.Sprint(m.Dropped)
 			}
 			load := fmt.Sprintf("%s, %d clients, %d key%s", loop, r.Meta.Clients, r.Meta.Keys, plural(r.Meta.Keys))
+			// MODEL §15: a latency with no sample has no value, never 0.
+			p50, p99, p999, pmax := "—", "—", "—", "—"
+			if l := m.AcquireLatency; l.Count > 0 {
+				p50, p99, p999, pmax = fmt.Sprintf("%.2f", l.P50), fmt.Sprintf("%.2f", l.P99), fmt.Sprintf("%.2f", l.P999), fmt.Sprintf("%.2f", l.Max)
+			}
 			hp50, hp99 := "—", "—"
 			if m.Handoff.Count > 0 {
 				hp50, hp99 = fmt.Sprintf("%.2f", m.Handoff.P50), fmt.Sprintf("%.2f", m.Handoff.P99)
 			}
-			t.Add(r.Case, r.Backend, load, fmt.Sprintf("%.0f", m.AcquiresPerSec), offered, dropped,
-				fmt.Sprintf("%.2f", m.AcquireLatency.P50), fmt.Sprintf("%.2f", m.AcquireLatency.P99), fmt.Sprintf("%.2f", m.AcquireLatency.P999),
-				fmt.Sprintf("%.2f", m.AcquireLatency.Max), hp50, hp99)
+			t.Add(r.Case, r.Backend, load, fmt.Sprintf("%.0f", m.AcquiresPerSec), offered, dropped, p50, p99, p999, pmax, hp50, hp99)
 		}
 	}
 	return t.Write(w)
