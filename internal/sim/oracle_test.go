@@ -324,8 +324,12 @@ func oracleCase(ol olane) ocase {
 	// grant back (MODEL §6), if its end comes strictly later
 	for _, h := range holds {
 		taken := int64(1) << 62
-		last := ev[h.begin].T
-		for j := h.begin + 1; j < h.end; j++ {
+		// expiry: when the grant has certainly run out (rule 2): a lease
+		// after the latest ok extension or re-entrant grant, a lease more
+		// for each extension of unknown outcome invoked before it
+		expiry := ev[h.begin].T + meta.LeaseNs
+		extInv := int64(-1) // the invoke of the holder's extension in flight
+		for j := h.begin + 1; j < h.end && j < len(ev); j++ {
 			e := ev[j]
 			if e.Key != h.key || e.Proc == "" || dead(instOf(e.Proc), e.T) {
 				continue
@@ -336,13 +340,30 @@ func oracleCase(ol olane) ocase {
 				e.F == "release-wrong-token" && e.Type == "ok":
 				taken = min(taken, e.T)
 			}
-			if e.Proc == h.client && e.Type == "ok" && (e.F == "extend" || e.F == "acquire") {
-				last = e.T
+			if e.Proc != h.client {
+				continue
 			}
+			switch {
+			case e.F == "extend" && e.Type == "invoke":
+				extInv = e.T
+			case e.Type == "ok" && (e.F == "extend" || e.F == "acquire"):
+				expiry, extInv = e.T+meta.LeaseNs, -1
+			case e.F == "extend" && e.Type == "info":
+				if extInv >= 0 && extInv < expiry {
+					expiry += meta.LeaseNs
+				}
+				extInv = -1
+			case e.F == "extend":
+				extInv = -1
+			}
+		}
+		if extInv >= 0 && extInv < expiry && (h.end >= len(ev) || ev[h.end].Type == "mark") {
+			// in flight when a death or the case's end ended the hold
+			expiry += meta.LeaseNs
 		}
 		if meta.LeaseNs > 0 && !meta.LeaseRenewed && !h.good {
 			// rule 2, not for a hold that turned out good
-			taken = min(taken, last+meta.LeaseNs)
+			taken = min(taken, expiry)
 		}
 		if end := ev[h.end].T; end > taken {
 			oc.zombies = append(oc.zombies, end-taken)
