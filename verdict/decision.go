@@ -31,9 +31,11 @@ type DecisionCell struct {
 	Invalid int    `json:"invalid"`
 	// Trials are the decided trials, Exposures the occasions on which the
 	// lock met a fault in them (MODEL §16); TwoHolders and Damage say in
-	// how many of those trials two clients believed they held the lock,
-	// and a late write landed, with a 95% interval: one trial is a
-	// sample, not a property of the lock.
+	// how many trials two clients believed they held the lock, and a late
+	// write landed, with a 95% interval: one trial is a sample, not a
+	// property of the lock. Each rate is over the trials that can answer
+	// for it: the valid ones, and the invalid ones that proved that
+	// outcome (MODEL §17).
 	Trials    int `json:"trials"`
 	Exposures int `json:"exposures"`
 	// TwoHolders is absent (Of 0) for a lockless backend: two holders
@@ -41,7 +43,8 @@ type DecisionCell struct {
 	TwoHolders Rate `json:"two_holders"`
 	Damage     Rate `json:"damage"`
 	// TooFew: no two holders were seen, and the cell rests on fewer than
-	// MinExposures exposures (for no fault and client misuse: trials), too
+	// MinExposures exposures or fewer than MinExposures decided trials
+	// (its rates' samples; for no fault and client misuse: trials), too
 	// few to call the lock safe.
 	TooFew           bool `json:"too_few"`
 	Violations       int  `json:"violations"`
@@ -66,7 +69,9 @@ type DecisionCell struct {
 	OverlapMaxMs float64 `json:"overlap_max_ms"`
 	ZombieMaxMs  float64 `json:"zombie_max_ms"`
 
-	twoHolders, damage, regressed int
+	// twoHolders and damage count the trials that showed each outcome;
+	// twoN and damageN the trials that can answer for it (MODEL §17).
+	twoHolders, damage, regressed, twoN, damageN int
 }
 
 // DecisionRow is one backend across the fault classes, with what it costs
@@ -197,6 +202,14 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 	if r.Damaged() {
 		cell.damage++
 	}
+	// An invalid trial is a sample of the outcome it proved, and of no
+	// other: its run could not answer for the rest (MODEL §17).
+	if r.Valid || r.Violations > 0 {
+		cell.twoN++
+	}
+	if r.Valid || r.Damaged() {
+		cell.damageN++
+	}
 	if r.TokenRegressions > 0 {
 		cell.regressed++
 	}
@@ -232,9 +245,9 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 // finish judges the cell's outcome and its rates (MODEL §18).
 func (cell *DecisionCell) finish(row *DecisionRow) {
 	if !row.Lockless {
-		cell.TwoHolders = NewRate(cell.twoHolders, cell.Trials)
+		cell.TwoHolders = NewRate(cell.twoHolders, cell.twoN)
 	}
-	cell.Damage = NewRate(cell.damage, cell.Trials)
+	cell.Damage = NewRate(cell.damage, cell.damageN)
 	switch {
 	case cell.damage > 0:
 		cell.Outcome = OutcomeDamage
@@ -251,7 +264,9 @@ func (cell *DecisionCell) finish(row *DecisionRow) {
 	default:
 		cell.Outcome = OutcomeSafe
 	}
-	evidence := cell.Exposures
+	// The rates are over trials: ten windows of one trial are ten
+	// exposures but one sample of the rate, so both must reach the bar.
+	evidence := min(cell.Exposures, cell.Trials)
 	if cell.Class == ClassNone || cell.Class == ClassMisuse {
 		evidence = cell.Trials
 	}

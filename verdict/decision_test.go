@@ -164,3 +164,44 @@ func TestDecisionCountsARunOnce(t *testing.T) {
 		t.Errorf("one run given twice: %d trials (%s), too few %v; want 5 trials, too few", cell.Trials, cell.TwoHolders, cell.TooFew)
 	}
 }
+
+// TestDecisionRateOverTrialsThatAnswer: a trial is a sample of each
+// outcome it can answer for (MODEL §17). An invalid trial that proved two
+// holders and no damage says nothing of damage: with one valid damaged
+// trial beside three such, damage is 1 of 1 (not 1 of 4) and two holders
+// 4 of 4; an invalid trial that proved damage alone is no sample of two
+// holders.
+func TestDecisionRateOverTrialsThatAnswer(t *testing.T) {
+	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	cases := []CaseSummary{cs("etcd", true, pause, true, 1, 0, 1, 0, 0)}
+	for range 3 {
+		cases = append(cases, cs("etcd", true, pause, false, 1, 0, 0, 0, 0))
+	}
+	damagedOnly := cs("etcd", true, pause, false, 0, 0, 1, 0, 0)
+	cases = append(cases, damagedOnly)
+	cell := NewDecision(&Summary{Cases: cases}).Rows[0].Cells[ClassPause]
+	if cell.Trials != 5 || cell.Damage.Hits != 2 || cell.Damage.Of != 2 || cell.TwoHolders.Hits != 4 || cell.TwoHolders.Of != 4 {
+		t.Errorf("trials %d, damage %d of %d, two holders %d of %d; want 5, 2 of 2, 4 of 4",
+			cell.Trials, cell.Damage.Hits, cell.Damage.Of, cell.TwoHolders.Hits, cell.TwoHolders.Of)
+	}
+}
+
+// TestDecisionTooFewTrials: one trial with ten fault windows is ten
+// exposures but one sample of the rate ("0 of 1, ≤ 79%"): too few to call
+// the lock safe, however many windows it held.
+func TestDecisionTooFewTrials(t *testing.T) {
+	part := []history.ScheduledAt{{Type: "partition", Target: "link:redis-1", Class: history.ClassPartition}}
+	one := cs("redis", true, part, true, 0, 0, 0, 0, 0)
+	one.Check.Exposures = 10
+	cell := NewDecision(&Summary{Cases: []CaseSummary{one}}).Rows[0].Cells[history.ClassPartition]
+	if cell.Outcome != OutcomeSafe || !cell.TooFew {
+		t.Errorf("one trial of ten windows: %q, too few %v (%s)", cell.Outcome, cell.TooFew, cell.TwoHolders)
+	}
+	var ten []CaseSummary
+	for range 10 {
+		ten = append(ten, cs("redis", true, part, true, 0, 0, 0, 0, 0))
+	}
+	if cell := NewDecision(&Summary{Cases: ten}).Rows[0].Cells[history.ClassPartition]; cell.TooFew {
+		t.Errorf("ten trials of one window each: too few (%s)", cell.TwoHolders)
+	}
+}

@@ -93,7 +93,9 @@ func (r Rate) Interval() string {
 	return fmt.Sprintf("%.0f–%.0f%%", 100*r.Low, 100*r.High)
 }
 
-// MinExposures is how many decided fault exposures a cell needs before
-// "safe" is more than a sample of one: below it the decision view says
-// the evidence is thin (0 of 10 is still "at most 31%").
+// MinExposures is how many decided fault exposures, and how many decided
+// trials, a cell needs before "safe" is more than a sample of one: below
+// it the decision view says the evidence is thin (0 of 10 trials is still
+// "at most 28%"; the rate is over trials, so the windows of one trial do
+// not narrow it).
 const MinExposures = 10

@@ -78,14 +78,17 @@ type RowSummary struct {
 	// The evidence over the row's decided trials (MODEL §16, §17): valid
 	// ones, and invalid ones that proved unsafety: how many they are, the
 	// occasions on which the lock met a fault in them, in how many two
-	// holders were seen (with a 95% interval), and the longest overlap
-	// and zombie time.
+	// holders were seen (with a 95% interval, over the valid trials and
+	// the invalid ones that showed two holders: an invalid trial decided
+	// by damage alone says nothing of two holders), and the longest
+	// overlap and zombie time.
 	Decided      int     `json:"decided"`
 	Exposures    int     `json:"exposures"`
 	TwoHolders   Rate    `json:"two_holders"`
 	OverlapMaxMs float64 `json:"overlap_max_ms"`
 	ZombieMaxMs  float64 `json:"zombie_max_ms"`
 	twoHolders   int
+	twoN         int
 }
 
 // rows groups the cases by row, in order of first appearance, and judges
@@ -130,6 +133,9 @@ func rows(cases []CaseSummary) []RowSummary {
 			if c.Check.Violations > 0 {
 				r.twoHolders++
 			}
+			if c.Check.Valid || c.Check.Violations > 0 {
+				r.twoN++ // MODEL §17: a sample of two holders
+			}
 			r.OverlapMaxMs = max(r.OverlapMaxMs, c.Check.OverlapMaxMs)
 			r.ZombieMaxMs = max(r.ZombieMaxMs, c.Check.ZombieMaxMs)
 		}
@@ -146,7 +152,7 @@ func rows(cases []CaseSummary) []RowSummary {
 	}
 	for i := range out {
 		r := &out[i]
-		r.TwoHolders = NewRate(r.twoHolders, r.Decided)
+		r.TwoHolders = NewRate(r.twoHolders, r.twoN)
 		for t := 1; t <= r.Trials; t++ {
 			if !seen[r.Row][t] {
 				r.Missing++

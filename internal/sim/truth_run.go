@@ -165,7 +165,7 @@ func rowTruths(cases []*CaseTruth) []*RowTruth {
 		}
 		rt.Trials, rt.Need = T, N
 		unsafe, notLive, undecided := 0, 0, 0
-		hits := 0
+		hits, twoOf := 0, 0
 		for _, m := range ms {
 			if m.Skip != "" {
 				rt.Any["verdict"], rt.Any["met"], rt.Any["invalid"] = m.Skip, m.Skip, m.Skip
@@ -188,6 +188,11 @@ func rowTruths(cases []*CaseTruth) []*RowTruth {
 				if m.Violations > 0 {
 					hits++
 				}
+				// §17: the two-holders rate is over the trials that can
+				// answer for it: valid, or showing two holders
+				if m.Valid || m.Violations > 0 {
+					twoOf++
+				}
 				rt.OverlapMaxNs = max(rt.OverlapMaxNs, m.OverlapMaxNs)
 				rt.ZombieMaxNs = max(rt.ZombieMaxNs, m.ZombieMaxNs)
 				for _, f := range []string{"overlap_max_ms", "zombie_max_ms", "exposures"} {
@@ -197,7 +202,7 @@ func rowTruths(cases []*CaseTruth) []*RowTruth {
 				}
 			}
 		}
-		rt.TwoHolders = wilson(hits, rt.Decided)
+		rt.TwoHolders = wilson(hits, twoOf)
 		for tr := 1; tr <= T; tr++ {
 			if !seen[tr] {
 				rt.Missing++
@@ -326,6 +331,7 @@ func decision(cases []*CaseTruth) []*BackendTruth {
 func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 	anyf := func(f, why string) { cell.Any[f] = why }
 	hits, dmg, regressed, judged, unservedRecovery, unfenced := 0, 0, false, false, false, false
+	hitsOf, dmgOf := 0, 0
 	for _, c := range cs {
 		cell.Cases++
 		if c.Skip != "" {
@@ -349,6 +355,14 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 		}
 		if c.damage() {
 			dmg++
+		}
+		// §17: each rate over the trials that can answer for it: the
+		// valid ones, and the invalid ones that proved that outcome
+		if c.Valid || c.Violations > 0 {
+			hitsOf++
+		}
+		if c.Valid || c.damage() {
+			dmgOf++
 		}
 		if c.TokenRegressions > 0 {
 			regressed = true
@@ -406,8 +420,8 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 	if !judged {
 		anyf("recovered_after_ms", "no judged fault: MODEL §18 gives no value")
 	}
-	cell.TwoHolders = wilson(hits, cell.Trials)
-	cell.Damage = wilson(dmg, cell.Trials)
+	cell.TwoHolders = wilson(hits, hitsOf)
+	cell.Damage = wilson(dmg, dmgOf)
 	switch {
 	case dmg > 0:
 		cell.Outcome = "damage done"
@@ -427,11 +441,12 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 		cell.Outcome = "safe"
 	}
 	n := cell.Exposures
-	if class == "no fault" || class == "client misuse" {
+	if class == "no fault" || class == "client misuse" || cell.Trials < n {
 		n = cell.Trials
 	}
 	// MODEL §18: a safe cell (or safe, tokens regressed) on fewer than
-	// 10 exposures; a cell with no decided trial has no evidence instead
+	// 10 exposures or 10 decided trials; a cell with no decided trial has
+	// no evidence instead
 	cell.TooFew = (cell.Outcome == "safe" || cell.Outcome == "safe, tokens regressed") && n < 10
 }
 
