@@ -181,6 +181,12 @@ type Result struct {
 	Readable bool `json:"-"`
 }
 
+// TwoHolders reports whether the case proved two holders (MODEL §6, §12):
+// an overlap of holds in a record whose worker events all arrived. When
+// worker output lines were lost, a lost release or lost-lease signal
+// leaves a hold open in the record, and its overlaps prove nothing.
+func (r *Result) TwoHolders() bool { return r.Violations > 0 && !r.Harness.EventsLost() }
+
 // Damaged reports whether a late write landed in the case (MODEL §17): a
 // stale write the fenced register accepted; for a store backend, a lost
 // or phantom increment; for a backend with neither tokens nor a store, a

@@ -105,6 +105,10 @@ func TestKnownHistories(t *testing.T) {
 		{"stays-unavailable", "not-reproduced", checker.Ok, 0, checker.Ok},
 		// Resource trouble outside any fault, a stuck worker: degraded.
 		{"harness-degraded", "invalid", checker.Violation, 1, checker.Unknown},
+		// Worker lines lost (bad_lines in the harness mark) and an overlap
+		// whose earlier hold's release may be among them: the overlap is
+		// counted but proves nothing (MODEL §12): invalid, not decided.
+		{"lost-lines-overlap", "invalid", checker.Unknown, 1, checker.Unknown},
 		// Coordinator and workers together took the machine's cores.
 		{"harness-saturated", "invalid", checker.Unknown, 0, checker.Unknown},
 		// A critical section in the backend's database: a commit refused

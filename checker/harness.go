@@ -24,6 +24,10 @@ type Harness struct {
 	Degraded       []string              `json:"degraded,omitempty"`
 }
 
+// EventsLost reports whether worker output lines were lost: lines that
+// were not events.
+func (h Harness) EventsLost() bool { return h.Stats != nil && h.Stats.BadLines > 0 }
+
 // Limits of a healthy harness.
 const (
 	// MaxEmitLag is the longest an event may wait inside a worker.
@@ -96,7 +100,7 @@ func (c *harnessCheck) result() Harness {
 	}
 	if s := h.Stats; s != nil {
 		if s.BadLines > 0 {
-			h.Degraded = append(h.Degraded, fmt.Sprintf("%d line(s) of worker output were not events: events were lost", s.BadLines))
+			h.Degraded = append(h.Degraded, fmt.Sprintf("%d line(s) of worker output were not events: events were lost (and with them, maybe, the end of a hold: an overlap in this record proves nothing)", s.BadLines))
 		}
 		if lag := time.Duration(s.EmitLagMaxNs); lag > MaxEmitLag {
 			h.Degraded = append(h.Degraded, fmt.Sprintf("a worker took %s to get an event out (limit %s)", lag.Round(time.Millisecond), MaxEmitLag))

@@ -196,7 +196,7 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 	}
 	cell.Trials++
 	cell.Exposures += r.Exposures
-	if r.Violations > 0 {
+	if r.TwoHolders() {
 		cell.twoHolders++
 	}
 	if r.Damaged() {
@@ -204,7 +204,7 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 	}
 	// An invalid trial is a sample of the outcome it proved, and of no
 	// other: its run could not answer for the rest (MODEL §17).
-	if r.Valid || r.Violations > 0 {
+	if r.Valid || r.TwoHolders() {
 		cell.twoN++
 	}
 	if r.Valid || r.Damaged() {

@@ -130,10 +130,10 @@ func rows(cases []CaseSummary) []RowSummary {
 		if c.Check.Decided {
 			r.Decided++
 			r.Exposures += c.Check.Exposures
-			if c.Check.Violations > 0 {
+			if c.Check.TwoHolders() {
 				r.twoHolders++
 			}
-			if c.Check.Valid || c.Check.Violations > 0 {
+			if c.Check.Valid || c.Check.TwoHolders() {
 				r.twoN++ // MODEL §17: a sample of two holders
 			}
 			r.OverlapMaxMs = max(r.OverlapMaxMs, c.Check.OverlapMaxMs)

@@ -86,7 +86,14 @@ type CaseTruth struct {
 	// zombieRule counts the zombies by the rule of §6 that took their
 	// grant back first (for TestCoverage)
 	zombieRule [5]int
+	// eventsLost: the harness mark says worker lines were lost (§12): an
+	// overlap in the record proves nothing
+	eventsLost bool
 }
+
+// twoHolders: the case proved two holders (§6, §12): an overlap, and no
+// worker line lost (a lost release would leave a hold open).
+func (t *CaseTruth) twoHolders() bool { return t.Violations > 0 && !t.eventsLost }
 
 // Meta is the meta the case (the lane) was judged with.
 func (t *CaseTruth) Meta() *CaseMeta { return t.meta }
@@ -411,13 +418,14 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 	}
 	t.Readable = !unreadable
+	t.eventsLost = x.in(cr.harnIdx) && cr.harness != nil && cr.harness.BadLines > 0
 
 	// §13 status
-	safety := !unreadable && ((!exp.measure && !exp.violations && !exp.violationsAny && t.Violations > 0) ||
+	safety := !unreadable && ((!exp.measure && !exp.violations && !exp.violationsAny && t.twoHolders()) ||
 		(exp.stale != nil && !*exp.stale && t.Resource.StaleAccepted > 0) ||
 		(exp.lost != nil && !*exp.lost && t.Resource.LostUpdates > 0))
 	var unmet []string
-	if exp.violations && t.Violations == 0 {
+	if exp.violations && !t.twoHolders() {
 		unmet = append(unmet, "expected violations, found none")
 	}
 	if exp.stale != nil && *exp.stale && t.Resource.StaleAccepted == 0 {
@@ -452,7 +460,7 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 
 	// verdicts
 	t.MutualExclusion = "ok"
-	if t.Violations > 0 {
+	if t.twoHolders() {
 		t.MutualExclusion = "violation"
 	}
 	if !t.Valid {
@@ -488,7 +496,7 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	x.exposures(t)
 	// §17: valid, or readable (cut short included) and proved unsafety: a
 	// violation or damage
-	t.Decided = t.Valid || (t.Readable && (t.Violations > 0 || t.damage()))
+	t.Decided = t.Valid || (t.Readable && (t.twoHolders() || t.damage()))
 
 	// §19 thresholds
 	for _, th := range cr.thresholds {

@@ -185,12 +185,12 @@ func rowTruths(cases []*CaseTruth) []*RowTruth {
 			if m.Decided {
 				rt.Decided++
 				rt.Exposures += m.Exposures
-				if m.Violations > 0 {
+				if m.twoHolders() {
 					hits++
 				}
 				// §17: the two-holders rate is over the trials that can
 				// answer for it: valid, or showing two holders
-				if m.Valid || m.Violations > 0 {
+				if m.Valid || m.twoHolders() {
 					twoOf++
 				}
 				rt.OverlapMaxNs = max(rt.OverlapMaxNs, m.OverlapMaxNs)
@@ -350,7 +350,7 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 		cell.Trials++
 		unfenced = unfenced || !c.Fenced
 		cell.Exposures += c.Exposures
-		if c.Violations > 0 {
+		if c.twoHolders() {
 			hits++
 		}
 		if c.damage() {
@@ -358,7 +358,7 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 		}
 		// §17: each rate over the trials that can answer for it: the
 		// valid ones, and the invalid ones that proved that outcome
-		if c.Valid || c.Violations > 0 {
+		if c.Valid || c.twoHolders() {
 			hitsOf++
 		}
 		if c.Valid || c.damage() {
