@@ -124,6 +124,10 @@ func TestKnownHistories(t *testing.T) {
 		{"store-no-totals", "invalid", checker.Unknown, 0, checker.Unknown},
 		// More in the counter than anyone committed.
 		{"store-phantom", "violation", checker.Ok, 0, checker.Violation},
+		// The releaser takes the key straight back while another client
+		// waits, works 488 ms, then hands it over in 2 ms: one barge and
+		// one 2 ms hand-off, not 492 ms (MODEL §15; TestHandoffBarges).
+		{"handoff-barge", "ok", checker.Ok, 0, checker.Ok},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -343,5 +347,67 @@ func TestOverlapAndZombieFigures(t *testing.T) {
 	}
 	if r := c.Result(); r.Zombies != 1 || r.ZombieMaxMs != 80 {
 		t.Errorf("renewed lease: zombies %d, longest %v ms; want 1, 80", r.Zombies, r.ZombieMaxMs)
+	}
+}
+
+// TestHandoffBarges: a hand-off ends at the next ok acquire of its key by
+// a live client; by another client it is a sample, by the releaser itself
+// a barge with no sample (MODEL §15).
+func TestHandoffBarges(t *testing.T) {
+	ms := int64(time.Millisecond)
+	type ev struct {
+		t       int64 // ms
+		typ     history.Type
+		f, proc string
+	}
+	inv, ok := history.Invoke, history.OK
+	acq, rel := history.OpAcquire, history.OpRelease
+	// i1c0 holds k from 2 ms; i2c0 waits from 3 ms; the stop is at 900 ms
+	start := []ev{{1, inv, acq, "i1c0"}, {2, ok, acq, "i1c0"}, {3, inv, acq, "i2c0"}}
+	tests := []struct {
+		name    string
+		events  []ev
+		samples int64
+		maxMs   float64
+		barges  int
+	}{
+		{"handed over", []ev{{10, inv, rel, "i1c0"}, {11, ok, rel, "i1c0"}, {12, ok, acq, "i2c0"}}, 1, 2, 0},
+		{"barge, then handed over", []ev{
+			{10, inv, rel, "i1c0"}, {11, ok, rel, "i1c0"}, {11, inv, acq, "i1c0"}, {12, ok, acq, "i1c0"},
+			{500, inv, rel, "i1c0"}, {501, ok, rel, "i1c0"}, {502, ok, acq, "i2c0"}}, 1, 2, 1},
+		{"two barges, then handed over", []ev{
+			{10, inv, rel, "i1c0"}, {11, ok, rel, "i1c0"}, {11, inv, acq, "i1c0"}, {12, ok, acq, "i1c0"},
+			{100, inv, rel, "i1c0"}, {101, ok, rel, "i1c0"}, {101, inv, acq, "i1c0"}, {102, ok, acq, "i1c0"},
+			{500, inv, rel, "i1c0"}, {501, ok, rel, "i1c0"}, {504, ok, acq, "i2c0"}}, 1, 4, 2},
+		// a barge at the end of the case: the waiter never gets it
+		{"barge, never handed over", []ev{
+			{10, inv, rel, "i1c0"}, {11, ok, rel, "i1c0"}, {11, inv, acq, "i1c0"}, {12, ok, acq, "i1c0"}}, 0, 0, 1},
+		// another client of the releaser's instance is another client
+		{"to the releaser's instance", []ev{
+			{5, inv, acq, "i1c1"},
+			{10, inv, rel, "i1c0"}, {11, ok, rel, "i1c0"}, {13, ok, acq, "i1c1"},
+			{20, inv, rel, "i1c1"}, {21, ok, rel, "i1c1"}, {22, ok, acq, "i2c0"}}, 2, 3, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := checker.NewCase(history.CaseMeta{Name: "x", Duration: 900 * ms}, 0)
+			for _, e := range append(append([]ev{}, start...), tt.events...) {
+				h := &history.Event{T: e.t * ms, Type: e.typ, F: e.f, Proc: e.proc, Key: "k"}
+				c.Add(h)
+			}
+			c.Add(&history.Event{T: 900 * ms, Type: history.Mark, F: history.MarkCaseStop})
+			c.Add(&history.Event{T: 900 * ms, Type: history.Mark, F: history.MarkCaseEnd})
+			f := c.Result().Figures
+			if f.Handoff.Count != tt.samples || f.Handoff.Max != tt.maxMs || f.HandoffBarges != tt.barges {
+				t.Errorf("hand-off %d samples (max %v ms), %d barges; want %d (max %v ms), %d",
+					f.Handoff.Count, f.Handoff.Max, f.HandoffBarges, tt.samples, tt.maxMs, tt.barges)
+			}
+		})
+	}
+	// the history the review found: 2 ms hand-overs, not the 492 ms of
+	// the releaser's second hold
+	f := checkFile(t, "testdata/handoff-barge.jsonl").Figures
+	if f.Handoff.Count != 1 || f.Handoff.P50 > 2.01 || f.Handoff.Max != 2 || f.HandoffBarges != 1 {
+		t.Errorf("handoff-barge: %+v, %d barges; want one sample of 2 ms and 1 barge", f.Handoff, f.HandoffBarges)
 	}
 }

@@ -24,9 +24,13 @@ type Figures struct {
 	// AcquireLatency has one sample per ok acquire counted (from its
 	// invoke, or from when it was due in open loop); Handoff one per
 	// hand-off (a release that ended a hold while another live client
-	// waited, to the next grant to another live client); HoldTime one per
+	// waited, to the next grant to another live client, unless that grant
+	// went back to the releaser: a barge, no sample); HoldTime one per
 	// hold ended by a release.
 	AcquireLatency, Handoff, HoldTime Percentiles
+	// HandoffBarges counts the hand-offs the releaser ended itself, taking
+	// the key straight back: no Handoff sample (MODEL §15).
+	HandoffBarges int
 	// Releases and Extensions count ok ones; ExtensionsFailed refused or
 	// unknown extensions; Dropped open-loop attempts that could not start
 	// on time, OfferedPerSec the attempts the schedule made per second.
@@ -194,6 +198,7 @@ type figures struct {
 	start, stopT   int64
 	stopped        bool
 	acq, hand, hol *recorder
+	barges         int // hand-offs ended by the releaser's own grant
 	okBeforeStop   int
 	releases, ext  int
 	extFailed      int
@@ -288,6 +293,7 @@ func (f *figures) result(end int64) Figures {
 		DurationS:        float64(stop-f.start) / 1e9,
 		AcquireLatency:   f.acq.percentiles(),
 		Handoff:          f.hand.percentiles(),
+		HandoffBarges:    f.barges,
 		HoldTime:         f.hol.percentiles(),
 		Releases:         f.releases,
 		Extensions:       f.ext,

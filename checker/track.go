@@ -370,8 +370,15 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 		}
 	}
 	c.fig.completed(history.OK, e.T-o.from)
-	if kl.handFrom >= 0 && kl.handBy != cl && cl.live() {
-		c.fig.hand.add(e.T - kl.handFrom) // MODEL §15: the hand-off ends
+	if kl.handFrom >= 0 && cl.live() {
+		// MODEL §15: the hand-off ends, handed over to another client (a
+		// sample) or taken straight back by the releaser (a barge: no
+		// sample, or it would time the releaser's next hold)
+		if kl.handBy == cl {
+			c.fig.barges++
+		} else {
+			c.fig.hand.add(e.T - kl.handFrom)
+		}
 		kl.handFrom, kl.handBy = -1, nil
 	}
 	c.live.acquired(cl, e.Key, e.T)

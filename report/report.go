@@ -226,7 +226,7 @@ func writeReport(w io.Writer, s *verdict.Summary, pl drawn) error {
 	}
 	b.WriteString("\n## Latency and throughput\n\n")
 	b.WriteString("Acquire latency runs from the call (in open loop: from when the attempt was due, so a queue behind a slow lock counts) to the grant; it includes the retries and their backoff. ")
-	b.WriteString("*Hand-off* is measured only where clients waited for a key: from the holder starting its release to the next holder's grant. *Offered* and *dropped* are for open-loop cases: attempts the schedule made, and those no free client could start on time.\n\n")
+	b.WriteString("*Hand-off* is measured only where clients waited for a key: from the holder starting its release to the next holder's grant. When the releaser itself got the key straight back, that is a *barge*, counted but not timed (it would time the releaser's next hold, not the hand-over); many barges say the lock is not fair to waiters. *Offered* and *dropped* are for open-loop cases: attempts the schedule made, and those no free client could start on time.\n\n")
 	if err := WriteLatencyTable(&b, s); err != nil {
 		return err
 	}
@@ -296,10 +296,10 @@ func WriteSafetyTable(w io.Writer, sums ...*verdict.Summary) error {
 
 // WriteLatencyTable writes the latency and throughput of every case of
 // the summaries: the load, achieved and offered rates, drops, acquire
-// latency percentiles and hand-off latency.
+// latency percentiles, hand-off latency and hand-off barges.
 func WriteLatencyTable(w io.Writer, sums ...*verdict.Summary) error {
-	t := Table{Header: []string{"case", "backend", "load", "acq/s", "offered/s", "dropped", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "hand-off p50 ms", "hand-off p99 ms"},
-		Right: rightFrom(3, 12)}
+	t := Table{Header: []string{"case", "backend", "load", "acq/s", "offered/s", "dropped", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "hand-off p50 ms", "hand-off p99 ms", "barges"},
+		Right: rightFrom(3, 13)}
 	for _, s := range sums {
 		for _, c := range s.Cases {
 			r, m := c.Check, c.Metrics
@@ -319,7 +319,7 @@ func WriteLatencyTable(w io.Writer, sums ...*verdict.Summary) error {
 			if m.Handoff.Count > 0 {
 				hp50, hp99 = fmt.Sprintf("%.2f", m.Handoff.P50), fmt.Sprintf("%.2f", m.Handoff.P99)
 			}
-			t.Add(r.Case, r.Backend, load, fmt.Sprintf("%.0f", m.AcquiresPerSec), offered, dropped, p50, p99, p999, pmax, hp50, hp99)
+			t.Add(r.Case, r.Backend, load, fmt.Sprintf("%.0f", m.AcquiresPerSec), offered, dropped, p50, p99, p999, pmax, hp50, hp99, fmt.Sprint(m.HandoffBarges))
 		}
 	}
 	return t.Write(w)

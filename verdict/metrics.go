@@ -23,9 +23,13 @@ type Metrics struct {
 	AcquireLatency   checker.Percentiles `json:"acquire_latency"`
 	// Handoff is the hand-off latency under contention: from the moment a
 	// holder starts releasing a key that another client is waiting for to
-	// the moment the next holder's acquire of that key returns (MODEL §15).
-	Handoff  checker.Percentiles `json:"handoff_latency"`
-	HoldTime checker.Percentiles `json:"hold_time"`
+	// the moment another client's acquire of that key returns (MODEL §15).
+	Handoff checker.Percentiles `json:"handoff_latency"`
+	// HandoffBarges counts the hand-offs that ended with the releaser
+	// itself granted the key again: the lock went back to its holder,
+	// not over, so they give no Handoff sample (MODEL §15).
+	HandoffBarges int                 `json:"handoff_barges"`
+	HoldTime      checker.Percentiles `json:"hold_time"`
 	// Dropped counts open-loop attempts that could not start on time
 	// because every client was busy (k6's dropped_iterations).
 	Dropped int `json:"acquires_dropped"`
@@ -198,7 +202,7 @@ func metricsOf(res checker.Result, tl *Timeline) Metrics {
 		DurationS: f.DurationS, Acquisitions: res.AcquiresOK, AcquiresPerSec: f.AcquiresPerSec,
 		AcquiresFailed: res.AcquiresFailed, AcquiresUnknown: res.AcquiresUnknown,
 		Releases: f.Releases, Extensions: f.Extensions, ExtensionsFailed: f.ExtensionsFailed, LeasesLost: res.LeasesLost,
-		AcquireLatency: f.AcquireLatency, Handoff: f.Handoff, HoldTime: f.HoldTime,
+		AcquireLatency: f.AcquireLatency, Handoff: f.Handoff, HandoffBarges: f.HandoffBarges, HoldTime: f.HoldTime,
 		Dropped: f.Dropped, OfferedPerSec: f.OfferedPerSec, LongestGapMs: res.Liveness.LongestGapMs,
 		AcquisitionsDuringFaults: f.AcquiresDuringFaults, AcquisitionsAfterFaults: f.AcquiresAfterFaults,
 		Phases: f.Phases,

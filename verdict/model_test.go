@@ -77,6 +77,7 @@ type modelWant struct {
 	LatencyCount *int64             `json:"latency_count"`
 	LatencyMaxMs *float64           `json:"latency_max_ms"`
 	HandoffCount *int64             `json:"handoff_count"`
+	HandoffBarge *int               `json:"handoff_barges"`
 	HandoffP50Ms *float64           `json:"handoff_p50_ms"`
 	Recovered    map[string]float64 `json:"recovered_after_ms"`
 	Thresholds   map[string]bool    `json:"thresholds"`
@@ -289,6 +290,9 @@ func compareCase(t *testing.T, i int, c CaseSummary, w modelWant) {
 	}
 	if w.HandoffCount != nil && c.Metrics.Handoff.Count != *w.HandoffCount {
 		t.Errorf("case %d handoff_latency.count: %d, want %d", i, c.Metrics.Handoff.Count, *w.HandoffCount)
+	}
+	if w.HandoffBarge != nil && c.Metrics.HandoffBarges != *w.HandoffBarge {
+		t.Errorf("case %d handoff_barges: %d, want %d", i, c.Metrics.HandoffBarges, *w.HandoffBarge)
 	}
 	for f, v := range w.Recovered {
 		for _, fl := range r.Liveness.Faults {

@@ -26,7 +26,7 @@ table over all of them:
                   was not reproduced
   -view decision  backends × fault classes (the report's decision view)
   -view safety    every case's safety counts
-  -view latency   every case's throughput, latency and hand-off latency`
+  -view latency   every case's throughput, latency, hand-off latency and barges`
 	view := c.fs.String("view", "known", "known, decision, safety or latency")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		var sums []*verdict.Summary

@@ -180,6 +180,9 @@ func TestCoverage(t *testing.T) {
 			if c.Handoff.Count > 0 && c.Handoff.MinNs == 0 {
 				n["a hand-off of zero time (a release invoked at the nanosecond of the next grant)"]++
 			}
+			if c.HandoffBarges > 0 && c.Handoff.Count > 0 {
+				n["a hand-off barge beside hand-off samples"]++
+			}
 			if c.AcquireLatency.Count == 0 && c.Valid {
 				n["a valid case without a latency sample"]++
 			}
@@ -265,7 +268,7 @@ func TestCoverage(t *testing.T) {
 		"repeated fault windows (a nemesis)", "equal timestamps", "a queueing service", "expiry_bound_ns", "available: false on several keys",
 		"a lane", "a case that measures", "class no fault", "class client misuse", "class several faults", "class pause holder", "class partition",
 		"an invalid trial that proved unsafety", "a zombie by rule 1", "a zombie by rule 2", "a zombie by rule 3", "a zombie by rule 4",
-		"a hand-off of zero time (a release invoked at the nanosecond of the next grant)", "invalid: too late", "invalid: after the case-end",
+		"a hand-off of zero time (a release invoked at the nanosecond of the next grant)", "a hand-off barge beside hand-off samples", "invalid: too late", "invalid: after the case-end",
 		"invalid: beyond the lanes", "invalid: another lane", "invalid: asked is left undecided", "a recovery of -1", "a fault judged at another's heal",
 		"available: false on the keys a fault took down", "available: false unmet on every key",
 		"a threshold with no value (cut short)", "a threshold with no value (no sample)", "a threshold that passes", "a threshold that fails",

@@ -294,13 +294,15 @@ func (x *evalCtx) figures(t *CaseTruth) {
 
 	// hand-off: from the invoke of a release that ends a hold of k while
 	// another live client waits for k (none open for k), to the next ok
-	// acquire of k by a live client other than the releaser
+	// acquire of k by a live client: a sample when that client is not the
+	// releaser, a barge (no sample) when it is
 	type open struct {
 		from     int
 		releaser string
 	}
 	opened := map[string]*open{}
 	var handoffs []int64
+	barges := 0
 	var rels []*holdRec
 	for _, h := range x.visibleHolds() {
 		if h.endKind == "release" && x.in(h.endIdx) {
@@ -313,10 +315,14 @@ func (x *evalCtx) figures(t *CaseTruth) {
 		if oi < len(oks) && (ri == len(rels) || oks[oi].compIdx < rels[ri].endIdx) {
 			op := oks[oi]
 			oi++
-			if o := opened[op.key]; o != nil && op.client != o.releaser && x.liveAt(op.inst, op.compIdx) {
-				handoffs = append(handoffs, x.T(op.compIdx)-x.T(o.from))
-				if debugHandoff != nil {
-					debugHandoff(o.from, op)
+			if o := opened[op.key]; o != nil && x.liveAt(op.inst, op.compIdx) {
+				if op.client == o.releaser {
+					barges++ // the key went back to its holder, not over
+				} else {
+					handoffs = append(handoffs, x.T(op.compIdx)-x.T(o.from))
+					if debugHandoff != nil {
+						debugHandoff(o.from, op)
+					}
 				}
 				delete(opened, op.key)
 			}
@@ -332,6 +338,7 @@ func (x *evalCtx) figures(t *CaseTruth) {
 		}
 	}
 	t.Handoff = latencyOf(handoffs)
+	t.HandoffBarges = barges
 	if !x.in(cr.stopIdx) {
 		// waits end at the stop (§11): without one, whether a client
 		// still waits is not defined

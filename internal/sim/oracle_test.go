@@ -32,6 +32,7 @@ type ocase struct {
 	ended      bool // the case-end is in the history
 	// §6, §15 figures read again: samples in ns
 	acqLat, holdTime, overlaps, handoffs, zombies []int64
+	barges                                        int // hand-offs the releaser ended itself (§15)
 }
 
 func oracle(lines []oev) []ocase {
@@ -217,8 +218,12 @@ func oracleCase(ol olane) ocase {
 				switch {
 				case e.F == "acquire" && e.Type == "ok":
 					oc.counts["acquires_ok"]++
-					if o := opened[e.Key]; o != nil && o.releaser != c && liveOf(c) {
-						oc.handoffs = append(oc.handoffs, e.T-o.from)
+					if o := opened[e.Key]; o != nil && liveOf(c) {
+						if o.releaser == c {
+							oc.barges++ // taken straight back: no sample
+						} else {
+							oc.handoffs = append(oc.handoffs, e.T-o.from)
+						}
 						delete(opened, e.Key)
 					}
 					if e.Token > 0 && e.Token <= top[e.Key] {
@@ -426,6 +431,9 @@ func TestOracleAgreesWithRecords(t *testing.T) {
 			same("hold time", oc.holdTime, ct.HoldTime.Count, ct.HoldTime.MaxNs)
 			if oc.stopped {
 				same("hand-off", oc.handoffs, ct.Handoff.Count, ct.Handoff.MaxNs)
+				if oc.barges != ct.HandoffBarges {
+					t.Errorf("seed %d case %d hand-off barges: oracle %d, truth %d", s, i+1, oc.barges, ct.HandoffBarges)
+				}
 			}
 			if oc.ended {
 				same("overlaps", oc.overlaps, ct.Violations, ct.OverlapMaxNs)

@@ -138,6 +138,7 @@ type gotCase struct {
 	Metrics struct {
 		AcquireLatency gotPct  `json:"acquire_latency"`
 		Handoff        gotPct  `json:"handoff_latency"`
+		HandoffBarges  *int    `json:"handoff_barges"`
 		HoldTime       gotPct  `json:"hold_time"`
 		AcquiresPerSec float64 `json:"acquisitions_per_s"`
 		DuringFaults   *int    `json:"acquisitions_during_faults"`
@@ -636,6 +637,11 @@ func compareCase(c *comparer, tc *sim.CaseTruth, gc *gotCase, i int, opt cmpOpts
 	c.latency(where, "metrics.acquire_latency", tc.AcquireLatency, m.AcquireLatency)
 	if !skip("metrics.handoff_latency") {
 		c.latency(where, "metrics.handoff_latency", tc.Handoff, m.Handoff)
+		if m.HandoffBarges == nil {
+			c.add(where, "metrics.handoff_barges", fmt.Sprint(tc.HandoffBarges), "absent")
+		} else {
+			cmp("metrics.handoff_barges", tc.HandoffBarges, *m.HandoffBarges)
+		}
 	}
 	c.latency(where, "metrics.hold_time", tc.HoldTime, m.HoldTime)
 	if !tc.CutShort && math.Abs(tc.Throughput-m.AcquiresPerSec) > 1e-6*max(1, tc.Throughput) {

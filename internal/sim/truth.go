@@ -63,6 +63,7 @@ type CaseTruth struct {
 	Exposures      int     `json:"exposures"` // MODEL §16
 	AcquireLatency Latency `json:"acquire_latency"`
 	Handoff        Latency `json:"handoff_latency"`
+	HandoffBarges  int     `json:"handoff_barges"` // hand-offs the releaser ended by its own grant
 	HoldTime       Latency `json:"hold_time"`
 	Throughput     float64 `json:"acquisitions_per_s"`
 	// the ok acquires that returned while some fault was in force, and
