@@ -130,7 +130,11 @@ func WriteDecisionMarkdown(w io.Writer, d *verdict.Decision) error {
 				row = append(row, "—")
 			}
 		}
-		t.Add(append(row, latText(r.P50Ms, r.P99Ms), numText(r.AcquiresPerSec), numText(r.HandoffP50Ms))...)
+		lat := latText(r.P50Ms, r.P99Ms)
+		if r.NoFaultCases > 1 && lat != "—" {
+			lat += fmt.Sprintf(" (median of %d)", r.NoFaultCases) // MODEL §18
+		}
+		t.Add(append(row, lat, numText(r.AcquiresPerSec), numText(r.HandoffP50Ms))...)
 	}
 	return t.Write(w)
 }

@@ -84,14 +84,16 @@ type DecisionRow struct {
 	Lockless bool `json:"lockless,omitempty"`
 	Store    bool `json:"store,omitempty"`
 	Control  bool `json:"known_unsafe_control,omitempty"`
-	// NoFault latency and throughput, from the valid case without faults
-	// with the most acquire-latency samples (zero when the run had none
-	// for this backend: MODEL §18).
+	// NoFault latency and throughput: the median, over the backend's
+	// valid cases without faults (every lane), of each case's acquire p50,
+	// p99 and throughput (zero when the run had none for this backend:
+	// MODEL §18). NoFaultCases says how many cases that is.
 	P50Ms          float64 `json:"no_fault_p50_ms"`
 	P99Ms          float64 `json:"no_fault_p99_ms"`
 	AcquiresPerSec float64 `json:"no_fault_acquisitions_per_s"`
-	// HandoffP50Ms is the hand-off p50 of the valid case without faults
-	// with the most hand-off samples.
+	NoFaultCases   int     `json:"no_fault_cases"`
+	// HandoffP50Ms is the median of the hand-off p50s of those cases that
+	// had a hand-off.
 	HandoffP50Ms float64                  `json:"handoff_p50_ms"`
 	Cells        map[string]*DecisionCell `json:"cells"`
 }
@@ -110,8 +112,10 @@ func NewDecision(sums ...*Summary) *Decision {
 	d := &Decision{}
 	classSeen := map[string]bool{}
 	rowIdx := map[string]int{}
-	type best struct{ lat, hand int64 }
-	bests := map[string]*best{}
+	// The no-fault costs of each backend's valid no-fault cases, of which
+	// the row gives the medians (MODEL §18).
+	type costs struct{ p50, p99, rate, hand []float64 }
+	noFault := map[string]*costs{}
 	runs := map[string]bool{}
 	for _, s := range sums {
 		// One run given twice (a folder and results/latest, a copy) is
@@ -132,7 +136,7 @@ func NewDecision(sums ...*Summary) *Decision {
 				d.Rows = append(d.Rows, DecisionRow{Backend: b, Fenced: r.Meta.Fenced, Lockless: r.Meta.Lockless, Store: r.Meta.Store, Control: r.Meta.Control, Cells: map[string]*DecisionCell{}})
 				ri = len(d.Rows) - 1
 				rowIdx[b] = ri
-				bests[b] = &best{}
+				noFault[b] = &costs{}
 			}
 			row := &d.Rows[ri]
 			class := FaultClass(r.Meta)
@@ -146,22 +150,30 @@ func NewDecision(sums ...*Summary) *Decision {
 			if class != ClassNone || !r.Valid {
 				continue
 			}
-			bb := bests[b]
-			if n := c.Metrics.AcquireLatency.Count; n > bb.lat {
-				bb.lat = n
-				row.P50Ms, row.P99Ms = c.Metrics.AcquireLatency.P50, c.Metrics.AcquireLatency.P99
-				row.AcquiresPerSec = c.Metrics.AcquiresPerSec
-				if st := r.Store; st != nil && c.Metrics.DurationS > 0 {
-					// The work's commits, not the (free) acquisitions of a
-					// lockless entry.
-					row.AcquiresPerSec = float64(st.Committed) / c.Metrics.DurationS
-				}
+			nf := noFault[b]
+			if c.Metrics.AcquireLatency.Count > 0 {
+				nf.p50 = append(nf.p50, c.Metrics.AcquireLatency.P50)
+				nf.p99 = append(nf.p99, c.Metrics.AcquireLatency.P99)
 			}
-			if n := c.Metrics.Handoff.Count; n > bb.hand {
-				bb.hand = n
-				row.HandoffP50Ms = c.Metrics.Handoff.P50
+			rate := c.Metrics.AcquiresPerSec
+			if st := r.Store; st != nil && c.Metrics.DurationS > 0 {
+				// The work's commits, not the (free) acquisitions of a
+				// lockless entry.
+				rate = float64(st.Committed) / c.Metrics.DurationS
+			}
+			nf.rate = append(nf.rate, rate)
+			if c.Metrics.Handoff.Count > 0 {
+				nf.hand = append(nf.hand, c.Metrics.Handoff.P50)
 			}
 		}
+	}
+	for b, ri := range rowIdx {
+		// Medians, not the busiest case: of lanes of one workload the
+		// busiest is the one whose acquisitions were quickest.
+		nf, row := noFault[b], &d.Rows[ri]
+		row.NoFaultCases = len(nf.rate)
+		row.P50Ms, row.P99Ms = median(nf.p50, true), median(nf.p99, true)
+		row.AcquiresPerSec, row.HandoffP50Ms = median(nf.rate, false), median(nf.hand, true)
 	}
 	for i := range d.Rows {
 		row := &d.Rows[i]
@@ -276,3 +288,18 @@ func (cell *DecisionCell) finish(row *DecisionRow) {
 // TwoHoldersSeen reports whether some decided trial of the cell showed two
 // holders.
 func (cell *DecisionCell) TwoHoldersSeen() bool { return cell.TwoHolders.Hits > 0 }
+
+// median is the middle value of xs, or of an even count the worse of the
+// two middle ones: the higher when higher is worse (a latency), else the
+// lower (a throughput). 0 for none.
+func median(xs []float64, higherWorse bool) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if higherWorse {
+		return s[len(s)/2]
+	}
+	return s[(len(s)-1)/2]
+}

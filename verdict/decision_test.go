@@ -205,3 +205,21 @@ func TestDecisionTooFewTrials(t *testing.T) {
 		t.Errorf("ten trials of one window each: too few (%s)", cell.TwoHolders)
 	}
 }
+
+// TestDecisionNoFaultCostIsTheMedian: a backend's cost without faults is
+// the median over its valid no-fault cases, of an even count the worse
+// middle value; not the busiest case, which of lanes of one workload is
+// the quickest.
+func TestDecisionNoFaultCostIsTheMedian(t *testing.T) {
+	var cases []CaseSummary
+	for i, p99 := range []float64{1, 500, 40, 30} {
+		c := cs("redis", true, nil, true, 0, 0, 0, 0, 0)
+		c.Metrics.AcquireLatency = checker.Percentiles{Count: int64(1000 - i), P50: p99 / 10, P99: p99}
+		c.Metrics.AcquiresPerSec = 100 * float64(i+1)
+		cases = append(cases, c)
+	}
+	row := NewDecision(&Summary{Cases: cases}).Rows[0]
+	if row.P99Ms != 40 || row.P50Ms != 4 || row.AcquiresPerSec != 200 || row.NoFaultCases != 4 {
+		t.Errorf("p50 %v p99 %v acq/s %v over %d cases; want 4, 40, 200 over 4", row.P50Ms, row.P99Ms, row.AcquiresPerSec, row.NoFaultCases)
+	}
+}

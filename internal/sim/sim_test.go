@@ -220,6 +220,7 @@ type gotDecision struct {
 		P99Ms          float64             `json:"no_fault_p99_ms"`
 		AcquiresPerSec float64             `json:"no_fault_acquisitions_per_s"`
 		HandoffP50Ms   float64             `json:"handoff_p50_ms"`
+		NoFaultCases   int                 `json:"no_fault_cases"`
 		Cells          map[string]*gotCell `json:"cells"`
 	} `json:"rows"`
 }
@@ -770,6 +771,7 @@ func compareDecision(c *comparer, truth *sim.Truth, d *verdict.Decision) {
 			P99Ms          float64             `json:"no_fault_p99_ms"`
 			AcquiresPerSec float64             `json:"no_fault_acquisitions_per_s"`
 			HandoffP50Ms   float64             `json:"handoff_p50_ms"`
+			NoFaultCases   int                 `json:"no_fault_cases"`
 			Cells          map[string]*gotCell `json:"cells"`
 		}
 		for i := range gd.Rows {
@@ -790,6 +792,9 @@ func compareDecision(c *comparer, truth *sim.Truth, d *verdict.Decision) {
 		}
 		if _, skip := tb.Any["handoff_p50_ms"]; !skip {
 			c.hdr(where, "decision.handoff_p50_ms", tb.NoFaultHandoffNs, gb.HandoffP50Ms)
+		}
+		if tb.NoFaultCases != gb.NoFaultCases {
+			c.add(where, "decision.no_fault_cases", fmt.Sprint(tb.NoFaultCases), fmt.Sprint(gb.NoFaultCases))
 		}
 		for class, tc := range tb.Cells {
 			cw := fmt.Sprintf("%s cell %q", where, class)

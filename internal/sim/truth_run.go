@@ -258,12 +258,13 @@ func exitCode(rows []*RowTruth) int {
 type BackendTruth struct {
 	Backend string                `json:"backend"`
 	Cells   map[string]*CellTruth `json:"cells"`
-	// what it costs without faults: from its valid no-fault case with
-	// the most acquire-latency (hand-off) samples
+	// what it costs without faults: medians over its valid no-fault
+	// cases (how many: NoFaultCases)
 	NoFaultP50Ns     int64             `json:"no_fault_p50_ns"`
 	NoFaultP99Ns     int64             `json:"no_fault_p99_ns"`
 	NoFaultPerS      float64           `json:"no_fault_acquisitions_per_s"`
 	NoFaultHandoffNs int64             `json:"handoff_p50_ns"`
+	NoFaultCases     int               `json:"no_fault_cases"`
 	Any              map[string]string `json:"any,omitempty"`
 }
 
@@ -452,44 +453,53 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 
 // noFault: a backend's costs without faults (MODEL §18).
 func (b *BackendTruth) noFault(cases []*CaseTruth) {
-	var acq, hand *CaseTruth
-	acqTie, handTie := false, false
+	// §18: the medians (of an even count the worse middle value) over the
+	// valid no-fault cases of the
+	// backend, every lane, of their acquire p50, p99 and throughput, and
+	// of the hand-off p50 of those with a hand-off
+	var p50, p99, hand []int64
+	var rate []float64
 	for _, c := range cases {
 		if c.Backend != b.Backend || c.Class != "no fault" || !c.Valid || c.Skip != "" {
 			continue
 		}
-		switch {
-		case acq == nil || c.AcquireLatency.Count > acq.AcquireLatency.Count:
-			acq, acqTie = c, false
-		case c.AcquireLatency.Count == acq.AcquireLatency.Count:
-			acqTie = acqTie || c.AcquireLatency.P50Ns != acq.AcquireLatency.P50Ns || c.AcquireLatency.P99Ns != acq.AcquireLatency.P99Ns || c.Throughput != acq.Throughput
+		if c.AcquireLatency.Count > 0 {
+			p50 = append(p50, c.AcquireLatency.P50Ns)
+			p99 = append(p99, c.AcquireLatency.P99Ns)
 		}
-		switch {
-		case hand == nil || c.Handoff.Count > hand.Handoff.Count:
-			hand, handTie = c, false
-		case c.Handoff.Count == hand.Handoff.Count:
-			handTie = handTie || c.Handoff.P50Ns != hand.Handoff.P50Ns
+		rate = append(rate, c.Throughput)
+		if c.Handoff.Count > 0 {
+			hand = append(hand, c.Handoff.P50Ns)
 		}
 	}
+	b.NoFaultCases = len(rate)
 	switch {
-	case acq == nil:
+	case len(rate) == 0:
 		b.Any["no_fault"] = "no valid no-fault case"
-	case acqTie:
-		b.Any["no_fault"] = "two valid no-fault cases with as many samples"
 	default:
-		b.NoFaultP50Ns, b.NoFaultP99Ns, b.NoFaultPerS = acq.AcquireLatency.P50Ns, acq.AcquireLatency.P99Ns, acq.Throughput
-		if acq.AcquireLatency.Count == 0 {
+		b.NoFaultP50Ns, b.NoFaultP99Ns = upperMedian(p50), upperMedian(p99)
+		sort.Float64s(rate)
+		b.NoFaultPerS = rate[(len(rate)-1)/2] // of an even count, the lower middle
+		if len(p50) == 0 {
 			b.Any["no_fault"] = "no sample"
 		}
 	}
-	switch {
-	case hand == nil || hand.Handoff.Count == 0:
+	if len(hand) == 0 {
 		b.Any["handoff_p50_ms"] = "no valid no-fault case with a hand-off"
-	case handTie:
-		b.Any["handoff_p50_ms"] = "two valid no-fault cases with as many hand-offs"
-	default:
-		b.NoFaultHandoffNs = hand.Handoff.P50Ns
+	} else {
+		b.NoFaultHandoffNs = upperMedian(hand)
 	}
+}
+
+// upperMedian: the middle value, of an even count the higher middle one
+// (for a latency, the worse).
+func upperMedian(xs []int64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]int64(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
 }
 
 // EnvelopeLine is one swept case of one backend: its rows as points
