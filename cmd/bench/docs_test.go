@@ -105,3 +105,46 @@ func TestDocsNameRealFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEFrontDoor: the README is a front door a newcomer reads in a
+// minute — at most 200 lines, its first 40 showing the two commands and
+// the decision view — and its scenario example is a scenario bench
+// validates as it stands.
+func TestREADMEFrontDoor(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	if n := len(lines); n > 200 {
+		t.Errorf("the README has %d lines, more than 200: reference belongs in docs/", n)
+	}
+	first := strings.Join(lines[:min(40, len(lines))], "\n")
+	for _, want := range []string{"make bench", "make test", "docs/decision.png"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the README's first 40 lines do not show %q", want)
+		}
+	}
+	var example []string
+	in := false
+	for _, l := range lines {
+		switch {
+		case l == "```yaml":
+			in = true
+		case in && l == "```":
+			in = false
+		case in:
+			example = append(example, l)
+		}
+	}
+	if len(example) == 0 {
+		t.Fatal("the README shows no scenario example")
+	}
+	f := filepath.Join(t.TempDir(), "readme.yaml")
+	if err := os.WriteFile(f, []byte(strings.Join(example, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := runInProcess(t, "validate", f); err != nil {
+		t.Errorf("the README's scenario example does not validate: %v\n%s", err, out)
+	}
+}

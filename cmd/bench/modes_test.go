@@ -15,7 +15,7 @@ import (
 	"github.com/lockbench/lockbench/internal/targets"
 )
 
-// The README's fault table sits between these two lines.
+// The fault table of modes (docs/architecture.md) sits between these two lines.
 const (
 	tableBegin = "<!-- bench list -modes: begin -->\n"
 	tableEnd   = "<!-- bench list -modes: end -->"
@@ -56,28 +56,28 @@ func TestKubernetesMappingInDocs(t *testing.T) {
 	}
 }
 
-// TestREADMEFaultTable: the README's fault-support table is the one bench
+// TestModesFaultTable: the fault-support table of docs/architecture.md is the one bench
 // list -modes makes from the deployment modes (make it again with
-// `go test ./cmd/bench -run TestREADMEFaultTable -update` when this
+// `go test ./cmd/bench -run TestModesFaultTable -update` when this
 // fails).
-func TestREADMEFaultTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestModesFaultTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("the README has no fault table between %q and %q", tableBegin, tableEnd)
+		t.Fatalf("docs/architecture.md has no fault table between %q and %q", tableBegin, tableEnd)
 	}
 	if got, want := s[i+len(tableBegin):j], modesTable(); got != want {
 		if *update {
-			if err := os.WriteFile("../../README.md", []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
+			if err := os.WriteFile("../../docs/architecture.md", []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return
 		}
-		t.Errorf("the README's fault table is not bench list -modes's (go test ./cmd/bench -run TestREADMEFaultTable -update):\n--- README\n%s\n--- bench list -modes\n%s", got, want)
+		t.Errorf("docs/architecture.md's fault table is not bench list -modes's (go test ./cmd/bench -run TestModesFaultTable -update):\n--- docs/architecture.md\n%s\n--- bench list -modes\n%s", got, want)
 	}
 }
 
