@@ -97,7 +97,7 @@ RACE_TESTS := ^(TestControlsAgainstRealRedis|TestConcurrentRunsAreIsolated|TestO
 # them (not even another package's tests): the CI gate measures throughput,
 # and the SSH control plane's test is a load of its own whose remote
 # commands slow down tenfold on a busy machine.
-ALONE_TESTS := ^(TestCIGateScript|TestSSHControlPlane)$$
+ALONE_TESTS := ^(TestCIGateScript|TestGateOwnLockClient|TestSSHControlPlane)$$
 # PARALLEL integration tests share the two cores. Four at a time, five
 # fresh-clone runs in a row on this machine each failed somewhere a test
 # times what it sees (a Sentinel switch, a ZooKeeper re-election, an etcd

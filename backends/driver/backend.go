@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/drivers"
 	"github.com/lockbench/lockbench/internal/config"
 	"go.yaml.in/yaml/v3"
 )
@@ -263,7 +264,14 @@ func (b *Backend) Command() ([]string, []string, error) {
 	}
 	slices.Sort(env)
 	if b.ref == nil {
-		return b.opt.Command, env, nil
+		// A driver of one's own finds the protocol helpers (the Python,
+		// Node and Java ones, docs/drivers.md) in the folder this names,
+		// outside the clone: nothing it imports writes into lockbench's.
+		dir, err := drivers.Dir()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", b.name, err)
+		}
+		return b.opt.Command, append([]string{EnvDrivers + "=" + dir}, env...), nil
 	}
 	cmd, renv, err := b.ref.command()
 	if err != nil {

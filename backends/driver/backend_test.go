@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +160,31 @@ func TestOptionsDocumented(t *testing.T) {
 		if o.Doc == "" || o.Type == "" || !strings.Contains(o.Doc, "default") {
 			t.Errorf("option %s: type %q, doc %q: want both, the doc naming its default", o.Name, o.Type, o.Doc)
 		}
+	}
+}
+
+// TestOwnDriverFindsTheHelpers: a driver of one's own is told where
+// lockbench's protocol helpers are (LOCKBENCH_DRIVERS, a folder holding
+// python/lockbench_driver.py), beside the env its case declares.
+func TestOwnDriverFindsTheHelpers(t *testing.T) {
+	b, err := newTestBackend("mine@1", "{server: redis, command: [./d], env: {A: b}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, env, err := b.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, EnvDrivers+"="); ok {
+			dir = v
+		}
+	}
+	if dir == "" || !slices.Contains(env, "A=b") {
+		t.Fatalf("env %q: want %s=<folder> and A=b", env, EnvDrivers)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "python", "lockbench_driver.py")); err != nil {
+		t.Errorf("%s=%s holds no Python helper: %v", EnvDrivers, dir, err)
 	}
 }

@@ -21,6 +21,11 @@ import (
 // outlived it.
 const EnvTag = "LOCKBENCH_DRIVER"
 
+// EnvDrivers is set in the environment of a driver of one's own to the
+// folder of lockbench's protocol helpers (python/lockbench_driver.py and
+// the reference drivers beside it), which `bench driver path` prints too.
+const EnvDrivers = "LOCKBENCH_DRIVERS"
+
 // Config says how to start a driver and how patient to be with it.
 type Config struct {
 	// Name names the driver in every message: the case's backend name

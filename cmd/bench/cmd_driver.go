@@ -24,7 +24,7 @@ import (
 // driverCmd is bench driver: the conformance check of a driver, the
 // reference drivers' list and build, and what a driver's hop costs.
 func driverCmd() *command {
-	c := newCommand("driver", "check|perf|list|build [NAME [COMMAND...]]", "check a lock driver against real servers, measure its cost, list or build the reference drivers", 1, -1)
+	c := newCommand("driver", "check|perf|list|path|build [NAME [COMMAND...]]", "check a lock driver against real servers, measure its cost, list or build the reference drivers, print where their protocol helpers are", 1, -1)
 	c.long = `A driver is a lock client in any language behind the driver protocol
 (docs/drivers.md). NAME is a reference driver (bench driver list) or, with a
 COMMAND after --, a label for your own: LIBRARY or LIBRARY@VERSION, which
@@ -34,6 +34,7 @@ the driver's hello must match.
   bench driver check -server redis mylib@1.2 -- python3 my_driver.py
   bench driver perf redis-py kazoo
   bench driver list
+  bench driver path     # the protocol helpers' folder ($LOCKBENCH_DRIVERS in a driver's environment)
   bench driver build
 
 check starts the server the driver talks to (one member: the check is of
@@ -71,6 +72,13 @@ and prints the ratios and the protocol's round trip.`
 			return driverPerf(ctx, cio, args[1:], *clients, *dur, *rounds, *out)
 		case "list":
 			return driverList(cio.stdout)
+		case "path":
+			dir, err := drivers.Dir()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cio.stdout, dir)
+			return nil
 		case "build":
 			dir, err := drivers.Dir()
 			if err != nil {
@@ -83,7 +91,7 @@ and prints the ratios and the protocol's round trip.`
 			fmt.Fprintf(cio.stdout, "drivers in %s (Java classes: %s)\n", dir, classes)
 			return nil
 		}
-		return exitcode.With(fmt.Errorf("driver: %q is not check, perf, list or build", args[0]), exitcode.Config)
+		return exitcode.With(fmt.Errorf("driver: %q is not check, perf, list, path or build", args[0]), exitcode.Config)
 	}
 	return c
 }
