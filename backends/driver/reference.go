@@ -39,6 +39,32 @@ type Reference struct {
 	renews  func(lib map[string]any) bool
 	lease   func(lib map[string]any, servers []backends.ServerSpec, ttl time.Duration) time.Duration
 	command func() ([]string, []string, error)
+	// Runtime is the language runtime the driver runs on (python, node,
+	// java): `bench driver perf` measures a bare echo of the same one.
+	Runtime string
+}
+
+// EchoCommand is the bare echo (drivers/*/echo.*) of a runtime: a line
+// read, the same line written back, read and written as that runtime's
+// protocol helper does, on the interpreter the reference drivers use.
+func EchoCommand(runtime string) ([]string, []string, error) {
+	dir, err := drivers.Dir()
+	if err != nil {
+		return nil, nil, err
+	}
+	switch runtime {
+	case "python":
+		return []string{python, filepath.Join(dir, "python", "echo.py")}, nil, nil
+	case "node":
+		return []string{"node", filepath.Join(dir, "node", "echo.js")}, nil, nil
+	case "java":
+		classes, err := drivers.JavaClasses()
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{"java", "-cp", classes, "Echo"}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("no bare echo for the runtime %q", runtime)
 }
 
 // Tokens says whether leases carry fencing tokens with these options.
@@ -115,7 +141,7 @@ var References = []Reference{
 			}
 			return ttl
 		},
-		command: pythonDriver("redis_lock.py"),
+		command: pythonDriver("redis_lock.py"), Runtime: "python",
 	},
 	{
 		Name:    "kazoo",
@@ -134,7 +160,7 @@ var References = []Reference{
 			return zkSession(asked, servers)
 		},
 		Quick:   map[string]any{"server_options": map[string]any{"members": 1}, "library": map[string]any{"timeout": 2}},
-		command: pythonDriver("kazoo_lock.py"),
+		command: pythonDriver("kazoo_lock.py"), Runtime: "python",
 	},
 	{
 		Name:    "python-etcd3",
@@ -155,7 +181,7 @@ var References = []Reference{
 			return ceilSeconds(ttl)
 		},
 		Quick:   map[string]any{"server_options": map[string]any{"members": 1}},
-		command: pythonDriver("etcd3_lock.py"),
+		command: pythonDriver("etcd3_lock.py"), Runtime: "python",
 	},
 	{
 		Name:    "curator",
@@ -183,6 +209,7 @@ var References = []Reference{
 			cp := strings.Join(append([]string{classes}, drivers.JavaClassPath...), ":")
 			return []string{"java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "CuratorDriver"}, nil, nil
 		},
+		Runtime: "java",
 	},
 	{
 		Name:    "node-redis",
@@ -210,6 +237,7 @@ var References = []Reference{
 			// does not.
 			return []string{"node", filepath.Join(dir, "node", "lease.js")}, []string{"NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs"}, nil
 		},
+		Runtime: "node",
 	},
 }
 

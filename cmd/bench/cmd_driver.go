@@ -272,10 +272,15 @@ func driverBareLoop(ctx context.Context, name string, clients int, dur time.Dura
 	return perf.Sample{Cycles: float64(r.Cycles) / r.Seconds, CPUCores: r.CPU.Seconds() / r.Seconds, Errors: r.Errors}, nil
 }
 
-// driverRTT measures each driver's protocol round trip: pings, with no
-// library call, against its servers.
+// driverRTT measures each driver's protocol round trip (pings, with no
+// library call, through the driver's own protocol helper) beside a bare
+// echo between the same two runtimes over the same pipes (EchoCommand):
+// the echo is what the hop cannot go below, so the ratio says how much
+// the protocol adds to it. The two are measured in interleaved blocks, so
+// that the machine's drift meets both alike.
 func driverRTT(ctx context.Context, w io.Writer, labels []string, out string) error {
-	fmt.Fprintf(w, "| driver | protocol round trip, median | p99 | pings |\n|---|---:|---:|---:|\n")
+	const blocks, perBlock = 10, 200
+	fmt.Fprintf(w, "| driver | protocol round trip, median | p99 | bare echo (%s), median | p99 | hop / echo, median | p99 | pings |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", "same runtimes")
 	for _, name := range labels {
 		b, err := driverBackend(name, nil, "", "{}")
 		if err != nil {
@@ -286,42 +291,62 @@ func driverRTT(ctx context.Context, w io.Writer, labels []string, out string) er
 		if err != nil {
 			return err
 		}
-		rtt, err := func() ([]time.Duration, error) {
+		rtt, echo, err := func() ([]time.Duration, []time.Duration, error) {
 			defer cl.Close()
 			if err := cl.Start(ctx, b.Servers()); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rs, err := driver.StartRelays(cl.Endpoints(), nil)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			defer rs.Close()
 			cfg, err := b.Config(backends.Env{Instance: 1, TTL: 2 * time.Second}, b.HelloServers(rs), io.Discard)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			p, err := driver.Start(ctx, cfg)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			defer p.Close()
-			var out []time.Duration
-			for i := 0; i < 2000; i++ {
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				d, err := p.Ping(pctx)
-				cancel()
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, d)
+			e, err := driver.StartEcho(ctx, b.Reference().Runtime)
+			if err != nil {
+				return nil, nil, err
 			}
-			slices.Sort(out)
-			return out, nil
+			defer e.Close()
+			var rtt, echo []time.Duration
+			for blk := 0; blk < blocks; blk++ {
+				for i := 0; i < perBlock; i++ {
+					pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					d, err := p.Ping(pctx)
+					cancel()
+					if err != nil {
+						return nil, nil, err
+					}
+					rtt = append(rtt, d)
+				}
+				for i := 0; i < perBlock; i++ {
+					d, err := e.Ping()
+					if err != nil {
+						return nil, nil, err
+					}
+					echo = append(echo, d)
+				}
+			}
+			slices.Sort(rtt)
+			slices.Sort(echo)
+			return rtt, echo, nil
 		}()
 		if err != nil {
 			return fmt.Errorf("%s round trip: %w", name, err)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d |\n", name, rtt[len(rtt)/2].Round(time.Microsecond), rtt[len(rtt)*99/100].Round(time.Microsecond), len(rtt))
+		med := func(d []time.Duration) time.Duration { return d[len(d)/2] }
+		p99 := func(d []time.Duration) time.Duration { return d[len(d)*99/100] }
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f× | %.2f× | %d + %d |\n", name,
+			med(rtt).Round(time.Microsecond), p99(rtt).Round(time.Microsecond),
+			med(echo).Round(time.Microsecond), p99(echo).Round(time.Microsecond),
+			float64(med(rtt))/float64(med(echo)), float64(p99(rtt))/float64(p99(echo)), len(rtt), len(echo))
 	}
 	return nil
 }
