@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,5 +147,42 @@ func TestREADMEFrontDoor(t *testing.T) {
 	}
 	if out, _, err := runInProcess(t, "validate", f); err != nil {
 		t.Errorf("the README's scenario example does not validate: %v\n%s", err, out)
+	}
+}
+
+// TestHistoryCounts: the counts of hand-made histories docs/checker.md
+// gives are the tree's (make them again with `go test ./cmd/bench -run
+// TestHistoryCounts -update`), so no document says 156 where the tree
+// holds 173.
+func TestHistoryCounts(t *testing.T) {
+	count := func(dir string) int {
+		m, err := filepath.Glob(filepath.Join("../../checker/testdata", dir, "*.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m)
+	}
+	const begin, end = "<!-- history counts: begin -->\n", "<!-- history counts: end -->\n"
+	want := fmt.Sprintf("`checker/testdata/` holds %d hand-made histories with golden verdicts;\n"+
+		"`checker/testdata/model/` holds %d more, and `checker/testdata/figures/`\n%d,\n",
+		count(""), count("model"), count("figures"))
+	f := "../../docs/checker.md"
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no history counts between %q and %q", f, begin, end)
+	}
+	if got := s[i+len(begin) : j]; got != want {
+		if *update {
+			if err := os.WriteFile(f, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s gives other counts than the tree (go test ./cmd/bench -run TestHistoryCounts -update):\n got: %s\nwant: %s", f, got, want)
 	}
 }
