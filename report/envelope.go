@@ -208,3 +208,16 @@ func writeEnvelopeTable(b *strings.Builder, s *verdict.Summary) error {
 	}
 	return t.Write(b)
 }
+
+func init() {
+	registerFigure(Figure{
+		Name: EnvelopePlot, Alt: "safety envelope", Slot: SlotEnvelope, Draw: WriteEnvelopePlot,
+		Caption:  "Each line is one backend's case swept over one value (for a pause of the holder: its length as a multiple of the lease): the share of its decided trials in which two clients believed they held the lock at once, and the band its 95% interval (Wilson). Where a line leaves zero is where the backend's lease stops protecting a paused holder; how steeply it rises says how much margin its expiry checks, drift factor or session timeout leave. A wide band means few trials: read the counts in the table.",
+		Contents: "only for a run with swept cases (`sweep:`, `make envelope`): per backend, the share of decided trials with two holders against the swept value, with its 95% band",
+	})
+	registerFigure(Figure{
+		Name: OverlapPlot, Alt: "overlap durations", Slot: SlotSafety, Draw: WriteOverlapPlot,
+		Caption:  "How long two holders coexisted, every overlap of each backend's cases (box: quartiles; whiskers: the range without outliers; log scale): the window in which a late write does damage unless a fencing token or the work itself stops it.",
+		Contents: "only when some case had two holders: every overlap's length, one box per backend (log scale)",
+	})
+}

@@ -114,3 +114,11 @@ func WriteScatter(base string, s *verdict.Summary) (bool, error) {
 	p.Y.Min, p.Y.Max = -0.05*math.Max(top, 1), 1.15*math.Max(top, 1)
 	return true, savePlot(p, 7*vg.Inch, 4.5*vg.Inch, base)
 }
+
+func init() {
+	registerFigure(Figure{
+		Name: ScatterPlot, Alt: "latency against safety", Slot: SlotLatency, Order: 1, Draw: WriteScatter,
+		Caption:  "Each backend's p99 acquire latency without faults (x, log scale) against its violations per 1,000 acquisitions in the cases with faults (y): down and to the left is fast and safe. Backends without both a fault-free case and a faulted one are left out.",
+		Contents: "only when two or more backends have both a fault-free case and faulted ones: each backend's no-fault p99 against its violations per 1,000 acquisitions under faults",
+	})
+}

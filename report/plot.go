@@ -236,3 +236,14 @@ func savePlot(p *plot.Plot, w, h vg.Length, base string) error {
 
 // LatencyPlot is the base name of the latency plot (.png and .svg).
 const LatencyPlot = "latency"
+
+func init() {
+	registerFigure(Figure{
+		Name: LatencyPlot, Alt: "acquire latency by percentile", Slot: SlotLatency,
+		Caption:  "Acquire latency by percentile, one panel per backend and one line per case, on shared axes: read across a panel for how the tail grows (the x axis counts nines: 90%, 99%, 99.9%), and between panels at the same height to compare backends. A line stops at the highest percentile its samples can support.",
+		Contents: "acquire latency by percentile, one panel per backend with a line per case, shared axes (HDR style: a 90% / 99% / 99.9% axis)",
+		Draw: func(base string, s *verdict.Summary) (bool, error) {
+			return true, WriteLatencyPlot(base, s)
+		},
+	})
+}

@@ -95,17 +95,8 @@ func writeAll(dir string, s *verdict.Summary, every bool) error {
 	if err := writeLinearizationViews(dir, s); err != nil {
 		return err
 	}
-	if err := WriteDecisionPlot(filepath.Join(dir, DecisionPlot), s.Decision); err != nil {
-		return err
-	}
 	var pl drawn
-	if pl.scatter, err = WriteScatter(filepath.Join(dir, ScatterPlot), s); err != nil {
-		return err
-	}
-	if pl.envelope, err = WriteEnvelopePlot(filepath.Join(dir, EnvelopePlot), s); err != nil {
-		return err
-	}
-	if pl.overlaps, err = WriteOverlapPlot(filepath.Join(dir, OverlapPlot), s); err != nil {
+	if pl.figs, err = drawFigures(dir, s); err != nil {
 		return err
 	}
 	pl.featured, pl.every = Featured(s), every
@@ -136,9 +127,6 @@ func writeAll(dir string, s *verdict.Summary, every bool) error {
 	if err := bt.Close(); err != nil {
 		return fmt.Errorf("write bench.txt: %w", err)
 	}
-	if err := WriteLatencyPlot(filepath.Join(dir, LatencyPlot), s); err != nil {
-		return err
-	}
 	var md bytes.Buffer
 	if err := writeReport(&md, s, pl); err != nil {
 		return err
@@ -168,19 +156,13 @@ func expected(e history.Expectation, name string, b *bool) string {
 	return yesno(b)
 }
 
-// WriteReport writes the human-readable report, with the scatter plot
-// when WriteScatter drew one.
-func WriteReport(w io.Writer, s *verdict.Summary) error {
-	return writeReport(w, s, drawn{scatter: len(ScatterPoints(s)) >= 2, envelope: len(verdict.Envelope(s)) > 0, featured: Featured(s)})
-}
-
-// drawn says which of the optional plots were drawn, and which cases'
-// own figures: the featured ones, embedded; with every, the others too,
-// linked.
+// drawn says which of the run's figures were drawn (by name), and which
+// cases' own figures: the featured ones, embedded; with every, the others
+// too, linked.
 type drawn struct {
-	scatter, envelope, overlaps bool
-	featured                    map[int]bool
-	every                       bool
+	figs     map[string]bool
+	featured map[int]bool
+	every    bool
 }
 
 // caption writes a figure and the sentence that says how to read it.
@@ -205,18 +187,16 @@ func writeReport(w io.Writer, s *verdict.Summary, pl drawn) error {
 		return err
 	}
 	b.WriteString("\n")
-	caption(&b, "decision view", DecisionPlot+".png", "The decision view as an image (2× resolution, to paste into a design document): the colour and the words in each cell say the same thing; \"2 holders k/n\" is in how many of the cell's decided trials two clients believed they held the lock, with its 95% interval; a pale cell marked ? rests on fewer than 10 fault exposures; \"during/after\" count acquisitions while the fault was in force and after it healed, \"gap\" is the longest time a client waited with nobody holding the lock.")
-	if pl.envelope {
+	writeFigures(&b, SlotDecision, pl.figs)
+	if pl.figs[EnvelopePlot] {
 		b.WriteString("## Safety envelope\n\n")
 		if err := writeEnvelopeTable(&b, s); err != nil {
 			return err
 		}
 		b.WriteString("\n")
-		caption(&b, "safety envelope", EnvelopePlot+".png", "Each line is one backend's case swept over one value (for a pause of the holder: its length as a multiple of the lease): the share of its decided trials in which two clients believed they held the lock at once, and the band its 95% interval (Wilson). Where a line leaves zero is where the backend's lease stops protecting a paused holder; how steeply it rises says how much margin its expiry checks, drift factor or session timeout leave. A wide band means few trials: read the counts in the table.")
+		writeFigures(&b, SlotEnvelope, pl.figs)
 	}
-	if pl.overlaps {
-		caption(&b, "overlap durations", OverlapPlot+".png", "How long two holders coexisted, every overlap of each backend's cases (box: quartiles; whiskers: the range without outliers; log scale): the window in which a late write does damage unless a fencing token or the work itself stops it.")
-	}
+	writeFigures(&b, SlotSafety, pl.figs)
 
 	b.WriteString("## Safety, case by case\n\n")
 	b.WriteString("*Violations* count moments when two clients both believed they held the same lock. *Lost updates* are writes to the unfenced resource that overwrote another holder's work. ")
@@ -231,10 +211,7 @@ func writeReport(w io.Writer, s *verdict.Summary, pl drawn) error {
 		return err
 	}
 	b.WriteString("\n")
-	caption(&b, "acquire latency by percentile", LatencyPlot+".png", "Acquire latency by percentile, one panel per backend and one line per case, on shared axes: read across a panel for how the tail grows (the x axis counts nines: 90%, 99%, 99.9%), and between panels at the same height to compare backends. A line stops at the highest percentile its samples can support.")
-	if pl.scatter {
-		caption(&b, "latency against safety", ScatterPlot+".png", "Each backend's p99 acquire latency without faults (x, log scale) against its violations per 1,000 acquisitions in the cases with faults (y): down and to the left is fast and safe. Backends without both a fault-free case and a faulted one are left out.")
-	}
+	writeFigures(&b, SlotLatency, pl.figs)
 	if hasTrials(s) {
 		b.WriteString("## Rows over trials\n\nA row repeats a case because timing makes a single run of a race flaky; it is reproduced when the expected outcome appears in at least *need* trials.\n\n")
 		b.WriteString("| row | backend | verdict | met | trials | need | invalid | two holders in (95% interval) | longest overlap | longest zombie |\n|---|---|---|---:|---:|---:|---:|---|---:|---:|\n")
