@@ -143,10 +143,10 @@ func (f *fakeCluster) Exec(ctx context.Context, pod kube.Pod, container string, 
 	// harness was told) stay as they are.
 	parts := strings.Split(cmd[2], f.dir)
 	for i := range parts {
+		parts[i] = strings.NewReplacer("/tmp/", f.dir+"/", cgroup.Root, f.dir+"/cgroup", "iptables", ":").Replace(parts[i])
 		if i == 0 {
 			parts[i] = strings.ReplaceAll(parts[i], "/run/lockbench/", f.dir+"/run/lockbench/")
 		}
-		parts[i] = strings.NewReplacer("/tmp/", f.dir+"/", cgroup.Root, f.dir+"/cgroup", "iptables", ":").Replace(parts[i])
 	}
 	line := strings.Join(parts, f.dir)
 	c := exec.CommandContext(ctx, "bash", "-c", line)
