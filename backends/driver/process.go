@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/childenv"
 )
 
 // EnvTag is set in every driver's environment to a value of its own, so
@@ -150,7 +152,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		p.bareCh = make(chan Reply, 1)
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-	cmd.Env = append(append(os.Environ(), cfg.Env...), EnvTag+"="+p.tag)
+	// Only what any program needs, lockbench's own settings and the
+	// driver's declared env: never the worker's credentials or bench's
+	// secrets (drivers are not given credentials).
+	cmd.Env = append(append(childenv.Env(), cfg.Env...), EnvTag+"="+p.tag)
 	// The driver stays in the worker's process group, so that a pause,
 	// a kill or a CPU limit of the instance acts on it too; it dies with
 	// the worker.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/targets"
 	"github.com/lockbench/lockbench/verdict"
 
@@ -42,9 +43,11 @@ The last lines printed are a tally and the results folder ("open
 	quiet := c.fs.Bool("q", false, "print only the verdicts")
 	network := c.fs.String("network", "", "override the scenario's network: loopback, or hosts (each server and instance in a network namespace of its own; root)")
 	targetsFile := c.fs.String("targets", "", "run against existing servers named in this targets file instead of starting local ones (credentials from the environment only)")
+	shared := c.fs.Bool("shared-results", false, "make the results folder readable by every user of the machine (0755, files 0644); by default it is yours alone (0700, files 0600)")
 	var comp composeFlags
 	comp.define(c.fs)
 	c.exec = func(ctx context.Context, cio cmdIO, args []string) error {
+		layout.Shared = *shared
 		so, err := scenarioOptions(*network, *targetsFile, comp)
 		if err != nil {
 			return err
@@ -106,6 +109,9 @@ The last lines printed are a tally and the results folder ("open
 			if ierr := report.WriteIndex(*out); ierr != nil {
 				fmt.Fprintln(cio.stderr, "warning:", ierr)
 			}
+		}
+		if serr := layout.Seal(outcome.Dir); serr != nil {
+			fmt.Fprintln(cio.stderr, "warning: results modes:", serr)
 		}
 		fmt.Fprintf(cio.stdout, "results: %s (open %s)\n", outcome.Dir, filepath.Join(outcome.Dir, report.ReportHTML))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/childenv"
 	"github.com/lockbench/lockbench/internal/faketime"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) useFaketime(env []string) ([]string, error) {
 		}
 	}
 	if env == nil {
-		env = os.Environ()
+		env = childenv.Env()
 	}
 	return append(env, faketime.Env(s.faketimeFile())...), nil
 }

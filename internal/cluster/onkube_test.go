@@ -139,8 +139,19 @@ func (f *fakeCluster) Exec(ctx context.Context, pod kube.Pod, container string, 
 	if container != "lockbench-agent" || len(cmd) != 3 || cmd[0] != "sh" {
 		return "", 0, fmt.Errorf("unexpected exec %v in %s/%s", cmd, pod, container)
 	}
-	line := strings.NewReplacer("/tmp/", f.dir+"/", cgroup.Root, f.dir+"/cgroup", "iptables", ":").Replace(cmd[2])
-	out, err := exec.CommandContext(ctx, "bash", "-c", line).CombinedOutput()
+	// Paths already in the test's directory (the notes directory the
+	// harness was told) stay as they are.
+	parts := strings.Split(cmd[2], f.dir)
+	for i := range parts {
+		parts[i] = strings.NewReplacer("/tmp/", f.dir+"/", cgroup.Root, f.dir+"/cgroup", "iptables", ":").Replace(parts[i])
+		if i == 0 {
+			parts[i] = strings.ReplaceAll(parts[i], "/run/lockbench/", f.dir+"/run/lockbench/")
+		}
+	}
+	line := strings.Join(parts, f.dir)
+	c := exec.CommandContext(ctx, "bash", "-c", line)
+	c.Env = append(os.Environ(), "HOME="+f.dir+"/home")
+	out, err := c.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode(), nil
 	}
@@ -181,7 +192,8 @@ func TestKubernetesControlPlane(t *testing.T) {
 	pg := f.procs["etcd-1"].Process.Pid
 	f.mu.Unlock()
 	syscall.Kill(-pg, syscall.SIGSTOP)
-	os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("lockbench-stopped-%d-%d", 999999, pg)), []byte(fmt.Sprint(pg)), 0o644)
+	os.MkdirAll(filepath.Join(f.dir, "run/lockbench/stopped"), 0o700)
+	os.WriteFile(filepath.Join(f.dir, "run/lockbench/stopped", fmt.Sprintf("%d-%d", 999999, pg)), []byte(fmt.Sprint(pg)), 0o600)
 
 	ctl := map[string]*control.Section{}
 	for i, pod := range []string{"etcd-0", "etcd-1"} {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/childenv"
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
@@ -78,7 +79,7 @@ func asPostgres(cmd *exec.Cmd) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	cmd.Env = append(os.Environ(), "HOME="+u.HomeDir, "LC_ALL=C")
+	cmd.Env = append(childenv.Env(), "HOME="+u.HomeDir, "LC_ALL=C")
 	return nil
 }
 

@@ -1,9 +1,16 @@
 package cluster
 
 import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -19,6 +26,7 @@ import (
 // toxiproxy instead.
 type Toxi struct {
 	server *toxiproxy.ApiServer
+	http   *http.Server
 	Client *toxiclient.Client
 	Addr   string
 	host   string
@@ -27,18 +35,37 @@ type Toxi struct {
 	prefix string
 }
 
-// StartToxi starts the toxiproxy API server on a free port of host; its
-// proxies listen on host too.
+// StartToxi starts the toxiproxy API server on a free port of host (the
+// run's harness address, on loopback or the run's bridge); its proxies
+// listen on host too. The API answers only this process: every request
+// must carry the run's random token (as its User-Agent, the one header
+// toxiproxy's client lets a caller set), so another local user can
+// neither read nor reconfigure it; and a proxy may only listen on host,
+// so no request, even the harness's own, opens a listener on another
+// address (all interfaces, the machine's external address).
 func StartToxi(host string) (*Toxi, error) {
-	port, err := FreePort(host)
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("toxiproxy API on %s: %w", host, err)
 	}
-	addr := net.JoinHostPort(host, fmt.Sprint(port))
+	addr := ln.Addr().String()
+	var tb [16]byte
+	if _, err := rand.Read(tb[:]); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("toxiproxy API token: %w", err)
+	}
+	token := "lockbench/" + hex.EncodeToString(tb[:])
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	t := &Toxi{server: srv, Addr: addr, host: host, errc: make(chan error, 1)}
-	go func() { t.errc <- srv.Listen(addr) }()
+	hs := &http.Server{Handler: toxiGuard(srv.Routes(), token, host), ReadHeaderTimeout: 15 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second}
+	t := &Toxi{server: srv, http: hs, Addr: addr, host: host, errc: make(chan error, 1)}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.errc <- err
+		}
+	}()
 	t.Client = toxiclient.NewClient(addr)
+	t.Client.UserAgent = token
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, err := t.Client.Version(); err == nil {
@@ -50,10 +77,46 @@ func StartToxi(host string) (*Toxi, error) {
 		default:
 		}
 		if time.Now().After(deadline) {
+			hs.Close()
 			return nil, fmt.Errorf("toxiproxy on %s did not answer within 5s", addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// toxiGuard lets through only requests that carry token, and only proxies
+// that listen on host. A refused request gets 403 and does nothing.
+func toxiGuard(next http.Handler, token, host string) http.Handler {
+	want := net.ParseIP(host)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("User-Agent")), []byte(token)) != 1 {
+			http.Error(w, "lockbench's toxiproxy answers only the run that started it", http.StatusForbidden)
+			return
+		}
+		if r.URL.Path == "/populate" {
+			http.Error(w, "populate is not allowed", http.StatusForbidden)
+			return
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+			if err != nil || len(body) > 1<<20 {
+				http.Error(w, "request body unreadable or over 1 MiB", http.StatusRequestEntityTooLarge)
+				return
+			}
+			var p struct {
+				Listen *string `json:"listen"`
+			}
+			if strings.HasPrefix(r.URL.Path, "/proxies") && !strings.Contains(r.URL.Path, "/toxics") && json.Unmarshal(body, &p) == nil && p.Listen != nil {
+				h, _, err := net.SplitHostPort(*p.Listen)
+				if ip := net.ParseIP(h); err != nil || ip == nil || !ip.Equal(want) {
+					http.Error(w, fmt.Sprintf("a proxy may listen on %s only, not %q", host, *p.Listen), http.StatusForbidden)
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ExternalToxi is a toxiproxy server lockbench did not start.
@@ -104,7 +167,7 @@ func (t *Toxi) Close() error {
 	if t.server == nil {
 		return errors.Join(errs...) // an external server stays up
 	}
-	if err := t.server.Shutdown(); err != nil {
+	if err := t.http.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("stop toxiproxy: %w", err))
 	}
 	// The proxies' listeners belong to the server's collection; Clear

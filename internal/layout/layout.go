@@ -21,6 +21,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -46,6 +47,49 @@ const (
 	Latest = "latest"
 )
 
+// Shared, when set (bench run -shared-results), makes a results folder
+// readable by every user of the machine (0755, files 0644), as results
+// folders used to be. By default one is its user's alone (0700, files
+// 0600): it holds the scenario, the servers' logs and what the workers
+// and drivers said.
+var Shared bool
+
+// DirMode and FileMode are the modes of a results folder's directories and
+// files (see Shared).
+func DirMode() os.FileMode {
+	if Shared {
+		return 0o755
+	}
+	return 0o700
+}
+
+// FileMode is the mode of a results folder's files.
+func FileMode() os.FileMode {
+	if Shared {
+		return 0o644
+	}
+	return 0o600
+}
+
+// Seal gives every directory and file under dir the results modes
+// (DirMode, FileMode), whatever the umask or the code that wrote them
+// made them. A symbolic link is left as it is.
+func Seal(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			return nil
+		case d.IsDir():
+			return os.Chmod(p, DirMode())
+		default:
+			return os.Chmod(p, FileMode())
+		}
+	})
+}
+
 // ErrExists means an explicitly named results folder already holds files.
 var ErrExists = errors.New("results folder already exists and is not empty")
 
@@ -63,9 +107,9 @@ func New(root, scenario string, now time.Time) (string, error) {
 		if i > 1 {
 			dir = fmt.Sprintf("%s-%d", base, i)
 		}
-		err := os.Mkdir(dir, 0o755)
+		err := os.Mkdir(dir, DirMode())
 		if err == nil {
-			return dir, nil
+			return dir, os.Chmod(dir, DirMode()) // not the umask's
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return "", fmt.Errorf("create results folder: %w", err)
@@ -85,11 +129,11 @@ func Claim(dir string, clean bool) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create results folder: %w", err)
 		}
-		return nil
+		return os.Chmod(dir, DirMode())
 	case err != nil:
 		return fmt.Errorf("results folder %s: %w", dir, err)
 	case len(entries) == 0:
-		return nil
+		return os.Chmod(dir, DirMode())
 	case !clean:
 		return fmt.Errorf("%s: %w (pass -clean to replace its contents, or choose another folder)", dir, ErrExists)
 	}
@@ -98,7 +142,7 @@ func Claim(dir string, clean bool) error {
 			return fmt.Errorf("clean results folder: %w", err)
 		}
 	}
-	return nil
+	return os.Chmod(dir, DirMode())
 }
 
 // LinkLatest points root/latest at dir (relative, so the root can move).

@@ -91,13 +91,25 @@ func ReadRun(dir string) (*Run, error) {
 	return &r, nil
 }
 
-// WriteRun writes run.json into dir.
+// WriteRun writes run.json into dir, with the secrets of the scenario
+// text and the targets file redacted (RedactYAML, RedactValue): a
+// command's --requirepass, a driver's env:, a URL's password.
 func WriteRun(dir string, r *Run) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	red := *r
+	red.ScenarioText = RedactYAML(r.ScenarioText)
+	red.Rerun = RedactText(r.Rerun)
+	if r.Targets != nil {
+		t, err := RedactValue(r.Targets)
+		if err != nil {
+			return fmt.Errorf("encode %s: targets: %w", RunFile, err)
+		}
+		red.Targets = t
+	}
+	b, err := json.MarshalIndent(&red, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", RunFile, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, RunFile), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, RunFile), append(b, '\n'), FileMode()); err != nil {
 		return fmt.Errorf("write %s: %w", RunFile, err)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/cgroup"
+	"github.com/lockbench/lockbench/internal/childenv"
 	"github.com/lockbench/lockbench/internal/docker"
 	"github.com/lockbench/lockbench/internal/monoclock"
 )
@@ -120,7 +121,7 @@ func StartProcess(name, runID string, cmd *exec.Cmd) (*Process, error) {
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+		cmd.Env = childenv.Env() // never bench's whole environment: its secrets stay with it
 	}
 	cmd.Env = append(cmd.Env, EnvRunID+"="+runID)
 	err := cmd.Start()

@@ -3,6 +3,7 @@ package procgroup
 import (
 	"io"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,5 +91,30 @@ func TestOutputPipeKeepsTheLastLines(t *testing.T) {
 	b, err := io.ReadAll(out)
 	if err != nil || string(b) != "first\nlast\n" {
 		t.Errorf("read %q, %v after the child exited; want both lines", b, err)
+	}
+}
+
+// TestChildrenInheritNoSecrets: a server or worker started with no
+// environment of its own gets none of bench's secrets, and the run id.
+func TestChildrenInheritNoSecrets(t *testing.T) {
+	t.Setenv("LB_SSH_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----secretkey")
+	t.Setenv("PGPASSWORD", "hunter2")
+	cmd := exec.Command("env")
+	out, err := OutputPipe(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartProcess("env", "run-1", cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(out)
+	<-p.Done()
+	env := string(b)
+	if strings.Contains(env, "secretkey") || strings.Contains(env, "hunter2") {
+		t.Errorf("a child inherited a secret:\n%s", env)
+	}
+	if !strings.Contains(env, EnvRunID+"=run-1") || !strings.Contains(env, "PATH=") {
+		t.Errorf("a child lacks the run id or PATH:\n%s", env)
 	}
 }

@@ -20,8 +20,9 @@ type Proc struct {
 	ctl  *control.Section
 	main int // its main pid
 	pgid int // its process group
-	// stateDir is where the harness notes, on the host, the groups it
-	// stopped (so that the next run resumes them if this one dies).
+	// stateFile is where the harness notes, on the host, that it stopped
+	// the group (so that the next run resumes it if this one dies): a
+	// file of NotesDir's, made at the first stop.
 	stateFile string
 }
 
@@ -81,8 +82,7 @@ func LocateOnce(h Shell, ctl *control.Section, name string) (*Proc, error) {
 	if own, err := RunT(h, "sed 's/.*) //' /proc/$$/stat | cut -d' ' -f3"); err == nil && strings.TrimSpace(own) == f[1] {
 		return nil, fmt.Errorf("%s: process %d on %s is still in the harness shell's process group", name, pid, h)
 	}
-	return &Proc{h: h, ctl: ctl, main: pid, pgid: pgid,
-		stateFile: fmt.Sprintf("/tmp/lockbench-stopped-%d-%d", os.Getpid(), pgid)}, nil
+	return &Proc{h: h, ctl: ctl, main: pid, pgid: pgid}, nil
 }
 
 // Pid is the server's main pid on its host.
@@ -93,7 +93,7 @@ func (r *Proc) Group() int { return r.pgid }
 
 // Note is the file on its host that notes, while the harness has the
 // group stopped, that it did (so that a later run resumes it if this one
-// dies before it does).
+// dies before it does); "" before the first stop.
 func (r *Proc) Note() string { return r.stateFile }
 
 // Shell is the shell of the host the process runs on.
@@ -106,9 +106,16 @@ func (r *Proc) Signal(sig syscall.Signal) error {
 	cmd := fmt.Sprintf("kill -%d -- -%d", int(sig), r.pgid)
 	switch sig {
 	case syscall.SIGSTOP:
-		cmd = fmt.Sprintf("echo %d > %s && %s", r.pgid, r.stateFile, cmd)
+		if r.stateFile == "" {
+			dir, err := NotesDir(r.h)
+			if err != nil {
+				return err
+			}
+			r.stateFile = dir + "/" + noteName(os.Getpid(), r.pgid)
+		}
+		cmd = fmt.Sprintf("printf '%%d\\n' %d > %s && %s", r.pgid, Quote(r.stateFile), cmd)
 	case syscall.SIGCONT:
-		cmd = fmt.Sprintf("%s && rm -f %s", cmd, r.stateFile)
+		cmd += r.rmNote(" && ")
 	}
 	_, err := RunT(r.h, cmd)
 	return err
@@ -117,7 +124,7 @@ func (r *Proc) Signal(sig syscall.Signal) error {
 // Kill SIGKILLs the group (resuming it first: a stopped process dies of
 // SIGKILL too, but its note must go) and waits for the main process to go.
 func (r *Proc) Kill(timeout time.Duration) error {
-	if _, err := RunT(r.h, fmt.Sprintf("kill -KILL -- -%d; rm -f %s", r.pgid, r.stateFile)); err != nil && !Exited(err) {
+	if _, err := RunT(r.h, fmt.Sprintf("kill -KILL -- -%d", r.pgid)+r.rmNote("; ")); err != nil && !Exited(err) {
 		return err
 	}
 	deadline := time.Now().Add(timeout)
@@ -128,6 +135,15 @@ func (r *Proc) Kill(timeout time.Duration) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("kill %d on %s: still running after %s", r.main, r.h, timeout)
+}
+
+// rmNote is the command that removes the group's note, after sep, or ""
+// when the harness never stopped the group.
+func (r *Proc) rmNote(sep string) string {
+	if r.stateFile == "" {
+		return ""
+	}
+	return sep + "rm -f -- " + Quote(r.stateFile)
 }
 
 // Stopped reports whether every process of the group is stopped, as the

@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,11 +56,20 @@ func sshSigner(env string) (ssh.Signer, error) {
 	if v == "" {
 		return nil, fmt.Errorf("ssh key: environment variable %s is not set", env)
 	}
+	// The value is never put in a message: it may be the key itself,
+	// in a form this does not recognise (a base64 blob).
 	pem := []byte(v)
 	if !strings.Contains(v, "PRIVATE KEY") {
+		if !looksLikePath(v) {
+			return nil, fmt.Errorf("ssh key: %s holds neither a PEM private key nor a file's path (its value is not shown)", env)
+		}
 		b, err := os.ReadFile(v)
 		if err != nil {
-			return nil, fmt.Errorf("ssh key: %s names %q: %w", env, v, err)
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // without the path, which is the value
+			}
+			return nil, fmt.Errorf("ssh key: the file %s names cannot be read: %w", env, err)
 		}
 		pem = b
 	}
@@ -68,6 +78,12 @@ func sshSigner(env string) (ssh.Signer, error) {
 		return nil, fmt.Errorf("ssh key from %s: %w", env, err)
 	}
 	return s, nil
+}
+
+// looksLikePath reports whether an SSH key variable's value can be a path:
+// one line, of a sane length, no more than a file name could hold.
+func looksLikePath(v string) bool {
+	return len(v) < 4096 && !strings.ContainsAny(v, "\n\r\x00")
 }
 
 // DialSSH connects to the host s names, checking its key against the

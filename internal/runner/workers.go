@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/childenv"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
@@ -64,6 +65,18 @@ func (cr *caseRun) startWorker(n history.Instance, routes []links.Route, logDir 
 	name := n.String()
 	bin, args := cr.r.opts.WorkerCommand()
 	cmd := exec.Command(bin, args...)
+	// The worker gets what any program needs and the variables the
+	// targets file's credentials name, nothing else of bench's
+	// environment (an SSH key, other passwords).
+	var secrets []string
+	if t := cr.r.sc.Targets; t != nil {
+		for _, c := range t.Auth {
+			if c != nil {
+				secrets = append(secrets, c.UsernameEnv, c.PasswordEnv, c.TokenEnv)
+			}
+		}
+	}
+	cmd.Env = childenv.Env(secrets...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("%s stdin: %w", name, err)

@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Slots is how many runs can hold an address range at once.
@@ -36,23 +40,73 @@ type Slot struct {
 	hosts bool
 }
 
-// SlotDir is where the slot lock files live: one fixed place for the
-// whole machine (not $TMPDIR, which two runs may set differently).
-func SlotDir() string { return "/tmp/lockbench-slots" }
+// SlotDir is where the slot lock files live: one fixed place per user of
+// the machine (not $TMPDIR, which two runs may set differently). Root's
+// is /run/lockbench/slots, root's own and not writable by others, its
+// files 0600: no other user can open one, so none can flock it and hold
+// root's runs hostage. Another user's is /tmp/lockbench-slots-<uid>, 0700.
+func SlotDir() string {
+	if os.Geteuid() == 0 {
+		return rootDir
+	}
+	return fmt.Sprintf("/tmp/lockbench-slots-%d", os.Geteuid())
+}
+
+// rootDir is root's slot directory; legacyDir the one every user shared
+// before (any user could lock all of its files). Variables for the tests.
+var (
+	rootDir   = "/run/lockbench/slots"
+	legacyDir = "/tmp/lockbench-slots"
+)
+
+// safeDir makes dir (and its parent, for root's) when missing and checks it
+// is a directory of this user's own that no other user can write to, and
+// not a symbolic link: a directory another user planted is refused.
+func safeDir(dir string, mode os.FileMode) error {
+	uid := os.Geteuid()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if d == filepath.Dir(d) || (d == filepath.Dir(dir) && os.Geteuid() != 0) {
+			continue // the parent of another user's is /tmp
+		}
+		if err := os.Mkdir(d, mode); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("address slots: %w", err)
+		}
+		st, err := os.Lstat(d)
+		if err != nil {
+			return fmt.Errorf("address slots: %w", err)
+		}
+		sys, _ := st.Sys().(*syscall.Stat_t)
+		switch {
+		case !st.IsDir():
+			return fmt.Errorf("address slots: %s is not a directory (%s): refusing it", d, st.Mode())
+		case sys == nil || int(sys.Uid) != uid:
+			return fmt.Errorf("address slots: %s belongs to uid %d, not to this user (uid %d): refusing a directory another user made", d, sys.Uid, uid)
+		case st.Mode().Perm()&0o022 != 0:
+			return fmt.Errorf("address slots: %s is writable by others (%s): refusing it", d, st.Mode().Perm())
+		}
+	}
+	return nil
+}
 
 // Acquire takes the first free slot, on loopback.
 func Acquire() (*Slot, error) {
 	dir := SlotDir()
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, fmt.Errorf("address slots: %w", err)
+	if err := safeDir(dir, 0o755); err != nil {
+		return nil, err
 	}
 	for n := 0; n < Slots; n++ {
-		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("slot-%d.lock", n)), os.O_CREATE|os.O_RDWR, 0o666)
+		path := filepath.Join(dir, fmt.Sprintf("slot-%d.lock", n))
+		fd, err := syscall.Open(path, syscall.O_CREAT|syscall.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("address slot %d: %w", n, err)
+			return nil, fmt.Errorf("address slot %d: %s: %w", n, path, err)
 		}
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f := os.NewFile(uintptr(fd), path)
+		err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
+			if heldElsewhere(n) {
+				f.Close()
+				continue
+			}
 			return &Slot{N: n, f: f}, nil
 		}
 		f.Close()
@@ -61,6 +115,73 @@ func Acquire() (*Slot, error) {
 		}
 	}
 	return nil, fmt.Errorf("all %d address slots are in use: %d lockbench runs at once on this machine", Slots, Slots)
+}
+
+// heldElsewhere reports whether slot n is held in another directory by a
+// run that counts: in root's by root (for a run of another user), in the
+// legacy shared directory (older lockbench binaries) by root or this user.
+// A lock another non-root user holds there is ignored: it may be held only
+// to keep every run out.
+func heldElsewhere(n int) bool {
+	name := fmt.Sprintf("slot-%d.lock", n)
+	uid := os.Geteuid()
+	if uid != 0 {
+		for _, h := range flockHolders(filepath.Join(rootDir, name)) {
+			if h == 0 {
+				return true
+			}
+		}
+	}
+	for _, h := range flockHolders(filepath.Join(legacyDir, name)) {
+		if h == 0 || h == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// flockHolders returns the uids of the processes that hold an flock on the
+// file at path (as /proc/locks says), without opening it; none when it
+// is missing or a symbolic link.
+func flockHolders(path string) []int {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(sys.Dev), unix.Minor(sys.Dev), sys.Ino)
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return nil
+	}
+	var uids []int
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// "1: FLOCK  ADVISORY  WRITE 1465 fe:00:762138 0 EOF"; a waiter's
+		// line has "->" after the number.
+		if len(f) < 6 || f[1] != "FLOCK" || f[5] != id {
+			continue
+		}
+		if u, ok := uidOf(f[4]); ok {
+			uids = append(uids, u)
+		}
+	}
+	return uids
+}
+
+// uidOf returns the real uid of process pid.
+func uidOf(pid string) (int, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			u, err := strconv.Atoi(f[1])
+			return u, err == nil
+		}
+	}
+	return 0, false
 }
 
 // Release gives the slot back; safe to call more than once.

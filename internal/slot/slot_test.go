@@ -1,9 +1,13 @@
 package slot
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -77,4 +81,85 @@ func TestSlotOfAKilledRunIsFree(t *testing.T) {
 		}
 	}
 	t.Fatalf("the killed holder's slot %s never came back", held)
+}
+
+// TestSlotsCannotBeHeldHostage replays the attack of issue 41: another
+// user locks every slot file it can open, in the old shared directory and
+// in root's; a root run still gets a slot, and the stranger could open
+// none of root's files.
+func TestSlotsCannotBeHeldHostage(t *testing.T) {
+	if os.Getenv("LOCKBENCH_SLOT_HOSTAGE") != "" {
+		held, denied := 0, 0
+		for _, d := range strings.Split(os.Getenv("LOCKBENCH_SLOT_HOSTAGE"), ":") {
+			for n := 0; n < Slots; n++ {
+				p := filepath.Join(d, fmt.Sprintf("slot-%d.lock", n))
+				f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o666)
+				if err != nil {
+					f, err = os.Open(p)
+				}
+				if err != nil {
+					denied++
+					continue
+				}
+				if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+					held++
+				}
+			}
+		}
+		fmt.Printf("held %d denied %d\n", held, denied)
+		select {}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the attack needs root (a run of root's) and another user")
+	}
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	os.Chmod(filepath.Dir(base), 0o755)
+	oldRoot, oldLegacy := rootDir, legacyDir
+	rootDir, legacyDir = filepath.Join(base, "run/lockbench/slots"), filepath.Join(base, "legacy")
+	t.Cleanup(func() { rootDir, legacyDir = oldRoot, oldLegacy })
+	os.MkdirAll(filepath.Join(base, "run"), 0o755)
+	os.Mkdir(legacyDir, 0o777)
+	os.Chmod(legacyDir, 0o777)
+	// Root's directory and files exist before the attack, as after any run.
+	s, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	for n := 0; n < Slots; n++ {
+		os.OpenFile(filepath.Join(rootDir, fmt.Sprintf("slot-%d.lock", n)), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	}
+	// The test binary, where user nobody can run it.
+	exe, _ := os.Executable()
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "slot.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestSlotsCannotBeHeldHostage$")
+	cmd.Env = []string{"LOCKBENCH_SLOT_HOSTAGE=" + legacyDir + ":" + rootDir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}, Pdeathsig: syscall.SIGKILL}
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the attacker said nothing: %v", err)
+	}
+	var held, denied int
+	fmt.Sscanf(line, "held %d denied %d", &held, &denied)
+	if held != Slots || denied != Slots {
+		t.Fatalf("the attacker %q: want every legacy file held and every one of root's denied", line)
+	}
+	got, err := Acquire()
+	if err != nil {
+		t.Fatalf("a root run was held hostage: %v", err)
+	}
+	got.Release()
 }
