@@ -3,6 +3,7 @@ package backends_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/premise"
 )
 
 // pgAlternatives starts one PostgreSQL server and returns a way to open
@@ -58,43 +60,79 @@ func TestPostgresAlternatives(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("postgres-lease", func(t *testing.T) {
-		_, a := open("postgres-lease", "{}", 400*time.Millisecond)
-		_, b := open("postgres-lease", "{}", 400*time.Millisecond)
-		la, err := a.Acquire(ctx, "k0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Acquire(ctx, "k0"); !errors.Is(err, backends.ErrNotAcquired) {
-			t.Fatalf("second acquire of a held lease: %v, want ErrNotAcquired", err)
-		}
-		if err := b.Release(ctx, b.(backends.Forger).Forge("k0")); !errors.Is(err, backends.ErrNotHeld) {
-			t.Fatalf("release with a forged owner: %v, want ErrNotHeld", err)
-		}
-		if err := a.(backends.Extender).Extend(ctx, la); err != nil {
-			t.Fatalf("extend: %v", err)
-		}
-		// Let the lease expire without a release: another client takes
-		// the row over with a higher token, the old owner's release is
-		// refused and its lost signal has fired.
-		time.Sleep(500 * time.Millisecond)
-		lb, err := b.Acquire(ctx, "k0")
-		if err != nil {
-			t.Fatalf("acquire after expiry: %v", err)
-		}
-		if lb.Token() <= la.Token() {
-			t.Errorf("token %d after %d: fencing tokens must grow", lb.Token(), la.Token())
-		}
-		select {
-		case <-la.Lost():
-		default:
-			t.Error("the expired lease's lost signal has not fired")
-		}
-		if err := a.Release(ctx, la); !errors.Is(err, backends.ErrNotHeld) {
-			t.Errorf("release of an expired, taken-over lease: %v, want ErrNotHeld", err)
-		}
-		if err := b.Release(ctx, lb); err != nil {
-			t.Errorf("release: %v", err)
-		}
+		// Acquire, a refused second acquire, a refused forged release and
+		// an extension must all come within the lease: each is timed from
+		// the acquire, and an attempt whose steps outran the lease (a busy
+		// machine) is tried again with a longer one.
+		premise.Retry(t, []time.Duration{400 * time.Millisecond, 2 * time.Second, 8 * time.Second}, func(ttl time.Duration) string {
+			key := "k-" + ttl.String()
+			_, a := open("postgres-lease", "{}", ttl)
+			_, b := open("postgres-lease", "{}", ttl)
+			// The client gives its lease up 1% early (drift_factor): the
+			// premise is that every step came before that.
+			valid := ttl - ttl/100
+			clock := premise.Start()
+			la, err := a.Acquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			late := func(step string) string {
+				if ok, e := clock.Within(valid); !ok {
+					return fmt.Sprintf("%s came %s after the acquire was sent, past the lease's %s validity", step, e.Round(time.Millisecond), valid)
+				}
+				return ""
+			}
+			_, err = b.Acquire(ctx, key)
+			if u := late("the second acquire's answer"); u != "" {
+				return u
+			}
+			if !errors.Is(err, backends.ErrNotAcquired) {
+				t.Fatalf("second acquire of a held lease: %v, want ErrNotAcquired", err)
+			}
+			err = b.Release(ctx, b.(backends.Forger).Forge(key))
+			if u := late("the forged release's answer"); u != "" {
+				return u
+			}
+			if !errors.Is(err, backends.ErrNotHeld) {
+				t.Fatalf("release with a forged owner: %v, want ErrNotHeld", err)
+			}
+			// The extension's premise is that it was sent in time: it
+			// renews from when it was sent.
+			if u := late("the extension"); u != "" {
+				return u
+			}
+			err = a.(backends.Extender).Extend(ctx, la)
+			if u := late("the extension's answer"); u != "" && err != nil {
+				return u
+			}
+			if err != nil {
+				t.Fatalf("extend: %v", err)
+			}
+			// Let the lease expire without a release: another client takes
+			// the row over with a higher token, the old owner's release is
+			// refused and its lost signal has fired. Sleeping longer than
+			// the lease is always enough: the database's clock runs on.
+			time.Sleep(ttl + ttl/4)
+			lb, err := b.Acquire(ctx, key)
+			if err != nil {
+				t.Fatalf("acquire after expiry: %v", err)
+			}
+			if lb.Token() <= la.Token() {
+				t.Errorf("token %d after %d: fencing tokens must grow", lb.Token(), la.Token())
+			}
+			select {
+			case <-la.Lost():
+			default:
+				t.Error("the expired lease's lost signal has not fired")
+			}
+			if err := a.Release(ctx, la); !errors.Is(err, backends.ErrNotHeld) {
+				t.Errorf("release of an expired, taken-over lease: %v, want ErrNotHeld", err)
+			}
+			if err := b.Release(ctx, lb); err != nil {
+				t.Errorf("release: %v", err)
+			}
+			return ""
+		})
 	})
 
 	t.Run("postgres-for-update", func(t *testing.T) {

@@ -36,7 +36,11 @@ type MemoryPressureOptions struct {
 	// without a limit (no maxmemory) would only grow.
 	LimitMB int `yaml:"limit_mb" doc:"give up after writing this many MiB with neither an eviction nor a refusal (default 256)"`
 	// EveryMS is how often a filler value is written while in force.
-	EveryMS int `yaml:"every_ms" doc:"while in force, write one more filler value every this many ms (default 5)"`
+	EveryMS int `yaml:"every_ms" doc:"while in force, top the server up to its limit again every this many ms (default 5)"`
+	// MaxLapseMS bounds how long the server may be found below its limit
+	// while in force: a longer lapse (a busy machine that ran the filler
+	// late) is the effect not held, and the case is judged so.
+	MaxLapseMS int `yaml:"max_lapse_ms" doc:"the longest the server may have had room while in force before the pressure counts as not held (default 100)"`
 }
 
 type memoryPressure struct{ o MemoryPressureOptions }
@@ -55,6 +59,9 @@ func newMemoryPressure(decode Decoder) (Fault, error) {
 	if o.EveryMS == 0 {
 		o.EveryMS = 5
 	}
+	if o.MaxLapseMS == 0 {
+		o.MaxLapseMS = 100
+	}
 	switch {
 	case o.ValueKB < 0 || o.ValueKB > 64*1024:
 		return nil, fmt.Errorf("value_kb: %d is outside 1..65536", o.ValueKB)
@@ -62,6 +69,8 @@ func newMemoryPressure(decode Decoder) (Fault, error) {
 		return nil, fmt.Errorf("limit_mb: must be positive")
 	case o.EveryMS < 0:
 		return nil, fmt.Errorf("every_ms: must be positive")
+	case o.MaxLapseMS < 0:
+		return nil, fmt.Errorf("max_lapse_ms: must be positive")
 	}
 	return memoryPressure{o}, nil
 }
@@ -160,8 +169,60 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Eff
 			seen = fmt.Sprintf("filled %s to its maxmemory (%d bytes, %s) with %d filler key(s): it refused even a one-byte write (%v)", target, st.maxmemory, st.policy, n, werr)
 		}
 	}
-	// Keep the pressure on: other data goes on arriving, in small writes
-	// that take up whatever a deletion frees.
+	// Keep the pressure on: other data goes on arriving, and every tick
+	// tops the server up to its limit again, however much room it found
+	// (a release's deletion, a client's buffer freed, Redis shrinking a
+	// query buffer long after the fill's big writes): one write a tick
+	// would leave a hole of tens of KiB open for seconds, and a tick late
+	// on a busy machine leaves whatever opened meanwhile. What room the
+	// server had, and for how long at most, is counted: a pressure that
+	// lapsed is reported, never silently weaker.
+	lastEvicted := int64(-1)
+	if before.policy != "noeviction" {
+		st, err := readStats(ctx, c)
+		if err != nil {
+			return fail(err)
+		}
+		lastEvicted = st.evicted
+	}
+	medium := strings.Repeat("x", 1024)
+	// topUp writes until the server refuses a one-byte write or evicts a
+	// key for one: room says a write found room first, full that the
+	// server was at its limit at the end.
+	topUp := func() (room, full bool, err error) {
+		useMedium, mediumRefused := false, false
+		for i := 0; i < maxTopUpWrites; i++ {
+			v := small
+			if useMedium {
+				v = medium
+			}
+			werr := write(v)
+			switch {
+			case werr != nil && !isOOM(werr):
+				return room, false, werr
+			case isOOM(werr) && useMedium:
+				useMedium, mediumRefused = false, true
+				continue
+			case isOOM(werr):
+				return room, true, nil
+			}
+			if lastEvicted >= 0 {
+				st, err := readStats(ctx, c)
+				if err != nil {
+					return room, false, err
+				}
+				if st.evicted > lastEvicted {
+					lastEvicted = st.evicted
+					return room, true, nil
+				}
+			}
+			room = true
+			useMedium = i >= 3 && !mediumRefused
+		}
+		return room, false, nil
+	}
+	var lapse lapses
+	var topUpErr error
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -169,15 +230,26 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Eff
 		defer wg.Done()
 		t := time.NewTicker(time.Duration(m.o.EveryMS) * time.Millisecond)
 		defer t.Stop()
+		lapse.full = time.Now()
 		for {
 			select {
 			case <-stop:
+				// One last top-up: room a late tick never reached is room
+				// all the same, up to the window's end.
+				room, full, _ := topUp()
+				lapse.saw(room, full, time.Now())
+				lapse.end(time.Now())
 				return
 			case <-t.C:
-				write(small) // refused (OOM) or evicting: either is the pressure
+				room, full, err := topUp()
+				if err != nil && topUpErr == nil && ctx.Err() == nil {
+					topUpErr = err
+				}
+				lapse.saw(room, full, time.Now())
 			}
 		}
 	}()
+	maxLapse := time.Duration(m.o.MaxLapseMS) * time.Millisecond
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop); wg.Wait() }) }
 	return &Effect{
@@ -188,7 +260,14 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Eff
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("while in force: %d key(s) evicted, %d write(s) refused (OOM)", st.evicted-before.evicted, st.oom-before.oom), nil
+			held := fmt.Sprintf("while in force: %d key(s) evicted, %d write(s) refused (OOM); %s", st.evicted-before.evicted, st.oom-before.oom, lapse)
+			switch {
+			case topUpErr != nil:
+				return "", fmt.Errorf("the pressure on %s was not kept: a filler write failed (%v); %s", target, topUpErr, held)
+			case lapse.longest > maxLapse:
+				return "", fmt.Errorf("the pressure on %s lapsed: %s, beyond the %s it may (max_lapse_ms)", target, held, maxLapse)
+			}
+			return held, nil
 		},
 		Heal: func(ctx context.Context) (string, error) {
 			halt()
@@ -233,4 +312,48 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Eff
 			return fmt.Sprintf("deleted %d filler key(s): %s uses %d of its %d bytes", deleted, target, st.used, st.maxmemory), nil
 		},
 	}, nil
+}
+
+// maxTopUpWrites bounds one tick's writes: enough for a hole of hundreds
+// of KiB in 1-KiB values, never a loop against a server that takes
+// everything.
+const maxTopUpWrites = 512
+
+// lapses counts the times a top-up found the server below its limit, each
+// from the last moment it was seen at the limit to the moment it was
+// again: an upper bound on how long it had room.
+type lapses struct {
+	full           time.Time // when last seen at its limit
+	open           bool      // room was found since
+	n              int
+	total, longest time.Duration
+}
+
+func (l *lapses) saw(room, full bool, now time.Time) {
+	if room {
+		l.open = true
+	}
+	if full {
+		l.end(now)
+		l.full = now
+	}
+}
+
+// end closes an open lapse at now.
+func (l *lapses) end(now time.Time) {
+	if !l.open {
+		return
+	}
+	d := now.Sub(l.full)
+	l.n++
+	l.total += d
+	l.longest = max(l.longest, d)
+	l.open = false
+}
+
+func (l lapses) String() string {
+	if l.n == 0 {
+		return "kept at its limit throughout"
+	}
+	return fmt.Sprintf("found with room %d time(s), for at most %s in all, the longest at most %s", l.n, l.total.Round(time.Millisecond), l.longest.Round(time.Millisecond))
 }

@@ -84,8 +84,8 @@ func printSchedule(w io.Writer, path string, sc *scenario.Scenario) {
 		}
 		for _, f := range c.Faults {
 			spread := ""
-			if f.Spread > 0 {
-				spread = fmt.Sprintf(" (%s later than written: spread over the lock's %s cycle)", fmtDur(f.Spread), fmtDur(f.Cycle))
+			if n := f.ScheduleNote(fmtDur); n != "" {
+				spread = " (" + n + ")"
 			}
 			fmt.Fprintf(w, "        %8s – %-8s %-11s %s%s%s\n", fmtDur(f.At), fmtDur(f.At+f.For), f.Type, f.Target(), targetNote(f.Targets[0]), spread)
 		}

@@ -38,6 +38,12 @@ func TestReferenceDriversConform(t *testing.T) {
 			if !strings.Contains(out, ", 0 failed,") || strings.Contains(out, "✗") {
 				t.Errorf("bench driver check %s:\n%s", name, out)
 			}
+			// A step the check could not make on a machine this busy
+			// (its probe's every window timed out) is a premise unmet,
+			// not a pass: say so with its figures.
+			if strings.Contains(out, "machine too slow") {
+				t.Skipf("bench driver check %s: a step's timing premise went unmet at its widest window:\n%s", name, out)
+			}
 			t.Logf("%s conforms in %s", name, time.Since(start).Round(100*time.Millisecond))
 		})
 	}

@@ -21,7 +21,8 @@ const module = "github.com/lockbench/lockbench/"
 var layer = map[string]int{
 	"history": 0, "internal/config": 0, "internal/suggest": 0, "internal/monoclock": 0, "internal/exitcode": 0,
 	"internal/layout": 0, "internal/version": 0, "internal/childenv": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0,
-	"internal/links": 0,
+	"internal/premise": 0, // tests' timing premises, checked and retried wider
+	"internal/links":   0,
 	// The machinery the cluster's deployment modes are built of, each a
 	// leaf with its own tests: the FUSE layer under data dirs, iptables,
 	// cgroups, network namespaces, process groups, the Docker CLI, the

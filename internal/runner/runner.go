@@ -212,6 +212,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		}
 		fmt.Fprintf(r.log, "case %d/%d %s: backend %s, %d×%d clients, %s\n", i+1, len(cases), c.Name, c.BackendName,
 			c.Workload.Instances, c.Workload.Clients, c.Workload.Duration)
+		if c.Trials > 1 && len(c.Faults) > 0 {
+			fmt.Fprintf(r.log, "  trial %s's schedule: %s\n", trialsOf(c), scheduleOf(c))
+		}
 		if err := r.runCase(ctx, c, i); err != nil {
 			runErr = fmt.Errorf("case %s: %w", c.Name, err)
 			break
@@ -374,4 +377,23 @@ func (r *run) caseWritten(hf *os.File, fn func([]byte)) {
 	}
 	r.written = st.Size()
 	fn(b)
+}
+
+// trialsOf names the trials a case runs: "3", or "1-5" side by side.
+func trialsOf(c *scenario.Case) string {
+	if c.Lanes > 1 {
+		return fmt.Sprintf("%d-%d", c.Trial, c.Trial+c.Lanes-1)
+	}
+	return fmt.Sprint(c.Trial)
+}
+
+// scheduleOf says where each of a trial's faults is scheduled and whether
+// its trial's offset moved it (scenario.Fault.ScheduleNote).
+func scheduleOf(c *scenario.Case) string {
+	var out []string
+	for _, f := range c.Faults {
+		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		out = append(out, fmt.Sprintf("%s at %s (%s)", f.Name, ms(f.At), f.ScheduleNote(ms)))
+	}
+	return strings.Join(out, "; ")
 }

@@ -848,3 +848,91 @@ cases:
 		}
 	}
 }
+
+// TestSpreadOnlyWhatIsLeftToChance: a trial's offset moves its faults
+// when one is aimed at a role, or when the workload is itself random; a
+// trial whose faults are all on named targets against a constant hold
+// keeps the instants written, saying so; spread: true moves them anyway
+// and spread: false keeps everything.
+func TestSpreadOnlyWhatIsLeftToChance(t *testing.T) {
+	src := `name: t
+seed: 5
+workload: {duration: 8s, ttl: 2s, instances: 1, clients: 1, hold: {dist: constant, value: 1s}}
+cases:
+  - name: instant
+    backend: redis
+    trials: {count: 4, need: 1, side_by_side: 4}
+    faults: [{type: latency, target: "link:resource@instance-1", at: 1s, for: 1s, latency: 50ms}]
+  - name: role
+    backend: redis
+    trials: {count: 4, need: 1, side_by_side: 4}
+    faults: [{type: pause, target: holder, at: 1s, for: 1s}]
+  - name: mixed
+    backend: redis
+    trials: {count: 4, need: 1}
+    faults:
+      - {type: pause, target: holder, at: 1s, for: 1s}
+      - {type: latency, target: "link:resource@instance-1", at: 1200ms, for: 1s, latency: 50ms}
+  - name: random
+    backend: redis
+    workload: {hold: {dist: uniform, min: 100ms, max: 900ms}}
+    trials: {count: 4, need: 1, side_by_side: 4}
+    faults: [{type: latency, target: "link:resource@instance-1", at: 1s, for: 1s, latency: 50ms}]
+  - name: asked
+    backend: redis
+    trials: {count: 4, need: 1, side_by_side: 4, spread: true}
+    faults: [{type: latency, target: "link:resource@instance-1", at: 1s, for: 1s, latency: 50ms}]
+  - name: fixed
+    backend: redis
+    trials: {count: 4, need: 1, side_by_side: 4, spread: false}
+    faults: [{type: pause, target: holder, at: 1s, for: 1s}]
+`
+	s, err := Parse("policy.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byBase := map[string][]*Case{}
+	for _, c := range s.Cases {
+		byBase[c.Row] = append(byBase[c.Row], c)
+	}
+	moved := func(row string) (n, of int) {
+		for _, c := range byBase[row] {
+			for _, f := range c.Faults {
+				of++
+				if f.Spread > 0 {
+					n++
+				}
+			}
+		}
+		return n, of
+	}
+	for _, c := range byBase["instant"] {
+		for _, f := range c.Faults {
+			if f.At != time.Second || f.Spread != 0 || f.Kept != KeptInstant {
+				t.Errorf("%s %s: at %s, spread %s, kept %q; want the instant written, kept for its named target", c.Name, f.Name, f.At, f.Spread, f.Kept)
+			}
+			if n := f.ScheduleNote(time.Duration.String); !strings.Contains(n, "at the time written") {
+				t.Errorf("%s: note %q", f.Name, n)
+			}
+		}
+	}
+	for _, row := range []string{"role", "random", "asked"} {
+		if n, of := moved(row); n < of-1 {
+			t.Errorf("%s: %d of %d faults moved, want nearly all", row, n, of)
+		}
+	}
+	for _, c := range byBase["mixed"] {
+		pause, lat := c.Faults[0], c.Faults[1]
+		if lat.Spread != pause.Spread || lat.At-pause.At != 200*time.Millisecond {
+			t.Errorf("%s: the holder's pause moved %s, the named link's latency %s: the schedule came apart", c.Name, pause.Spread, lat.Spread)
+		}
+	}
+	if n, _ := moved("mixed"); n < 6 {
+		t.Errorf("mixed: %d of 8 faults moved: a trial with a role-aimed fault moves", n)
+	}
+	for _, c := range byBase["fixed"] {
+		if f := c.Faults[0]; f.At != time.Second || f.Kept != KeptFixed {
+			t.Errorf("spread: false: %s at %s, kept %q", f.Name, f.At, f.Kept)
+		}
+	}
+}

@@ -28,9 +28,13 @@ type trialsDoc struct {
 	// (a server, a server's link, the leader) happens once, and every lane
 	// meets it.
 	SideBySide int `yaml:"side_by_side"`
-	// Spread, true by default, schedules each trial's faults at a point
-	// of the lock's cycle drawn from the seed; false keeps the times as
-	// written (a replay of a schedule that really ran).
+	// Spread schedules each trial's faults at a point of the lock's
+	// cycle drawn from the seed. Unset, only what the scenario leaves to
+	// chance moves: faults aimed at a role, and every fault when the
+	// workload is itself random; a fault on a named target against a
+	// workload that is not random keeps the instant written. true moves
+	// every fault (but one at 0, and one side-by-side lanes share); false
+	// keeps the times as written (a replay of a schedule that really ran).
 	Spread *bool `yaml:"spread"`
 }
 
@@ -66,6 +70,7 @@ func expandTrials(errs *Errors, i int, n *yaml.Node, c *Case) []*Case {
 		}
 	}
 	c.Fixed = t.Spread != nil && !*t.Spread
+	c.SpreadAll = t.Spread != nil && *t.Spread
 	if t.SideBySide > 1 {
 		return sideBySide(errs, i, tn, c, t)
 	}
@@ -190,26 +195,48 @@ func laneOf(t faults.Target, l, instances, keys int) faults.Target {
 // faults at points of the lock's renewal or lease spread over its cycle,
 // independent draws rather than copies of one (a pause of 0.9 leases
 // outlives the lease or not depending on where in the keep-alive period it
-// begins). One offset for all of a trial's faults keeps them where they
-// stand to one another (a cut that must still be in force when a kill
-// comes); a fault written at 0 is in force from the case's first instant,
-// which is what it is for, and stays there; a fault the lanes of a batch
-// share is met by all of them at once and is not spread. Spreading again
-// (a new seed) starts from the schedule as written.
+// begins). One offset for all of a trial's moved faults keeps them where
+// they stand to one another (a cut that must still be in force when a
+// kill comes).
+//
+// Only what the scenario leaves to chance moves (Case.SpreadAll moves
+// more, Case.Fixed nothing): a trial's faults move when one of them is
+// aimed at a role (the holder's pause meets the lease at every phase
+// however the workload goes; the others keep their places to it: a clock
+// jump 200 ms after the holder's kill), or when the workload is itself
+// random (randomWorkload: it meets the faults at a point of chance
+// anyway). A trial whose faults are all on named targets (an instance, a
+// server, a link of one instance) against a workload that is not random
+// keeps the instants written: a constant hold and a fault at 1 s on
+// link:resource@instance-1 mean one particular write. Nor does a
+// fault written at 0 move (it is in force from the case's first instant,
+// which is what it is for), nor one the lanes of a batch share (met by
+// all of them at once). Each fault not moved says why (Kept). Spreading
+// again (a new seed) starts from the schedule as written.
 func (c *Case) spread(seed int64) {
+	for _, f := range c.Faults {
+		f.At -= f.Spread
+		f.Spread, f.Cycle, f.Kept = 0, 0, ""
+	}
 	if c.Trials < 2 {
 		return
 	}
 	cycle := backends.Cycle(c.Backend, c.Workload.TTL.D())
-	if c.Fixed {
-		cycle = 0 // the times as written
-	}
+	random := c.randomWorkload(cycle)
 	groups := map[int][]*Fault{}
 	var lanes []int
 	for _, f := range c.Faults {
-		f.At -= f.Spread
-		f.Spread, f.Cycle = 0, 0
-		if cycle <= 0 || f.At == 0 || (c.Lanes > 1 && f.Lane == 0) {
+		switch {
+		case c.Fixed:
+			f.Kept = KeptFixed
+		case cycle <= 0:
+			f.Kept = KeptNoCycle
+		case f.At == 0:
+			f.Kept = KeptAtZero
+		case c.Lanes > 1 && f.Lane == 0:
+			f.Kept = KeptShared
+		}
+		if f.Kept != "" {
 			continue
 		}
 		if groups[f.Lane] == nil {
@@ -219,11 +246,24 @@ func (c *Case) spread(seed int64) {
 	}
 	for _, lane := range lanes {
 		fs := groups[lane]
+		move := c.SpreadAll || random
+		for _, f := range fs {
+			move = move || f.AimedAtRole()
+		}
+		if !move {
+			for _, f := range fs {
+				f.Kept = KeptInstant
+			}
+			continue
+		}
 		limit := cycle
 		for _, f := range fs {
 			limit = min(limit, (c.Workload.Duration.D()-f.At-f.For)/2)
 		}
 		if limit <= 0 {
+			for _, f := range fs {
+				f.Kept = KeptNoSlack
+			}
 			continue
 		}
 		h := fnv.New64a()
@@ -234,4 +274,49 @@ func (c *Case) spread(seed int64) {
 			f.At += off
 		}
 	}
+}
+
+// Why a trial's fault keeps the time written (Fault.Kept).
+const (
+	KeptFixed   = "trials: {spread: false}"
+	KeptNoCycle = "the lock has no cycle to spread over"
+	KeptAtZero  = "written at 0: in force from the first instant"
+	KeptShared  = "shared by the batch's lanes: each meets it at its own point"
+	KeptInstant = "on named targets against a workload that is not random, the instant written is the point (trials: {spread: true} moves it)"
+	KeptNoSlack = "no slack after its window to move it into"
+)
+
+// AimedAtRole reports whether the fault is aimed at a role (the holder,
+// a waiter, the leader, a connected member...), resolved when it starts.
+func (f *Fault) AimedAtRole() bool {
+	for _, t := range f.Targets {
+		if t.IsRole() {
+			return true
+		}
+	}
+	return false
+}
+
+// ScheduleNote says, for a fault of a trial of several, where its trial's
+// offset put it: how much later than written, over which cycle, or why it
+// keeps the time written. "" for a case of one trial.
+func (f *Fault) ScheduleNote(fmtDur func(time.Duration) string) string {
+	switch {
+	case f.Spread > 0 || f.Cycle > 0:
+		return fmt.Sprintf("%s later than written: spread over the lock's %s cycle", fmtDur(f.Spread), fmtDur(f.Cycle))
+	case f.Kept != "":
+		return "at the time written: " + f.Kept
+	}
+	return ""
+}
+
+// randomWorkload reports whether the case's workload is itself random
+// against the lock's cycle (workload.Chance): a hold that varies, a think
+// that varies by a tenth of the cycle or more, or keys picked at random
+// among several. Constant holds beside the default think (0-5 ms) are
+// not: a fault at 1 s then meets the same point of the workload in every
+// trial.
+func (c *Case) randomWorkload(cycle time.Duration) bool {
+	holds, think, keys := c.Workload.Chance()
+	return holds || keys || think*10 >= cycle
 }

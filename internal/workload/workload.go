@@ -366,6 +366,41 @@ func (d Dist) validate(name string) []Problem {
 	return p
 }
 
+// Range is how far apart two draws of d can be: max - min, an
+// exponential's mean (for a range it has none of).
+func (d Dist) Range() time.Duration {
+	switch d.Dist {
+	case "constant":
+		return 0
+	case "exponential":
+		return d.Mean.D()
+	}
+	return max(0, d.Max.D()-d.Min.D())
+}
+
+// Chance says what chance decides in what the clients do: whether any
+// instance's hold varies, the widest range of a think over the instances,
+// and whether keys are picked at random among several. A fault at a fixed
+// instant meets a workload chance moves at a point of chance anyway;
+// against one it barely moves (constant holds, a few ms of think) the
+// instant is the author's, aimed at one particular moment.
+func (w Workload) Chance() (holdsVary bool, think time.Duration, randomKeys bool) {
+	holdsVary, think = w.Hold.Range() > 0, w.Think.Range()
+	for _, o := range w.Overrides {
+		if o.Hold != nil && o.Hold.Range() > 0 {
+			holdsVary = true
+		}
+		if o.Think != nil {
+			think = max(think, o.Think.Range())
+		}
+	}
+	switch w.Keys.Pick {
+	case "", "uniform", "zipf":
+		randomKeys = w.Keys.Count > 1
+	}
+	return holdsVary, think, randomKeys
+}
+
 // Draw returns one sample of d.
 func (d Dist) Draw(r *rand.Rand) time.Duration {
 	switch d.Dist {
