@@ -346,6 +346,13 @@ func (c *client) autoExtend(ctx context.Context, lease backends.Lease) {
 		cancel()
 		if err == nil {
 			c.em.emit(c.ev(history.OK, history.OpExtend, lease.Key()))
+			if lost := lease.Lost(); lost != nil {
+				select {
+				case <-lost:
+					return // its library says it is lost: nothing left to extend
+				default:
+				}
+			}
 			continue
 		}
 		typ := failed(err)
