@@ -37,6 +37,14 @@ var ErrNotAcquired = errors.New("lock is held by another client")
 // no longer the caller's (it expired and maybe someone else holds it now).
 var ErrNotHeld = errors.New("lock is no longer held by this client")
 
+// ErrNotSent means the request was surely never sent: the dial was refused
+// before a byte of it was written, or the client's own check refused it.
+// It surely did not take effect, and the service said nothing: the
+// history's unsent (checker/MODEL.md §0 A1), no claim about the grant
+// either way. Return it (wrapped) only where that is certain; a request
+// that may have left the process is an unknown outcome.
+var ErrNotSent = errors.New("request not sent")
+
 // Lease is one successful acquisition.
 type Lease interface {
 	Key() string

@@ -223,8 +223,10 @@ ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, ex
 		}
 		return ErrNotHeld
 	}
-	if l.wd != nil && !l.wd.Reset(p.validityLeft(sent)) {
-		return ErrNotHeld
+	if l.wd != nil {
+		// The service renewed it (MODEL A1: ok), even when the client's
+		// own validity had run out already: its lost signal says so.
+		l.wd.Reset(p.validityLeft(sent))
 	}
 	return nil
 }

@@ -202,7 +202,8 @@ func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		return nil, err
 	}
 	ro.Username, ro.Password = creds.Username(), creds.Password()
-	ro.Dialer = TLSDial(env.Dialer(), tlsCfg)
+	sent := sentCounter(env)
+	ro.Dialer = TLSDial(sent.dial(env.Dialer()), tlsCfg)
 	// One go-redis client (one connection pool) per application instance,
 	// as an application would have.
 	v, err := env.Shared.Get("redis", func() (any, func() error, error) {
@@ -217,7 +218,7 @@ func (b *redisBackend) Open(ctx context.Context, env Env) (Locker, error) {
 		return nil, err
 	}
 	c := v.(*redis.Client)
-	l := &redisLocker{c: c, mode: b.mode, ttl: env.TTL, fencing: *b.opt.Fencing, drift: *b.opt.DriftFactor}
+	l := &redisLocker{c: c, mode: b.mode, ttl: env.TTL, fencing: *b.opt.Fencing, drift: *b.opt.DriftFactor, sent: sent}
 	if b.mode == redisNoTTL {
 		return l, nil
 	}
@@ -233,6 +234,26 @@ type redisLocker struct {
 	// waitReplicas > 0 sends WAIT after a successful acquisition (Sentinel).
 	waitReplicas int
 	waitTimeout  time.Duration
+	// sent tells a request surely never sent (ErrNotSent): go-redis
+	// writes a command in the caller's call, retries included. Nil:
+	// never claimed.
+	sent *sendCounter
+}
+
+// unsent is err, marked ErrNotSent when it surely never left (sendCounter).
+func (r *redisLocker) unsent(mark int64, err error) error {
+	if r.sent == nil {
+		return err
+	}
+	return r.sent.unsent(mark, err)
+}
+
+// mark is the instance's sent bytes before an operation.
+func (r *redisLocker) mark() int64 {
+	if r.sent == nil {
+		return 0
+	}
+	return r.sent.mark()
 }
 
 // redisExtLocker adds Extend for the modes that have a TTL.
@@ -283,6 +304,7 @@ func (r *redisLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		fence = "1"
 	}
 	start := time.Now()
+	mark := r.mark()
 	var n int64
 	if r.mode == redisNoTTL {
 		n, err = acquireNoTTLScript.Run(ctx, r.c, []string{lockKey(key), fenceKey(key)}, value, fence).Int64()
@@ -290,7 +312,7 @@ func (r *redisLocker) Acquire(ctx context.Context, key string) (Lease, error) {
 		n, err = acquireScript.Run(ctx, r.c, []string{lockKey(key), fenceKey(key)}, value, r.ttl.Milliseconds(), fence).Int64()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("acquire %s: %w", key, err)
+		return nil, fmt.Errorf("acquire %s: %w", key, r.unsent(mark, err))
 	}
 	if n == 0 {
 		return nil, ErrNotAcquired
@@ -332,6 +354,7 @@ func (r *redisLocker) Release(ctx context.Context, lease Lease) error {
 	}
 	var n int64
 	var err error
+	mark := r.mark()
 	if r.mode == redisDel {
 		// The anti-pattern: delete whatever is there, ours or not.
 		n, err = r.c.Del(ctx, lockKey(l.key)).Result()
@@ -339,7 +362,7 @@ func (r *redisLocker) Release(ctx context.Context, lease Lease) error {
 		n, err = releaseScript.Run(ctx, r.c, []string{lockKey(l.key)}, l.value).Int64()
 	}
 	if err != nil {
-		return fmt.Errorf("release %s: %w", l.key, err)
+		return fmt.Errorf("release %s: %w", l.key, r.unsent(mark, err))
 	}
 	if n == 0 {
 		return ErrNotHeld
@@ -353,17 +376,20 @@ func (r *redisExtLocker) Extend(ctx context.Context, lease Lease) error {
 		return fmt.Errorf("extend: lease of type %T cannot be extended", lease)
 	}
 	start := time.Now()
+	mark := r.mark()
 	n, err := extendScript.Run(ctx, r.c, []string{lockKey(l.key)}, l.value, r.ttl.Milliseconds()).Int64()
 	if err != nil {
-		return fmt.Errorf("extend %s: %w", l.key, err)
+		return fmt.Errorf("extend %s: %w", l.key, r.unsent(mark, err))
 	}
 	if n == 0 {
 		l.wd.Fire()
 		return ErrNotHeld
 	}
-	if !l.wd.Reset(r.validity(start)) {
-		return ErrNotHeld
-	}
+	// The service extended it (its word: ok, MODEL A1), even when the
+	// client's own validity had already run out and said the lease lost:
+	// the lost signal says what the client believes; the extension is
+	// not refused for it.
+	l.wd.Reset(r.validity(start))
 	return nil
 }
 

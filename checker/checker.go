@@ -153,6 +153,9 @@ type Result struct {
 	AcquiresOK      int `json:"acquires_ok"`
 	AcquiresFailed  int `json:"acquires_failed"`
 	AcquiresUnknown int `json:"acquires_unknown"`
+	// AcquiresUnsent counts acquires that were surely never sent (MODEL
+	// §3): no grant, and no word of the service about the key.
+	AcquiresUnsent int `json:"acquires_unsent,omitempty"`
 	// DuplicateGrants counts grants of a key its client already held (a
 	// duplicated reply, a re-entrant lock): one hold, not two.
 	DuplicateGrants int `json:"duplicate_grants,omitempty"`

@@ -82,6 +82,23 @@ func TestKnownHistories(t *testing.T) {
 		// grant is certainly gone a lease later (MODEL §6 rule 2), so
 		// the zombie times are 399 and 898 ms, not 1399 and 1898.
 		{"zombie-unknown-extend", "ok", checker.Ok, 0, checker.Ok},
+		// An ok extension after one that timed out (MODEL §6): the
+		// timed-out one may land after the ok one, so the lease may run
+		// a lease past the ok one's. k0: 1.1 s of zombie time, not 2.1;
+		// k1: two timed out before the ok one, which needs one of them to
+		// have landed first (the grant had run out by its invoke
+		// otherwise): the other is left, 400 ms, not 1.4 s.
+		{"zombie-timeout-then-ok", "ok", checker.Ok, 0, checker.Ok},
+		// Extensions answered (k0 ok, k1 timed out) after the lost signal
+		// ended the hold (MODEL §6): each may have renewed the grant
+		// before it ran out, past the hold's end: no zombie, not 798 ms
+		// (at most 499 ms in any allowed world).
+		{"zombie-reply-after-lost", "ok", checker.Ok, 0, checker.Ok},
+		// A holder cut off from the service (dial refused): its
+		// extensions, its release and another client's acquire were never
+		// sent (unsent, A1): they renew nothing, so the zombie time is the
+		// second from the last ok extension's lease to the release, not 0.
+		{"zombie-unsent-extend", "ok", checker.Ok, 0, checker.Ok},
 		// Workers that die with no fault killing them: the run is invalid.
 		{"crash-no-fault", "invalid", checker.Unknown, 0, checker.Unknown},
 		// A worker that did not stop when the case ended, killed by the
@@ -265,6 +282,13 @@ func TestEdgeCaseDetails(t *testing.T) {
 	r = checkFile(t, "testdata/pending-acquires.jsonl")
 	if r.AcquiresUnknown != 2 {
 		t.Errorf("pending-acquires: unknown=%d, want 2 (one killed, one still waiting at the end)", r.AcquiresUnknown)
+	}
+	r = checkFile(t, "testdata/zombie-unsent-extend.jsonl")
+	// MODEL §3, §15: the acquire never sent is counted as such, no
+	// unknown, and its caller's wait is a latency sample.
+	if r.AcquiresUnsent != 1 || r.AcquiresUnknown != 0 || r.AcquiresFailed != 0 || r.Figures.AcquireLatency.Count != 2 || r.Figures.ExtensionsFailed != 6 {
+		t.Errorf("zombie-unsent-extend: unsent %d unknown %d failed %d, latency samples %d, extensions failed %d; want 1 0 0 2 6",
+			r.AcquiresUnsent, r.AcquiresUnknown, r.AcquiresFailed, r.Figures.AcquireLatency.Count, r.Figures.ExtensionsFailed)
 	}
 	r = checkFile(t, "testdata/violation-and-invalid.jsonl")
 	if r.Valid || len(r.Invalid) != 1 || len(r.Unmet) != 1 {

@@ -31,8 +31,8 @@ type Figures struct {
 	// HandoffBarges counts the hand-offs the releaser ended itself, taking
 	// the key straight back: no Handoff sample (MODEL §15).
 	HandoffBarges int
-	// Releases and Extensions count ok ones; ExtensionsFailed refused or
-	// unknown extensions; Dropped open-loop attempts that could not start
+	// Releases and Extensions count ok ones; ExtensionsFailed refused,
+	// unsent or unknown extensions; Dropped open-loop attempts that could not start
 	// on time, OfferedPerSec the attempts the schedule made per second.
 	Releases, Extensions, ExtensionsFailed, Dropped int
 	OfferedPerSec                                   float64
@@ -82,6 +82,7 @@ type PhaseStats struct {
 	AcquiresPerSec  float64 `json:"acquisitions_per_s"`
 	AcquiresFailed  int     `json:"acquires_failed"`
 	AcquiresUnknown int     `json:"acquires_unknown"`
+	AcquiresUnsent  int     `json:"acquires_unsent,omitempty"`
 	// P50, P99 and Max are the latencies of the acquires that completed
 	// in the phase; nil (absent) with none: no sample is no value, while
 	// 0 is a value (an answer within the microsecond).
@@ -180,9 +181,9 @@ func rankQuantile(pct float64, n int64) float64 {
 
 // segment is the stretch of a case between two fault marks.
 type segment struct {
-	start, end                       int64
-	acq, failed, unknown, violations int
-	lat                              *recorder
+	start, end                               int64
+	acq, failed, unknown, unsent, violations int
+	lat                                      *recorder
 }
 
 // window is a fault's window: its times, and the segments its marks
@@ -264,6 +265,8 @@ func (f *figures) completed(typ history.Type, lat int64) {
 		}
 	case history.Fail:
 		s.failed++
+	case history.Unsent:
+		s.unsent++
 	default:
 		s.unknown++
 	}
@@ -327,6 +330,7 @@ func (f *figures) phases(end int64) []Phase {
 			ps.Acquisitions += s.acq
 			ps.AcquiresFailed += s.failed
 			ps.AcquiresUnknown += s.unknown
+			ps.AcquiresUnsent += s.unsent
 			ps.Violations += s.violations
 			lat.merge(s.lat)
 		}

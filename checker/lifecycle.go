@@ -75,8 +75,11 @@ func (c *Case) abandon(cl *client) {
 	}
 	o := &cl.cur
 	cl.busy = false
-	if o.f == history.OpExtend {
-		c.unknownExtend(o.h, o)
+	if h := o.h; o.f == history.OpExtend && h != nil {
+		c.unknownExtend(h, o)
+		if h.reason != inForce && h.reason != byRelease {
+			c.resolve(h) // it waited for this extension's answer
+		}
 	}
 	if o.f == history.OpAcquire {
 		c.res.AcquiresUnknown++

@@ -183,6 +183,17 @@ func (l *linCheck) complete(cl *client, o *op, e *history.Event) {
 	}
 	w := l.win(o)
 	w.inFlight--
+	if e.Type == history.Unsent {
+		// MODEL §8: it surely never reached the service: no effect, no
+		// constraint, not in the service's history. A release not sent
+		// leaves its grant to the lease, as one whose outcome is unknown
+		// does once its client has moved on.
+		if _, ok := w.possible[cl.id]; ok && o.f == history.OpRelease {
+			w.possible[cl.id] = w.grantE[cl.id]
+		}
+		l.maybeClose(o.key, w, e.T)
+		return
+	}
 	lo.ret, lo.result, lo.token = e.T, string(e.Type), e.Token
 	if e.Type == history.Info {
 		lo.ret, lo.result = math.MaxInt64, "unknown"

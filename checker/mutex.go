@@ -118,13 +118,15 @@ func (m *mutex) finish(c *Case) {
 }
 
 // zombie counts h's zombie time once its end, and whether it was good, is
-// known (MODEL §6): from the instant the service had certainly taken the
-// grant back (the lease's expiry only for a hold that did not turn out
-// good) to the hold's end.
-func (m *mutex) zombie(h *hold) {
+// known (MODEL §6): from the latest instant the service may still have
+// held the grant in an allowed world — the first the service said it had
+// taken it back, or the latest its lease may run out (latest) — to the
+// hold's end. A good hold's ok release says the grant was still in force
+// at an instant after the hold ended: its lease ran out after.
+func (m *mutex) zombie(h *hold, latest int64) {
 	g := h.taken
 	if !h.good() {
-		g = min(g, h.gone)
+		g = min(g, latest)
 	}
 	if h.end < 0 || g >= h.end {
 		return

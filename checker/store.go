@@ -78,6 +78,9 @@ func (s *storeCheck) add(e *history.Event) {
 			s.res.Committed++
 		case history.Fail:
 			s.res.RolledBack++
+		case history.Unsent:
+			// MODEL §9: the release never reached the database, so it
+			// committed nothing; nor did the database refuse anything.
 		default:
 			s.unknown[key]++
 			s.res.Unknown++

@@ -50,12 +50,17 @@ type hold struct {
 	cands []candidate
 	// lin is its key's linearizability window while it is in it.
 	lin *linWindow
-	// gone is, for a lease nothing renews unseen, the acquire's (or latest
-	// extension's) completion plus the lease; taken the first instant the
-	// service said otherwise it had taken the grant back: another client's
-	// grant, a refused extension, an accepted wrong-token release (MODEL
-	// §6). The earlier of the two begins its zombie time; never: unknown.
+	// gone is, for a lease nothing renews unseen, the latest instant the
+	// lease may run out in an allowed world with the ok renewals placed
+	// (MODEL §6): each as late as the grant lets it; never: no lease to
+	// infer from. pool are the invokes, in order, of its extensions of
+	// unknown outcome not yet placed: each may land later, one lease
+	// more (latestExpiry). taken is the first instant the service said
+	// it had taken the grant back: another client's grant, a refused
+	// extension, an accepted wrong-token release. The earlier of the
+	// latest expiry and taken begins its zombie time.
 	gone, taken int64
+	pool        []int64
 }
 
 // good reports whether the hold ended by a release that returned ok.
@@ -320,6 +325,9 @@ func (c *Case) complete(cl *client, e *history.Event) {
 			c.res.AcquiresUnknown++
 			c.fig.completed(e.Type, e.T-o.from)
 			c.unknownAcquire(cl, o)
+		case history.Unsent:
+			c.res.AcquiresUnsent++ // MODEL §3: surely no grant, and no word of the service
+			c.fig.completed(e.Type, e.T-o.from)
 		}
 	case history.OpRelease:
 		switch e.Type {
@@ -343,17 +351,24 @@ func (c *Case) complete(cl *client, e *history.Event) {
 			}
 		}
 	case history.OpExtend:
+		// MODEL §6: an extension counts whenever its answer comes, in the
+		// hold or after a lost signal ended it (resolve waited for it).
 		h := o.h
 		switch {
-		case h == nil || h.reason != inForce:
+		case h == nil:
 		case e.Type == history.OK:
-			h.gone = c.sureExpiry(e.T)
+			c.renewed(h, o.call, e.T)
 		case e.Type == history.Fail:
-			h.taken = min(h.taken, e.T) // MODEL §6: the service said it no longer held it
-		default:
+			h.taken = min(h.taken, e.T) // the service said it no longer held it
+		case e.Type == history.Info:
 			c.unknownExtend(h, o)
 		}
 		c.fig.extended(e.Type)
+		c.lin.complete(cl, o, e)
+		if h != nil && h.reason != inForce && h.reason != byRelease {
+			c.resolve(h)
+		}
+		return
 	}
 	c.lin.complete(cl, o, e)
 }
@@ -399,7 +414,7 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 	if h := cl.holds.get(e.Key); h != nil {
 		c.res.DuplicateGrants++
 		h.token = e.Token
-		h.gone = c.sureExpiry(e.T) // the service granted it anew: as an extension (MODEL §6)
+		c.renewed(h, o.call, e.T) // the service granted it anew: as an extension (MODEL §6)
 		o.h = h
 		// MODEL §6 rule 1: a grant of the key to this client, re-entrant
 		// or not, takes it from every other client holding it.
@@ -439,9 +454,16 @@ func (c *Case) endHold(h *hold, reason endReason, t int64) {
 	if !c.meta.Lockless {
 		c.mutex.end(c, h, t, reason)
 	}
-	if reason != byRelease {
+	if reason != byRelease && !c.extending(h) {
 		c.resolve(h)
 	}
+}
+
+// extending reports whether h's client has an extension of h in flight:
+// its answer, which may come after the hold ended, still tells when the
+// service may have held the grant (MODEL §6), so h is resolved then.
+func (c *Case) extending(h *hold) bool {
+	return h.cl.busy && h.cl.cur.f == history.OpExtend && h.cl.cur.h == h
 }
 
 // resolve marks h as fully known and lets availability and
@@ -452,7 +474,7 @@ func (c *Case) resolve(h *hold) {
 	}
 	h.resolved = true
 	if !c.meta.Lockless {
-		c.mutex.zombie(h)
+		c.mutex.zombie(h, c.latestExpiry(h))
 	}
 	c.live.resolved(h)
 	c.lin.resolved(h)
@@ -551,14 +573,57 @@ func (c *Case) keyOf(cl *client, key string) *keyLive {
 	return cl.last
 }
 
-// unknownExtend: an extension of h whose outcome is unknown (MODEL §6
-// rule 2) may have renewed the lease at any instant the grant was still in
-// force, so from an invoke before the lease had certainly run out the
-// grant is certainly gone a lease later than it was.
-func (c *Case) unknownExtend(h *hold, o *op) {
-	if h != nil && h.reason == inForce && h.gone != never && o.call < h.gone {
-		h.gone += c.meta.LeaseNs
+// renewed places an ok renewal of h (an extension, a re-entrant grant)
+// invoked at call and answered at t in the allowed world where the grant
+// lasts longest (MODEL §6): it took effect at one instant of [call, t]
+// with the grant in force, so as late as the grant lets it, min(t, gone),
+// and the lease runs from there. When the grant had run out before call
+// in that world, extensions of unknown outcome must have landed before it
+// (A1: the ok is the service's word): as few as it takes, the earliest
+// first, since each one kept for later is worth a whole lease. With none
+// to land, the service's word stands alone: from t.
+func (c *Case) renewed(h *hold, call, t int64) {
+	if h.gone == never {
+		return
 	}
+	lease := c.meta.LeaseNs
+	for h.gone <= call && len(h.pool) > 0 && h.pool[0] < h.gone {
+		h.gone += lease
+		h.pool = h.pool[1:]
+	}
+	at := t
+	if h.gone > call {
+		at = min(t, h.gone)
+	}
+	h.gone = at + lease
+}
+
+// unknownExtend keeps an extension of h whose outcome is unknown: it may
+// land at any instant after its invoke while the grant is in force, in
+// any order with the others (MODEL §6, A1), so where it lands is decided
+// only when the latest expiry is asked for.
+func (c *Case) unknownExtend(h *hold, o *op) {
+	if h != nil && h.gone != never {
+		h.pool = append(h.pool, o.call)
+	}
+}
+
+// latestExpiry is the latest instant h's lease may run out in an allowed
+// world (MODEL §6): after the ok renewals, every extension of unknown
+// outcome invoked while the grant may still be in force lands just
+// before it runs out, each a lease more (never: no lease to infer from).
+func (c *Case) latestExpiry(h *hold) int64 {
+	g := h.gone
+	if g == never {
+		return never
+	}
+	for _, call := range h.pool {
+		if call >= g {
+			break
+		}
+		g += c.meta.LeaseNs
+	}
+	return g
 }
 
 // sureExpiry is when a grant confirmed at t has certainly expired on the

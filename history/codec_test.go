@@ -10,7 +10,7 @@ import (
 func randomEvent(r *rand.Rand) Event {
 	strs := []string{"", "i1c0", "k0", "acquire", "plain text", `with "quotes"`, "tab\there", "<html>&", "ünïcödé", "\u2028", "back\\slash", "\x01"}
 	pick := func() string { return strs[r.IntN(len(strs))] }
-	e := Event{T: r.Int64N(1 << 40), Type: []Type{Invoke, OK, Fail, Info, Mark}[r.IntN(5)], F: pick(), Proc: pick(), Key: pick(),
+	e := Event{T: r.Int64N(1 << 40), Type: []Type{Invoke, OK, Fail, Unsent, Info, Mark}[r.IntN(6)], F: pick(), Proc: pick(), Key: pick(),
 		Err: pick(), Fenced: pick(), Fault: pick(), Target: pick(), Observed: pick()}
 	if r.IntN(2) == 0 {
 		e.Token = r.Uint64N(1 << 50)
@@ -84,6 +84,40 @@ func BenchmarkDecodeEncodingJSON(b *testing.B) {
 		out = Event{}
 		if err := json.Unmarshal(line, &out); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestUnsent: unsent is a completion of every operation that has
+// completions (checker/MODEL.md §1), and of no notification or mark; both
+// decoders read it alike.
+func TestUnsent(t *testing.T) {
+	d := NewDecoder()
+	for _, c := range []struct {
+		line string
+		ok   bool
+	}{
+		{`{"t":3,"type":"unsent","f":"acquire","proc":"i1c0","key":"k0","err":"dial tcp: connection refused"}`, true},
+		{`{"t":3,"type":"unsent","f":"release","proc":"i1c0","key":"k0"}`, true},
+		{`{"t":3,"type":"unsent","f":"extend","proc":"i1c0","key":"k0"}`, true},
+		{`{"t":3,"type":"unsent","f":"release-wrong-token","proc":"i1c0","key":"k0"}`, true},
+		{`{"t":3,"type":"unsent","f":"store","proc":"i1c0","key":"k0"}`, true},
+		{`{"t":3,"type":"unsent","f":"lost","proc":"i1c0","key":"k0"}`, false},
+		{`{"t":3,"type":"unsent","f":"dropped","proc":"i1"}`, false},
+		{`{"t":3,"type":"unsent","f":"resource","proc":"i1c0","key":"k0"}`, false},
+		{`{"t":3,"type":"unsent","f":"case-end"}`, false},
+	} {
+		var fast, gen, got Event
+		ferr, gerr := d.fast([]byte(c.line), &fast), slow([]byte(c.line), &gen)
+		if ferr != nil || gerr != nil || !reflect.DeepEqual(fast, gen) {
+			t.Errorf("%s: fast %+v (%v), general %+v (%v)", c.line, fast, ferr, gen, gerr)
+		}
+		err := d.Decode([]byte(c.line), &got)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: Decode says %v, want accepted %v", c.line, err, c.ok)
+		}
+		if err == nil && got.Type != Unsent {
+			t.Errorf("%s: type %q", c.line, got.Type)
 		}
 	}
 }

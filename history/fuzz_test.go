@@ -35,6 +35,8 @@ func FuzzDecoders(f *testing.F) {
 	for _, s := range []string{
 		`{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k0","token":7}`,
 		`{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k0","token":-1}`,
+		`{"t":3,"type":"unsent","f":"extend","proc":"i1c0","key":"k0","err":"dial tcp: connection refused"}`,
+		`{"t":3,"type":"unsent","f":"lost","proc":"i1c0","key":"k0"}`,
 		`{"t":01,"type":"mark","f":"case-end"}`,
 		`{,"t":1,"type":"mark","f":"case-end"}`,
 		`{"t":1,"type":"mark","f":"case-end",}`,

@@ -7,8 +7,10 @@
 //
 // Operations follow Jepsen's model: a client records an invoke event when it
 // calls the lock service and a completion when the call returns: ok (it took
-// effect), fail (it certainly did not) or info (unknown: a timeout or a
-// network error, which may or may not have taken effect). Marks are
+// effect), fail (it certainly did not, and the service said so), unsent (it
+// certainly did not, because the request was never sent: the service said
+// nothing) or info (unknown: a timeout or a network error, which may or may
+// not have taken effect). Marks are
 // single events from the coordinator: case boundaries, fault windows,
 // crashes, and the protected resource's view of each read and write.
 //
@@ -31,9 +33,14 @@ type Type string
 const (
 	Invoke Type = "invoke" // a client calls an operation
 	OK     Type = "ok"     // the operation took effect
-	Fail   Type = "fail"   // the operation certainly did not take effect
-	Info   Type = "info"   // unknown outcome: it may or may not have taken effect
-	Mark   Type = "mark"   // a coordinator-side event, not an operation
+	Fail   Type = "fail"   // the operation certainly did not take effect: the service said so
+	// Unsent: the operation certainly did not take effect because its
+	// request was never sent (the dial was refused, the client's own check
+	// refused it); the service said nothing, so it is no claim about the
+	// grant either way (checker/MODEL.md §0 A1).
+	Unsent Type = "unsent"
+	Info   Type = "info" // unknown outcome: it may or may not have taken effect
+	Mark   Type = "mark" // a coordinator-side event, not an operation
 )
 
 // Operation names (field F of invoke/ok/fail/info events).
@@ -137,7 +144,7 @@ const (
 // Event is one line of history.jsonl.
 type Event struct {
 	T    int64  `json:"t"`              // ns since the run's base (CLOCK_MONOTONIC)
-	Type Type   `json:"type"`           // invoke, ok, fail, info or mark
+	Type Type   `json:"type"`           // invoke, ok, fail, unsent, info or mark
 	F    string `json:"f"`              // operation or mark name
 	Proc string `json:"proc,omitempty"` // client "i<instance>c<client>", instance "i<instance>"
 	Key  string `json:"key,omitempty"`  // lock key

@@ -126,11 +126,11 @@ func (r *Reader) Truncated() string { return r.truncated }
 
 // ops says, for each operation name, which event types it may have.
 var ops = map[string][]Type{
-	OpAcquire:        {Invoke, OK, Fail, Info},
-	OpRelease:        {Invoke, OK, Fail, Info},
-	OpExtend:         {Invoke, OK, Fail, Info},
-	OpForeignRelease: {Invoke, OK, Fail, Info},
-	OpStore:          {Invoke, OK, Fail, Info},
+	OpAcquire:        {Invoke, OK, Fail, Unsent, Info},
+	OpRelease:        {Invoke, OK, Fail, Unsent, Info},
+	OpExtend:         {Invoke, OK, Fail, Unsent, Info},
+	OpForeignRelease: {Invoke, OK, Fail, Unsent, Info},
+	OpStore:          {Invoke, OK, Fail, Unsent, Info},
 	OpLost:           {OK},
 	OpResource:       {Info},
 	OpDropped:        {OK},
@@ -145,7 +145,7 @@ var marks = map[string]bool{
 // validate holds an event to the record's language (checker/MODEL.md §1).
 func (e *Event) validate() error {
 	switch e.Type {
-	case Invoke, OK, Fail, Info, Mark:
+	case Invoke, OK, Fail, Unsent, Info, Mark:
 	case "":
 		return fmt.Errorf("event has no type")
 	default:

@@ -11,11 +11,13 @@ import (
 // figure is the checker's, computed from the same events as the verdicts,
 // so a threshold and the summary's check section never disagree.
 type Metrics struct {
-	DurationS        float64             `json:"duration_s"`
-	Acquisitions     int                 `json:"acquisitions"`
-	AcquiresPerSec   float64             `json:"acquisitions_per_s"`
-	AcquiresFailed   int                 `json:"acquires_failed"`
-	AcquiresUnknown  int                 `json:"acquires_unknown"`
+	DurationS       float64 `json:"duration_s"`
+	Acquisitions    int     `json:"acquisitions"`
+	AcquiresPerSec  float64 `json:"acquisitions_per_s"`
+	AcquiresFailed  int     `json:"acquires_failed"`
+	AcquiresUnknown int     `json:"acquires_unknown"`
+	// AcquiresUnsent are the acquires surely never sent (MODEL §3).
+	AcquiresUnsent   int                 `json:"acquires_unsent,omitempty"`
 	Releases         int                 `json:"releases"`
 	Extensions       int                 `json:"extensions"`
 	ExtensionsFailed int                 `json:"extensions_failed"`
@@ -200,7 +202,7 @@ func metricsOf(res checker.Result, tl *Timeline) Metrics {
 	f := res.Figures
 	return Metrics{
 		DurationS: f.DurationS, Acquisitions: res.AcquiresOK, AcquiresPerSec: f.AcquiresPerSec,
-		AcquiresFailed: res.AcquiresFailed, AcquiresUnknown: res.AcquiresUnknown,
+		AcquiresFailed: res.AcquiresFailed, AcquiresUnknown: res.AcquiresUnknown, AcquiresUnsent: res.AcquiresUnsent,
 		Releases: f.Releases, Extensions: f.Extensions, ExtensionsFailed: f.ExtensionsFailed, LeasesLost: res.LeasesLost,
 		AcquireLatency: f.AcquireLatency, Handoff: f.Handoff, HandoffBarges: f.HandoffBarges, HoldTime: f.HoldTime,
 		Dropped: f.Dropped, OfferedPerSec: f.OfferedPerSec, LongestGapMs: res.Liveness.LongestGapMs,

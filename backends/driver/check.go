@@ -486,7 +486,10 @@ func short(err error) string {
 		if oe.Message != "" {
 			s += ": " + oe.Message
 		}
-		if oe.Definite {
+		switch {
+		case oe.Unsent:
+			return s + " (effect unsent)"
+		case oe.Definite:
 			return s + " (effect none)"
 		}
 		return s + " (effect unknown)"

@@ -112,6 +112,10 @@ func fakeDriver(mode string) {
 				send(map[string]any{"type": "error", "id": req.ID, "code": "unavailable", "message": "link down"})
 				continue
 			}
+			if req.Key == "unsent" {
+				send(map[string]any{"type": "error", "id": req.ID, "code": "unavailable", "effect": "unsent", "message": "dial tcp: connection refused"})
+				continue
+			}
 			if req.Key == "refused" {
 				send(map[string]any{"type": "error", "id": req.ID, "code": "unavailable", "effect": "none", "message": "connection refused"})
 				continue

@@ -43,13 +43,17 @@ func (l *lease) markLost() {
 type OpError struct {
 	Driver, Op, Key string
 	Code, Message   string
-	// Definite: the driver said the operation surely did not take effect.
-	Definite bool
+	// Definite: the driver said the operation surely did not take effect;
+	// Unsent: it was never sent.
+	Definite, Unsent bool
 }
 
 func (e *OpError) Error() string {
 	effect := "it may have taken effect"
-	if e.Definite {
+	switch {
+	case e.Unsent:
+		effect = "it was never sent"
+	case e.Definite:
 		effect = "it did not take effect"
 	}
 	msg := e.Code
@@ -59,15 +63,23 @@ func (e *OpError) Error() string {
 	return fmt.Sprintf("%s %s %s: %s (%s)", e.Driver, e.Op, e.Key, msg, effect)
 }
 
-// Is makes a definite acquire failure backends.ErrNotAcquired (the
-// attempt certainly did not take effect) and a not_held answer
-// backends.ErrNotHeld. Every other failure's outcome is unknown.
+// Is maps a driver's answer to the outcomes of checker/MODEL.md §0 A1:
+// a definite acquire failure is backends.ErrNotAcquired (the attempt
+// certainly did not take effect: fail), a not_held answer
+// backends.ErrNotHeld (the service says the grant was not the caller's:
+// fail), an operation never sent backends.ErrNotSent (unsent). So is a
+// release or extension that surely did not take effect for another reason
+// than not_held: the driver says it had no effect, and nothing was said of
+// the grant — not unknown, which would credit it with a possible renewal.
+// Every other failure's outcome is unknown.
 func (e *OpError) Is(target error) bool {
 	switch target {
 	case backends.ErrNotAcquired:
-		return e.Op == TypeAcquire && e.Definite
+		return e.Op == TypeAcquire && e.Definite && !e.Unsent
 	case backends.ErrNotHeld:
 		return e.Code == CodeNotHeld
+	case backends.ErrNotSent:
+		return e.Unsent || (e.Op != TypeAcquire && e.Definite && e.Code != CodeNotHeld)
 	}
 	return false
 }
@@ -94,7 +106,7 @@ func newLocker(p *Process, client int, wait bool, ttl time.Duration, own bool) b
 }
 
 func (l *locker) opError(op, key string, r Reply) error {
-	return &OpError{Driver: l.p.Name(), Op: op, Key: key, Code: r.Code, Message: r.Message, Definite: r.Definite()}
+	return &OpError{Driver: l.p.Name(), Op: op, Key: key, Code: r.Code, Message: r.Message, Definite: r.Definite(), Unsent: r.Unsent()}
 }
 
 func (l *locker) Acquire(ctx context.Context, key string) (backends.Lease, error) {

@@ -129,8 +129,11 @@ func TestOutcomes(t *testing.T) {
 	if err == nil || errors.Is(err, backends.ErrNotAcquired) || !strings.Contains(err.Error(), "may have taken effect") {
 		t.Errorf("an error without an effect: %v, want an unknown outcome", err)
 	}
-	if _, err := l1.Acquire(ctx, "refused"); !errors.Is(err, backends.ErrNotAcquired) || !strings.Contains(err.Error(), "did not take effect") {
+	if _, err := l1.Acquire(ctx, "refused"); !errors.Is(err, backends.ErrNotAcquired) || errors.Is(err, backends.ErrNotSent) || !strings.Contains(err.Error(), "did not take effect") {
 		t.Errorf("an error with effect none: %v, want a certain failure", err)
+	}
+	if _, err := l1.Acquire(ctx, "unsent"); !errors.Is(err, backends.ErrNotSent) || errors.Is(err, backends.ErrNotAcquired) || !strings.Contains(err.Error(), "never sent") {
+		t.Errorf("an error with effect unsent: %v, want one never sent", err)
 	}
 	ext, ok := l0.(backends.Extender)
 	if !ok {
@@ -217,4 +220,33 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestExtensionOutcomes: a release or extension the driver says surely
+// did not take effect is refused (fail) only when the driver says the
+// lease is not the client's; otherwise it had no effect and said nothing
+// of the grant: unsent (MODEL A1), never unknown, which would credit it
+// with a renewal.
+func TestExtensionOutcomes(t *testing.T) {
+	for _, tt := range []struct {
+		code, effect              string
+		notHeld, notSent, unknown bool
+	}{
+		{CodeNotHeld, "", true, false, false},
+		{CodeUnavailable, EffectNone, false, true, false},
+		{CodeUnavailable, EffectUnsent, false, true, false},
+		{CodeError, EffectNone, false, true, false},
+		{CodeBadRequest, "", false, true, false},
+		{CodeTimeout, EffectUnknown, false, false, true},
+		{CodeUnavailable, "", false, false, true},
+	} {
+		for _, op := range []string{TypeExtend, TypeRelease} {
+			r := Reply{Type: TypeError, Code: tt.code, Effect: tt.effect}
+			err := error(&OpError{Driver: "d", Op: op, Key: "k", Code: r.Code, Definite: r.Definite(), Unsent: r.Unsent()})
+			nh, ns := errors.Is(err, backends.ErrNotHeld), errors.Is(err, backends.ErrNotSent)
+			if nh != tt.notHeld || ns != tt.notSent || (!nh && !ns) != tt.unknown || errors.Is(err, backends.ErrNotAcquired) {
+				t.Errorf("%s answered %s effect %q: not held %v, not sent %v; want %v, %v", op, tt.code, tt.effect, nh, ns, tt.notHeld, tt.notSent)
+			}
+		}
+	}
 }

@@ -52,11 +52,13 @@ var codes = []string{CodeHeld, CodeNotHeld, CodeTimeout, CodeUnavailable, CodeUn
 var definiteCodes = []string{CodeHeld, CodeNotHeld, CodeUnsupported, CodeBadRequest, CodeOptions}
 
 // Effects of a failed operation: whether it surely did not take effect,
-// or may have (an unknown outcome in the model). A driver that does not
-// say means unknown.
+// or may have (an unknown outcome in the model), or was surely never sent
+// (nothing reached the servers: surely no effect, and no word of theirs).
+// A driver that does not say means unknown.
 const (
 	EffectNone    = "none"
 	EffectUnknown = "unknown"
+	EffectUnsent  = "unsent"
 )
 
 // Acquisition modes a driver can offer (Abilities.Acquire).
@@ -166,8 +168,15 @@ type Reply struct {
 // Definite reports whether an error reply says its operation surely did
 // not take effect.
 func (r *Reply) Definite() bool {
-	return slices.Contains(definiteCodes, r.Code) || r.Effect == EffectNone
+	return slices.Contains(definiteCodes, r.Code) || r.Effect == EffectNone || r.Effect == EffectUnsent
 }
+
+// Unsent reports whether an error reply says its operation was never sent.
+func (r *Reply) Unsent() bool { return r.Effect == EffectUnsent }
+
+// answeredCodes are the servers' own answers: a request that got one was
+// sent.
+var answeredCodes = []string{CodeHeld, CodeNotHeld}
 
 // MaxLease is the longest lease handle a driver may give.
 const MaxLease = 256
@@ -229,12 +238,15 @@ func ParseReply(line []byte) (Reply, error) {
 			return r, fmt.Errorf("error: code %q is not one of %s", r.Code, strings.Join(codes, ", "))
 		}
 		switch r.Effect {
-		case "", EffectNone, EffectUnknown:
+		case "", EffectNone, EffectUnknown, EffectUnsent:
 		default:
-			return r, fmt.Errorf("error: effect %q is neither none nor unknown", r.Effect)
+			return r, fmt.Errorf("error: effect %q is not none, unknown or unsent", r.Effect)
 		}
 		if r.Effect == EffectUnknown && slices.Contains(definiteCodes, r.Code) {
 			return r, fmt.Errorf("error: code %s says the operation did not take effect, but effect says unknown", r.Code)
+		}
+		if r.Effect == EffectUnsent && slices.Contains(answeredCodes, r.Code) {
+			return r, fmt.Errorf("error: code %s is the servers' answer, so the request was sent, but effect says unsent", r.Code)
 		}
 	case TypeLost:
 		allowed = []string{"client", "lease", "message"}

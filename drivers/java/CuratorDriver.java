@@ -50,13 +50,22 @@ public final class CuratorDriver {
     static final ObjectMapper JSON = new ObjectMapper();
     static final OutputStream OUT = System.out;
 
-    /** An operation's error answer. */
+    /**
+     * An operation's error answer: a protocol code, and whether the operation surely did not take
+     * effect ("none"), was surely never sent ("unsent": nothing of the request left the process, so
+     * the servers said nothing; never with held or not_held), or may have ("unknown"). The effect
+     * is passed through as given (docs/drivers.md).
+     */
     static final class Failure extends Exception {
+        static final List<String> EFFECTS = List.of("none", "unknown", "unsent");
         final String code;
         final String effect;
 
         Failure(String code, String message, String effect) {
             super(message);
+            if (!EFFECTS.contains(effect)) {
+                throw new IllegalArgumentException("effect " + effect + " is not one of " + EFFECTS);
+            }
             this.code = code;
             this.effect = effect;
         }

@@ -91,8 +91,18 @@ function log(msg) {
   process.stderr.write(msg + '\n');
 }
 
+// Failure is an operation's error answer: a protocol code, and whether the
+// operation surely did not take effect ('none'), was surely never sent
+// ('unsent': nothing of the request left the process, so the servers said
+// nothing; never with held or not_held), or may have ('unknown', the
+// default). The effect is passed through as given (docs/drivers.md).
+const EFFECTS = ['none', 'unknown', 'unsent'];
+
 class Failure extends Error {
   constructor(code, message, effect = 'unknown') {
+    if (!EFFECTS.includes(effect)) {
+      throw new TypeError(`effect ${JSON.stringify(effect)} is not one of ${EFFECTS.join(', ')}`);
+    }
     super(message);
     this.code = code;
     this.effect = effect;

@@ -23,12 +23,20 @@ import traceback
 PROTOCOL = 1
 
 
+EFFECTS = ("none", "unknown", "unsent")
+
+
 class Failure(Exception):
     """An operation's error answer: a protocol code, and whether the
-    operation surely did not take effect (effect "none") or may have
-    ("unknown", the default: when unsure, it may have)."""
+    operation surely did not take effect (effect "none"), was surely never
+    sent ("unsent": nothing of the request left the process, so the servers
+    said nothing; never with held or not_held), or may have taken effect
+    ("unknown", the default: when unsure, it may have). The effect is passed
+    through as given (docs/drivers.md)."""
 
     def __init__(self, code, message, effect="unknown"):
+        if effect not in EFFECTS:
+            raise ValueError("effect %r is not one of %s" % (effect, ", ".join(EFFECTS)))
         super().__init__(message)
         self.code = code
         self.message = message

@@ -16,9 +16,12 @@ type client struct {
 	op             *opRec
 	attempt        int
 	unknownAttempt bool
-	deadline       int64
-	tgen           int
-	reentrant      bool
+	// answered: the service refused an attempt (it said so: a fail,
+	// not an unsent, when nothing may have taken effect)
+	answered  bool
+	deadline  int64
+	tgen      int
+	reentrant bool
 
 	wait *waitRec
 
@@ -180,6 +183,7 @@ func (c *client) startAcquire(key string, reentrant bool) {
 	c.reentrant = reentrant
 	c.attempt = 0
 	c.unknownAttempt = false
+	c.answered = false
 	timeout := c.cfg().acquireTimeout
 	if reentrant {
 		timeout = c.cfg().opTimeout
@@ -193,6 +197,12 @@ func (c *client) sendAttempt() {
 	c.attempt++
 	a, op := c.attempt, c.op
 	srv := w.serverOf(op.key)
+	if c.notSent(srv) {
+		c.tgen++
+		g := c.tgen
+		w.instAt(w.now+w.uniform(20e3, 500e3), c.in, func() { c.onAttemptRefused(op, a, g) })
+		return
+	}
 	w.request(c.in, srv, func() {
 		res, gi := w.svc.acquire(c, op, a)
 		if res == "queued" {
@@ -217,6 +227,7 @@ func (c *client) onAcquireReply(op *opRec, a int, res string, gi grantInfo) {
 		c.finishAcquire("ok", gi, "")
 		return
 	}
+	c.answered = true
 	if c.reentrant {
 		c.finishAcquire(c.failOrInfo(), gi, "lock is held by another client")
 		return
@@ -234,12 +245,48 @@ func (c *client) onAcquireReply(op *opRec, a int, res string, gi grantInfo) {
 }
 
 // failOrInfo: an acquire that gave up is a certain failure only when no
-// attempt of it may have taken effect.
+// attempt of it may have taken effect: refused by the service when one
+// attempt reached it, unsent when none was ever sent (MODEL A1).
 func (c *client) failOrInfo() string {
-	if c.unknownAttempt {
+	switch {
+	case c.unknownAttempt:
 		return "info"
+	case c.answered:
+		return "fail"
 	}
-	return "fail"
+	return "unsent"
+}
+
+// errNotSent is the error of a request never sent.
+const errNotSent = "dial tcp: connect: connection refused"
+
+// notSent: the request to srv is never sent: the client's own check
+// refuses it (unsentP), or a partition refuses the dial (refuseDials).
+func (c *client) notSent(srv string) bool {
+	if p := c.cfg().unsentP; p > 0 && c.w.chance(p) {
+		return true
+	}
+	return c.w.refusedDial(c.in, srv)
+}
+
+// onAttemptRefused: an attempt that was never sent; the acquire backs off
+// and tries again until its deadline, as after a refusal.
+func (c *client) onAttemptRefused(op *opRec, a, g int) {
+	if c.op != op || a != c.attempt || g != c.tgen {
+		return
+	}
+	c.tgen++
+	w := c.w
+	b := c.backoff()
+	if c.reentrant || w.now+b >= c.deadline {
+		c.finishAcquire(c.failOrInfo(), grantInfo{}, errNotSent)
+		return
+	}
+	w.instAt(w.now+b, c.in, func() {
+		if c.op == op && c.attempt == a {
+			c.sendAttempt()
+		}
+	})
 }
 
 func (c *client) backoff() int64 {

@@ -59,6 +59,17 @@ func (c *client) simpleOp(op *opRec, outcome func(string) string, failErr string
 	c.tgen++
 	g := c.tgen
 	done := false
+	if c.notSent(srv) {
+		w.instAt(w.now+w.uniform(20e3, 500e3), c.in, func() {
+			if c.op != op || g != c.tgen {
+				return
+			}
+			c.op = nil
+			c.complete(op, "unsent", 0, errNotSent)
+			c.afterSimple(op, "unsent", then)
+		})
+		return
+	}
 	w.request(c.in, srv, func() {
 		var r string
 		switch op.kind {

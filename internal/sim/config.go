@@ -67,6 +67,12 @@ type caseConfig struct {
 	// keepAfterRefusedExtend: a refused extension does not end the
 	// client's belief (a zombie by MODEL §6 rule 3)
 	keepAfterRefusedExtend bool
+	// unsentP: the client's own check refuses a request before it is
+	// sent, with this probability; refuseDials: a partition refuses the
+	// dial (a reject rule) instead of dropping what crosses it. Either
+	// way the request surely never reached the service: unsent (MODEL A1).
+	unsentP     float64
+	refuseDials bool
 	// strangerWrongP: a client that holds nothing sends a wrong-token
 	// release of a key (MODEL §6 rule 4 when the service accepts it)
 	strangerWrongP float64
@@ -431,6 +437,10 @@ func (g *gen) randomCase(name string, laned bool) *caseConfig {
 	if !laned {
 		g.rollProblems(c, 0.25)
 	}
+	if g.p(0.3) {
+		c.unsentP = 0.02 + 0.1*g.f()
+	}
+	c.refuseDials = g.p(0.4)
 	return c
 }
 

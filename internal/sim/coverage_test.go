@@ -172,6 +172,12 @@ func TestCoverage(t *testing.T) {
 			if c.CutShort && c.Decided {
 				n["a trial cut short that proved unsafety"]++
 			}
+			for s, k := range c.zombieShape {
+				n[s] += k
+			}
+			if c.AcquiresUnsent > 0 {
+				n["an acquire never sent"]++
+			}
 			for r := 1; r <= 4; r++ {
 				if c.zombieRule[r] > 0 {
 					n["a zombie by rule "+string(rune('0'+r))]++
@@ -274,7 +280,9 @@ func TestCoverage(t *testing.T) {
 		"a threshold with no value (cut short)", "a threshold with no value (no sample)", "a threshold that passes", "a threshold that fails",
 		"a row with a missing trial", "a row with no decided trial", "a row whose rate is 0 of n", "a row whose rate is n of n", "a row whose rate is k of n",
 		"an envelope", "outcome damage done", "outcome unsafe, fenced", "outcome no evidence", "outcome safe", "outcome safe, tokens regressed",
-		"too few", "enough evidence", "a case of 3 or more exposures"}
+		"too few", "enough evidence", "a case of 3 or more exposures",
+		"an acquire never sent", "an extension never sent", "an ok renewal after an extension of unknown outcome",
+		"an extension answered after the lost signal ended its hold"}
 	for _, w := range want {
 		if n[w] == 0 {
 			t.Errorf("never generated: %s", w)

@@ -179,35 +179,61 @@ func (x *evalCtx) mutex(t *CaseTruth) {
 			}
 		}
 		if lease > 0 && !cr.meta.LeaseRenewed && h.acq != nil && !x.good(h) {
-			// 2. the lease: from the completion of its acquire, or of its
-			// latest ok extension or re-entrant grant; not for a hold
-			// that turns out good (its release returned ok: the
-			// service's own word overrides the inference)
-			// An extension whose outcome is unknown (completed info in the
-			// hold, or in flight when a death or the case's end ended it)
-			// may have renewed the lease while the grant was in force:
-			// from an invoke before the certain expiry, that expiry moves
-			// a lease later. The client's operations are one at a time,
-			// so in invoke order.
-			ended := h.endKind == "death" || h.endKind == "end" || endIdx == never32
+			// 2. the lease: the latest instant it may run out in some
+			// allowed world (MODEL §6, from A1). Its renewals are the
+			// client's ok extensions and re-entrant grants (each at an
+			// instant of its window, with the grant in force) and its
+			// extensions of unknown outcome (after their invoke, or
+			// never), answered in the hold or after it ended; unsent and
+			// refused ones renew nothing. Not for a hold that turns out
+			// good: its ok release says the grant outlived the hold.
 			var mine []*opRec
 			for _, op := range cr.ops {
-				if op.client == h.client && op.key == h.key && x.visible(op) && (op.kind == "extend" || (op.kind == "acquire" && op.dup)) {
+				if op.client == h.client && op.key == h.key && x.visible(op) && op.invIdx > h.beginIdx && op.invIdx < endIdx &&
+					(op.kind == "extend" || (op.kind == "acquire" && op.dup)) {
 					mine = append(mine, op)
 				}
 			}
 			sort.Slice(mine, func(i, j int) bool { return mine[i].invIdx < mine[j].invIdx })
 			e := x.T(h.acq.compIdx) + lease
+			// spare: invokes of the unknown extensions not yet landed;
+			// each may land last, just before the lease runs out
+			var spare []int64
+			shape := func(s string) {
+				if t.zombieShape == nil {
+					t.zombieShape = map[string]int{}
+				}
+				t.zombieShape[s]++
+			}
 			for _, op := range mine {
-				o := x.outcome(op)
-				switch {
-				case within(op.compIdx) && o == "ok":
-					e = x.T(op.compIdx) + lease
-				case op.kind != "extend" || o != "unknown":
-				case within(op.compIdx) || (ended && op.invIdx > h.beginIdx && op.invIdx < endIdx && !within(op.compIdx)):
-					if x.T(op.invIdx) < e {
-						e += lease
+				if x.in(op.compIdx) && op.compIdx > endIdx && x.outcome(op) != "unknown" {
+					shape("an extension answered after the lost signal ended its hold")
+				}
+				switch o := x.outcome(op); {
+				case o == "unsent" && op.kind == "extend":
+					shape("an extension never sent")
+				case o == "ok":
+					if len(spare) > 0 {
+						shape("an ok renewal after an extension of unknown outcome")
 					}
+					a, c := x.T(op.invIdx), x.T(op.compIdx)
+					// it took effect with the grant in force: if the
+					// lease had run out by its invoke, spare extensions
+					// landed first, as few as it takes
+					for len(spare) > 0 && e <= a && spare[0] < e {
+						spare, e = spare[1:], e+lease
+					}
+					if e > a && e < c {
+						c = e // as late as the grant lets it
+					}
+					e = c + lease
+				case op.kind == "extend" && o == "unknown":
+					spare = append(spare, x.T(op.invIdx))
+				}
+			}
+			for _, u := range spare {
+				if u < e {
+					e += lease
 				}
 			}
 			if e < endT {

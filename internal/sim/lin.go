@@ -39,6 +39,9 @@ func (x *evalCtx) linOps() map[*opRec]*linOp {
 		default:
 			continue
 		}
+		if x.outcome(op) == "unsent" {
+			continue // never reached the service: not in its history (MODEL §8)
+		}
 		lo := &linOp{op: op, inv: x.T(op.invIdx), comp: never, outcome: x.outcome(op), invIdx: op.invIdx, compIdx: never32}
 		if lo.outcome != "unknown" {
 			lo.comp, lo.compIdx = x.T(op.compIdx), op.compIdx

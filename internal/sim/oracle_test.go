@@ -244,6 +244,8 @@ func oracleCase(ol olane) ocase {
 					oc.counts["acquires_failed"]++
 				case e.F == "acquire" && e.Type == "info":
 					oc.counts["acquires_unknown"]++
+				case e.F == "acquire" && e.Type == "unsent":
+					oc.counts["acquires_unsent"]++
 				case e.F == "release" && e.Type == "fail":
 					oc.counts["releases_not_held"]++
 				case e.F == "release-wrong-token" && e.Type == "ok":
@@ -329,42 +331,67 @@ func oracleCase(ol olane) ocase {
 	// grant back (MODEL §6), if its end comes strictly later
 	for _, h := range holds {
 		taken := int64(1) << 62
-		// expiry: when the grant has certainly run out (rule 2): a lease
-		// after the latest ok extension or re-entrant grant, a lease more
-		// for each extension of unknown outcome invoked before it
-		expiry := ev[h.begin].T + meta.LeaseNs
-		extInv := int64(-1) // the invoke of the holder's extension in flight
-		for j := h.begin + 1; j < h.end && j < len(ev); j++ {
+		// expiry: the latest the lease may run out in an allowed world
+		// (rule 2): an ok renewal lands as late as the grant lets it
+		// (after spare extensions of unknown outcome that must have
+		// landed first, when the lease had run out by its invoke), the
+		// spare ones land last, a lease each; an extension's answer
+		// counts after a lost signal ended the hold
+		lease := meta.LeaseNs
+		expiry := ev[h.begin].T + lease
+		var spare []int64
+		extInv, opInv := int64(-1), int64(-1)
+		for j := h.begin + 1; j < len(ev); j++ {
 			e := ev[j]
+			after := j >= h.end
+			if after && (extInv < 0 || ev[h.end].F != "lost") || e.F == "case-end" {
+				break
+			}
 			if e.Key != h.key || e.Proc == "" || dead(instOf(e.Proc), e.T) {
 				continue
 			}
-			switch {
-			case e.F == "acquire" && e.Type == "ok" && e.Proc != h.client,
-				e.F == "extend" && e.Type == "fail" && e.Proc == h.client,
-				e.F == "release-wrong-token" && e.Type == "ok":
-				taken = min(taken, e.T)
+			if !after {
+				switch {
+				case e.F == "acquire" && e.Type == "ok" && e.Proc != h.client,
+					e.F == "extend" && e.Type == "fail" && e.Proc == h.client,
+					e.F == "release-wrong-token" && e.Type == "ok":
+					taken = min(taken, e.T)
+				}
 			}
 			if e.Proc != h.client {
 				continue
 			}
 			switch {
-			case e.F == "extend" && e.Type == "invoke":
-				extInv = e.T
-			case e.Type == "ok" && (e.F == "extend" || e.F == "acquire"):
-				expiry, extInv = e.T+meta.LeaseNs, -1
-			case e.F == "extend" && e.Type == "info":
-				if extInv >= 0 && extInv < expiry {
-					expiry += meta.LeaseNs
+			case e.Type == "invoke":
+				opInv = e.T
+				if e.F == "extend" {
+					extInv = e.T
 				}
-				extInv = -1
+			case e.Type == "ok" && (e.F == "extend" || e.F == "acquire"):
+				for len(spare) > 0 && expiry <= opInv && spare[0] < expiry {
+					expiry += lease
+					spare = spare[1:]
+				}
+				at := e.T
+				if expiry > opInv {
+					at = min(at, expiry)
+				}
+				expiry, extInv = at+lease, -1
+			case e.F == "extend" && e.Type == "info":
+				spare, extInv = append(spare, extInv), -1
 			case e.F == "extend":
-				extInv = -1
+				extInv = -1 // refused, or never sent: no renewal
 			}
 		}
-		if extInv >= 0 && extInv < expiry && (h.end >= len(ev) || ev[h.end].Type == "mark") {
-			// in flight when a death or the case's end ended the hold
-			expiry += meta.LeaseNs
+		if extInv >= 0 {
+			// in flight when a death or the case's end ended the hold, or
+			// never answered after its lost signal: unknown
+			spare = append(spare, extInv)
+		}
+		for _, u := range spare {
+			if u < expiry {
+				expiry += lease
+			}
 		}
 		if meta.LeaseNs > 0 && !meta.LeaseRenewed && !h.good {
 			// rule 2, not for a hold that turned out good
@@ -407,7 +434,7 @@ func TestOracleAgreesWithRecords(t *testing.T) {
 				continue
 			}
 			want := map[string]int{
-				"acquires_ok": ct.AcquiresOK, "acquires_failed": ct.AcquiresFailed, "acquires_unknown": ct.AcquiresUnknown,
+				"acquires_ok": ct.AcquiresOK, "acquires_failed": ct.AcquiresFailed, "acquires_unknown": ct.AcquiresUnknown, "acquires_unsent": ct.AcquiresUnsent,
 				"duplicate_grants": ct.DuplicateGrants, "releases_not_held": ct.ReleasesNotHeld, "leases_lost": ct.LeasesLost,
 				"wrong_token_releases_accepted": ct.WrongTokenReleasesAccepted, "token_regressions": ct.TokenRegressions,
 			}

@@ -19,6 +19,7 @@ type PhaseStats struct {
 	PerS         float64 `json:"acquisitions_per_s"`
 	Failed       int     `json:"acquires_failed"`
 	Unknown      int     `json:"acquires_unknown"`
+	Unsent       int     `json:"acquires_unsent"`
 	Latency      Latency `json:"latency"` // p50, p99 and max are shown
 	Violations   int     `json:"violations"`
 	// Any: figures not compared, and why.
@@ -107,6 +108,8 @@ func (x *evalCtx) phases(t *CaseTruth, oks []*opRec) {
 				s.Acquisitions++
 			case "fail":
 				s.Failed++
+			case "unsent":
+				s.Unsent++
 			default:
 				s.Unknown++
 			}

@@ -79,6 +79,7 @@ type gotPhaseStats struct {
 	AcquiresPerSec  float64  `json:"acquisitions_per_s"`
 	AcquiresFailed  int      `json:"acquires_failed"`
 	AcquiresUnknown int      `json:"acquires_unknown"`
+	AcquiresUnsent  int      `json:"acquires_unsent"`
 	P50             *float64 `json:"p50_ms"`
 	P99             *float64 `json:"p99_ms"`
 	Max             *float64 `json:"max_ms"`
@@ -114,6 +115,7 @@ type gotCase struct {
 		AcquiresOK       int      `json:"acquires_ok"`
 		AcquiresFailed   int      `json:"acquires_failed"`
 		AcquiresUnknown  int      `json:"acquires_unknown"`
+		AcquiresUnsent   int      `json:"acquires_unsent"`
 		DuplicateGrants  int      `json:"duplicate_grants"`
 		ReleasesNotHeld  int      `json:"releases_not_held"`
 		LeasesLost       int      `json:"leases_lost"`
@@ -402,6 +404,7 @@ func (c *comparer) phase(where, field string, want sim.PhaseStats, g gotPhaseSta
 		c.add(where, field+".acquisitions_per_s", fmt.Sprint(want.PerS), fmt.Sprint(g.AcquiresPerSec))
 	}
 	c.eq(where, field+".acquires_failed", want.Failed, g.AcquiresFailed)
+	c.eq(where, field+".acquires_unsent", want.Unsent, g.AcquiresUnsent)
 	if !skip("acquires_unknown") {
 		c.eq(where, field+".acquires_unknown", want.Unknown, g.AcquiresUnknown)
 	}
@@ -419,7 +422,7 @@ func (c *comparer) phase(where, field string, want sim.PhaseStats, g gotPhaseSta
 		case l.Count == 0:
 		case p.g == nil:
 			c.add(where, field+"."+p.name, "a value", "absent")
-		case want.Acquisitions != g.Acquisitions || want.Failed != g.AcquiresFailed || (want.Unknown != g.AcquiresUnknown && want.Any["acquires_unknown"] == "") || l.Any != "":
+		case want.Acquisitions != g.Acquisitions || want.Failed != g.AcquiresFailed || want.Unsent != g.AcquiresUnsent || (want.Unknown != g.AcquiresUnknown && want.Any["acquires_unknown"] == "") || l.Any != "":
 			// the figures of different samples
 		case p.hdr:
 			c.hdr(where, field+"."+p.name, p.w, *p.g)
@@ -531,6 +534,7 @@ func compareCase(c *comparer, tc *sim.CaseTruth, gc *gotCase, i int, opt cmpOpts
 	cmp("check.acquires_ok", tc.AcquiresOK, k.AcquiresOK)
 	cmp("check.acquires_failed", tc.AcquiresFailed, k.AcquiresFailed)
 	cmp("check.acquires_unknown", tc.AcquiresUnknown, k.AcquiresUnknown)
+	cmp("check.acquires_unsent", tc.AcquiresUnsent, k.AcquiresUnsent)
 	cmp("check.duplicate_grants", tc.DuplicateGrants, k.DuplicateGrants)
 	cmp("check.releases_not_held", tc.ReleasesNotHeld, k.ReleasesNotHeld)
 	cmp("check.leases_lost", tc.LeasesLost, k.LeasesLost)

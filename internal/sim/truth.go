@@ -44,6 +44,7 @@ type CaseTruth struct {
 	AcquiresOK                 int    `json:"acquires_ok"`
 	AcquiresFailed             int    `json:"acquires_failed"`
 	AcquiresUnknown            int    `json:"acquires_unknown"`
+	AcquiresUnsent             int    `json:"acquires_unsent"`
 	DuplicateGrants            int    `json:"duplicate_grants"`
 	ReleasesNotHeld            int    `json:"releases_not_held"`
 	LeasesLost                 int    `json:"leases_lost"`
@@ -87,6 +88,9 @@ type CaseTruth struct {
 	// zombieRule counts the zombies by the rule of §6 that took their
 	// grant back first (for TestCoverage)
 	zombieRule [5]int
+	// zombieShape counts the holds whose lease rule 2 read in a way only
+	// the derivation of MODEL §6 gets right (for TestCoverage)
+	zombieShape map[string]int
 	// eventsLost: the harness mark says worker lines were lost (§12): an
 	// overlap in the record proves nothing
 	eventsLost bool
@@ -231,6 +235,8 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 				}
 			case "fail":
 				t.AcquiresFailed++
+			case "unsent":
+				t.AcquiresUnsent++ // never sent: no grant, no word of the service (A1)
 			default:
 				t.AcquiresUnknown++
 			}

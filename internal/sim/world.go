@@ -295,6 +295,26 @@ func (w *world) cross(in *instance, srv string) (drop bool, d int64) {
 	return drop, d
 }
 
+// refusedDial: a partition of the link from in to srv refuses the dial
+// (refuseDials): the request is never sent, and the client knows it at
+// once. A refused dial is traffic the fault stopped (MODEL §10).
+func (w *world) refusedDial(in *instance, srv string) bool {
+	if !w.cfg.refuseDials {
+		return false
+	}
+	refused := false
+	for _, lf := range w.links {
+		if lf.srv != srv || (lf.inst != 0 && lf.inst != in.n) || !lf.partition {
+			continue
+		}
+		if lf.inForce {
+			lf.traffic++
+		}
+		refused = refused || lf.effective
+	}
+	return refused
+}
+
 // request sends fn to server srv from instance in.
 func (w *world) request(in *instance, srv string, fn func()) { w.requestX(in, srv, 0, fn) }
 

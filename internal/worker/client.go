@@ -65,19 +65,31 @@ func (c *client) misbehave(ctx context.Context, key string) {
 	err := c.locker.Release(fctx, f.Forge(key))
 	cancel()
 	e := c.ev(history.OK, history.OpForeignRelease, key)
-	switch {
-	case errors.Is(err, backends.ErrNotHeld):
-		e.Type, e.Err = history.Fail, err.Error()
-	case err != nil:
-		e.Type, e.Err = history.Info, err.Error()
+	if err != nil {
+		e.Type, e.Err = failed(err), err.Error()
 	}
 	c.em.emit(e)
 }
 
+// failed is the outcome of a release, an extension or a wrong-token
+// release that returned err (checker/MODEL.md §0 A1): fail when the
+// service said the lease was not the caller's, unsent when the request
+// surely never left (backends.ErrNotSent), unknown otherwise.
+func failed(err error) history.Type {
+	switch {
+	case errors.Is(err, backends.ErrNotHeld):
+		return history.Fail
+	case errors.Is(err, backends.ErrNotSent):
+		return history.Unsent
+	}
+	return history.Info
+}
+
 // acquire retries with exponential backoff and jitter until the lock is
 // taken, the attempts run out or the acquire timeout passes. The outcome is
-// ok, fail (every attempt certainly failed) or info (at least one attempt
-// had an unknown outcome: it may have been granted behind a lost reply).
+// ok, info (at least one attempt had an unknown outcome: it may have been
+// granted behind a lost reply), fail (every attempt certainly failed, and
+// the service refused one) or unsent (no attempt was ever sent).
 func (c *client) acquire(ctx context.Context, key string, intended int64) (backends.Lease, bool) {
 	inv := c.ev(history.Invoke, history.OpAcquire, key)
 	inv.Intended = intended
@@ -85,7 +97,7 @@ func (c *client) acquire(ctx context.Context, key string, intended int64) (backe
 	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout.D())
 	defer cancel()
 	var lastErr error
-	unknown := false
+	unknown, refused := false, false
 	for n := 0; n < c.w.Retry.Attempts; n++ {
 		lease, err := c.locker.Acquire(actx, key)
 		if err == nil {
@@ -95,7 +107,11 @@ func (c *client) acquire(ctx context.Context, key string, intended int64) (backe
 			return lease, true
 		}
 		lastErr = err
-		if !errors.Is(err, backends.ErrNotAcquired) {
+		switch {
+		case errors.Is(err, backends.ErrNotAcquired):
+			refused = true
+		case errors.Is(err, backends.ErrNotSent):
+		default:
 			unknown = true
 		}
 		if actx.Err() != nil || n == c.w.Retry.Attempts-1 {
@@ -106,8 +122,11 @@ func (c *client) acquire(ctx context.Context, key string, intended int64) (backe
 		}
 	}
 	typ := history.Fail
-	if unknown {
+	switch {
+	case unknown:
 		typ = history.Info
+	case !refused && lastErr != nil:
+		typ = history.Unsent // every attempt was refused before it was sent
 	}
 	e := c.ev(typ, history.OpAcquire, key)
 	if lastErr == nil {
@@ -208,18 +227,13 @@ func (c *client) release(ctx context.Context, key string, lease backends.Lease, 
 	rctx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
 	err := c.locker.Release(rctx, lease)
 	cancel()
-	switch {
-	case err == nil:
+	if err == nil {
 		c.em.emit(c.ev(history.OK, history.OpRelease, key))
-	case errors.Is(err, backends.ErrNotHeld):
-		e := c.ev(history.Fail, history.OpRelease, key)
-		e.Err = err.Error()
-		c.em.emit(e)
-	default:
-		e := c.ev(history.Info, history.OpRelease, key)
-		e.Err = err.Error()
-		c.em.emit(e)
+		return
 	}
+	e := c.ev(failed(err), history.OpRelease, key)
+	e.Err = err.Error()
+	c.em.emit(e)
 }
 
 // work is the critical section: read the resource, hold, write. With no
@@ -283,6 +297,8 @@ func (c *client) storeWork(ctx, work context.Context, key string, lease backends
 	switch {
 	case errors.Is(err, backends.ErrConflict):
 		e.Type, e.Err = history.Fail, history.StoreConflict
+	case errors.Is(err, backends.ErrNotSent):
+		e.Type, e.Err = history.Unsent, err.Error() // nothing written, nothing said
 	case err != nil:
 		e.Type, e.Err = history.Info, err.Error()
 	case !wrote:
@@ -328,18 +344,23 @@ func (c *client) autoExtend(ctx context.Context, lease backends.Lease) {
 		octx, cancel := context.WithTimeout(ctx, c.w.OpTimeout.D())
 		err := c.ext.Extend(octx, lease)
 		cancel()
-		switch {
-		case err == nil:
+		if err == nil {
 			c.em.emit(c.ev(history.OK, history.OpExtend, lease.Key()))
-		case errors.Is(err, backends.ErrNotHeld):
-			e := c.ev(history.Fail, history.OpExtend, lease.Key())
-			e.Err = err.Error()
-			c.em.emit(e)
+			if lost := lease.Lost(); lost != nil {
+				select {
+				case <-lost:
+					return // its library says it is lost: nothing left to extend
+				default:
+				}
+			}
+			continue
+		}
+		typ := failed(err)
+		e := c.ev(typ, history.OpExtend, lease.Key())
+		e.Err = err.Error()
+		c.em.emit(e)
+		if typ == history.Fail {
 			return
-		default:
-			e := c.ev(history.Info, history.OpExtend, lease.Key())
-			e.Err = err.Error()
-			c.em.emit(e)
 		}
 	}
 }

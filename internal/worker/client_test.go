@@ -3,6 +3,8 @@ package worker
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -86,5 +88,65 @@ func TestCriticalSectionMarksLostLease(t *testing.T) {
 				t.Errorf("events %q, %d release(s); want %q, 1", got, released, tc.want)
 			}
 		})
+	}
+}
+
+// errLocker answers its acquires with errs in turn and its releases with
+// rel.
+type errLocker struct {
+	errs []error
+	rel  error
+}
+
+func (l *errLocker) Acquire(context.Context, string) (backends.Lease, error) {
+	err := l.errs[0]
+	if len(l.errs) > 1 {
+		l.errs = l.errs[1:]
+	}
+	return nil, err
+}
+func (l *errLocker) Release(context.Context, backends.Lease) error { return l.rel }
+func (l *errLocker) Close() error                                  { return nil }
+
+// TestOutcomesOfErrors: an acquire none of whose attempts was sent is
+// unsent; one the service refused once is fail; one with an unknown
+// attempt is info; a release never sent is unsent (MODEL A1).
+func TestOutcomesOfErrors(t *testing.T) {
+	notSent := fmt.Errorf("dial: %w", backends.ErrNotSent)
+	timeout := errors.New("i/o timeout")
+	w := workload.Workload{OpTimeout: config.Duration(time.Second), AcquireTimeout: config.Duration(time.Second),
+		Retry: workload.Retry{Attempts: 3, Base: config.Duration(time.Millisecond), Max: config.Duration(time.Millisecond)}}
+	for _, tc := range []struct {
+		errs []error
+		rel  error
+		want string
+	}{
+		{[]error{notSent}, nil, "unsent acquire"},
+		{[]error{notSent, backends.ErrNotAcquired, notSent}, nil, "fail acquire"},
+		{[]error{notSent, timeout, notSent}, nil, "info acquire"},
+		{nil, notSent, "unsent release"},
+		{nil, fmt.Errorf("release: %w", backends.ErrNotHeld), "fail release"},
+		{nil, timeout, "info release"},
+	} {
+		var out bytes.Buffer
+		em := newEmitter(&out, monoclock.Now())
+		l := &errLocker{errs: tc.errs, rel: tc.rel}
+		c := &client{proc: "i1c0", w: w, locker: l, em: em, r: rand.New(rand.NewPCG(1, 2))}
+		if tc.errs != nil {
+			c.acquire(context.Background(), "k", 0)
+		} else {
+			c.release(context.Background(), "k", fakeLease{}, func() {})
+		}
+		if err := em.close(); err != nil {
+			t.Fatal(err)
+		}
+		r := history.NewReader(&out, "emitted")
+		var last string
+		for r.Next() {
+			last = string(r.Event().Type) + " " + r.Event().F
+		}
+		if r.Err() != nil || last != tc.want {
+			t.Errorf("%v / %v: %q (%v), want %q", tc.errs, tc.rel, last, r.Err(), tc.want)
+		}
 	}
 }

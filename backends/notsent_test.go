@@ -1,0 +1,71 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestNotSent: a redis operation whose dials are refused surely never
+// sent its request (ErrNotSent, MODEL A1: unsent); one written to a server
+// that never answers may have taken effect, and is not claimed.
+func TestNotSent(t *testing.T) {
+	// a port nothing listens on: every dial is refused
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	// a server that reads and never answers
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				b := make([]byte, 4096)
+				for {
+					if _, err := c.Read(b); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	for _, tc := range []struct {
+		addr    string
+		notSent bool
+	}{{refused, true}, {mute.Addr().String(), false}} {
+		env := Env{Shared: NewShared(), TTL: time.Second}
+		sent := sentCounter(env)
+		var d net.Dialer
+		c := redis.NewClient(&redis.Options{Addr: tc.addr, Dialer: sent.dial(d.DialContext), MaxRetries: 2,
+			ContextTimeoutEnabled: true, DialTimeout: time.Second})
+		l := &redisExtLocker{&redisLocker{c: c, mode: redisSafe, ttl: time.Second, sent: sent}}
+		ctx := func() context.Context {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx
+		}
+		_, aerr := l.Acquire(ctx(), "k")
+		eerr := l.Extend(ctx(), &redisLease{key: "k", value: "v", wd: NewWatchdog(time.Second)})
+		rerr := l.Release(ctx(), &redisLease{key: "k", value: "v"})
+		c.Close()
+		for what, err := range map[string]error{"acquire": aerr, "extend": eerr, "release": rerr} {
+			if err == nil || errors.Is(err, ErrNotSent) != tc.notSent || errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld) {
+				t.Errorf("%s at %s: %v; want an error, not sent: %v", what, tc.addr, err, tc.notSent)
+			}
+		}
+	}
+}
