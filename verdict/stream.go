@@ -123,6 +123,13 @@ type Stream struct {
 type unit struct {
 	chk *checker.Case
 	tl  *timeliner
+	dig *digest
+}
+
+// add feeds the unit one event.
+func (u *unit) add(e *history.Event) {
+	u.chk.Add(e)
+	u.dig.add(e)
 }
 
 // NewStream returns an empty Stream.
@@ -146,10 +153,12 @@ func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
 			metas = st.split.metas()
 		}
 		st.units = st.units[:0]
-		for _, m := range metas {
+		for i, m := range metas {
 			tl := newTimeliner(e.T)
 			chk := checker.NewCase(m, e.T, checker.WithLinearizability(LinTimeout), checker.WithSink(tl.add))
-			st.units = append(st.units, &unit{chk: chk, tl: tl})
+			u := &unit{chk: chk, tl: tl, dig: newDigest(i)}
+			u.dig.add(e)
+			st.units = append(st.units, u)
 		}
 		return done, nil
 	}
@@ -160,13 +169,13 @@ func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
 		// MODEL §2: after the case's end, it belongs to no case; the case
 		// it follows is invalid, judged again at the next case or the end.
 		for _, u := range st.units {
-			u.chk.Add(e)
+			u.add(e)
 		}
 		st.dirty = true
 		return nil, nil
 	}
 	if st.split == nil {
-		st.units[0].chk.Add(e)
+		st.units[0].add(e)
 	} else {
 		st.route(e)
 	}
@@ -195,7 +204,7 @@ func (st *Stream) route(e *history.Event) {
 			u.chk.Stray(d.stray)
 		}
 		if d.event != nil {
-			u.chk.Add(d.event)
+			u.add(d.event)
 		}
 	}
 }
@@ -212,7 +221,7 @@ func (st *Stream) judge() []CaseSummary {
 
 func summarize(u *unit) CaseSummary {
 	res := u.chk.Result()
-	cs := CaseSummary{Check: res, Metrics: metricsOf(res, u.tl.close()), Linearizability: u.chk.Linearizability(res.Valid)}
+	cs := CaseSummary{Check: res, Metrics: metricsOf(res, u.tl.close()), Linearizability: u.chk.Linearizability(res.Valid), Digest: u.dig.sum()}
 	cs.evaluate()
 	return cs
 }
