@@ -377,6 +377,11 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 		no := false // the database is the resource: no update may be lost
 		c.res.Expect.LostUpdates = &no
 	}
+	if meta.Lockless && meta.Expect.Violations == nil {
+		// MODEL §13 (A6): mutual exclusion does not apply to a lockless
+		// backend, so no default asks it.
+		c.res.Expect.Violations = nil
+	}
 	c.res.Meta = meta
 	c.live.init(start, c.res.Expect.Available, c.res.Expect.RecoversWithinNs, meta.ExpiryBoundNs)
 	c.fig.init(start)

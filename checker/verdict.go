@@ -59,6 +59,10 @@ func (c *Case) Result() Result {
 	if r.Store != nil {
 		r.Resource.LostUpdates += r.Store.Lost + r.Store.Phantom
 	}
+	if c.meta.Lockless && exp.Violations != nil {
+		// MODEL §13 (A6): a question the run cannot answer, asked.
+		r.Invalid = append(r.Invalid, "the scenario expects mutual-exclusion violations of a lockless backend, where mutual exclusion does not apply: the expectation has no value to judge")
+	}
 	if r.AcquiresOK == 0 {
 		r.Invalid = append(r.Invalid, "no lock was ever acquired: the run did no work")
 	}
