@@ -55,9 +55,9 @@ type modelCase struct {
 	// Envelope gives the two-holders rate of each point of the safety
 	// envelope (MODEL §17): "0/0" for none.
 	Envelope map[string]string `json:"envelope"`
-	Tail  string   `json:"tail"`
-	Model []string `json:"model"`
-	Why   string   `json:"why"`
+	Tail     string            `json:"tail"`
+	Model    []string          `json:"model"`
+	Why      string            `json:"why"`
 }
 
 type modelWant struct {
