@@ -143,6 +143,13 @@ type Result struct {
 	ZombieMaxMs float64   `json:"zombie_max_ms"`
 	ZombieP50Ms float64   `json:"zombie_p50_ms"`
 
+	// Unproven is what a record that lost worker lines shows and its
+	// lost lines could undo (MODEL §12, A4): nil when no line was lost.
+	// The figures above are then the proven ones, the least over the
+	// worlds the record allows (A7): no overlap, no zombie, and only the
+	// store damage the lost lines cannot explain.
+	Unproven *Unproven `json:"unproven,omitempty"`
+
 	Resource Resource `json:"resource"`
 	// Store judges a critical section run in the backend's own database
 	// (nil for the others); its lost increments count as lost updates.
@@ -184,11 +191,57 @@ type Result struct {
 	Readable bool `json:"-"`
 }
 
+// Unproven holds the figures of a record that lost worker lines as the
+// record alone shows them (MODEL §12). Each is one the lost lines could
+// undo (A4): a lost release invoke or lost-lease signal ends a hold
+// anywhere, so no overlap or zombie time is proven; a lost store
+// operation or refused release moves an increment, so up to Lines of the
+// store's lost or phantom increments are explained.
+type Unproven struct {
+	// Lines is how many worker lines were lost (bad_lines).
+	Lines            int       `json:"lines"`
+	Violations       int       `json:"violations"`
+	Examples         []Overlap `json:"examples,omitempty"`
+	OverlapMaxMs     float64   `json:"overlap_max_ms"`
+	OverlapP50Ms     float64   `json:"overlap_p50_ms"`
+	FirstViolationMs float64   `json:"first_violation_ms"`
+	Zombies          int       `json:"zombies"`
+	ZombieMaxMs      float64   `json:"zombie_max_ms"`
+	ZombieP50Ms      float64   `json:"zombie_p50_ms"`
+	// StoreLost and StorePhantom are the store's lost and phantom
+	// increments the lost lines could explain.
+	StoreLost    int `json:"store_lost,omitempty"`
+	StorePhantom int `json:"store_phantom,omitempty"`
+}
+
+// unprove takes out of r's proven figures what lines lost worker lines
+// could undo (MODEL §12, A4), keeping it in r.Unproven: the proven figure
+// is the least over the allowed worlds (A7).
+func (r *Result) unprove(lines int) {
+	u := &Unproven{Lines: lines, Violations: r.Violations, Examples: r.Examples, OverlapMaxMs: r.OverlapMaxMs, OverlapP50Ms: r.OverlapP50Ms,
+		FirstViolationMs: r.FirstViolationMs, Zombies: r.Zombies, ZombieMaxMs: r.ZombieMaxMs, ZombieP50Ms: r.ZombieP50Ms}
+	r.Violations, r.Examples, r.OverlapsMs = 0, nil, nil
+	r.OverlapMaxMs, r.OverlapP50Ms, r.FirstViolationMs = 0, 0, -1
+	r.Zombies, r.ZombieMaxMs, r.ZombieP50Ms = 0, 0, 0
+	if st := r.Store; st != nil {
+		// Each lost line is at most one operation: one store operation's
+		// increment, or one release that decided whether a pending one
+		// committed.
+		u.StoreLost, u.StorePhantom = min(st.Lost, lines), min(st.Phantom, lines)
+		st.Lost -= u.StoreLost
+		st.Phantom -= u.StorePhantom
+		if st.Verdict == Ok || (st.Verdict == Violation && st.Lost+st.Phantom == 0) {
+			// The committed increments are read from worker lines too.
+			st.Verdict = Unknown
+		}
+	}
+	r.Unproven = u
+}
+
 // TwoHolders reports whether the case proved two holders (MODEL §6, §12):
-// an overlap of holds in a record whose worker events all arrived. When
-// worker output lines were lost, a lost release or lost-lease signal
-// leaves a hold open in the record, and its overlaps prove nothing.
-func (r *Result) TwoHolders() bool { return r.Violations > 0 && !r.Harness.EventsLost() }
+// an overlap of holds. In a record that lost worker lines no overlap is
+// proven (Result.Unproven): its Violations are none.
+func (r *Result) TwoHolders() bool { return r.Violations > 0 }
 
 // Damaged reports whether a late write landed in the case (MODEL §17): a
 // stale write the fenced register accepted; for a store backend, a lost
@@ -326,6 +379,11 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	if meta.Store && c.res.Expect.LostUpdates == nil && !c.res.Expect.Measure && !c.res.Expect.IsAny("lost_updates") {
 		no := false // the database is the resource: no update may be lost
 		c.res.Expect.LostUpdates = &no
+	}
+	if meta.Lockless && meta.Expect.Violations == nil {
+		// MODEL §13 (A6): mutual exclusion does not apply to a lockless
+		// backend, so no default asks it.
+		c.res.Expect.Violations = nil
 	}
 	c.res.Meta = meta
 	c.live.init(start, c.res.Expect.Available, c.res.Expect.RecoversWithinNs, meta.ExpiryBoundNs)

@@ -125,7 +125,18 @@ func TestKnownHistories(t *testing.T) {
 		// Worker lines lost (bad_lines in the harness mark) and an overlap
 		// whose earlier hold's release may be among them: the overlap is
 		// counted but proves nothing (MODEL §12): invalid, not decided.
-		{"lost-lines-overlap", "invalid", checker.Unknown, 1, checker.Unknown},
+		// The overlap is kept in "unproven", and the proven figures
+		// (violations, overlaps, zombies) are none (A7: the least over
+		// the allowed worlds).
+		{"lost-lines-overlap", "invalid", checker.Unknown, 0, checker.Unknown},
+		// The same lost release beside a stale write the fenced resource
+		// accepted: the damage is the resource's own mark and stands
+		// (status violation), the overlap and the zombie are unproven.
+		{"lost-lines-damage", "violation", checker.Unknown, 0, checker.Violation},
+		// A store whose record lost two worker lines, and a counter one
+		// above the committed increments: a lost store operation explains
+		// it, so no phantom is proven (store unknown, invalid, not 100).
+		{"store-lost-lines", "invalid", checker.Unknown, 0, checker.Unknown},
 		// Coordinator and workers together took the machine's cores.
 		{"harness-saturated", "invalid", checker.Unknown, 0, checker.Unknown},
 		// A critical section in the backend's database: a commit refused

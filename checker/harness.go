@@ -100,7 +100,7 @@ func (c *harnessCheck) result() Harness {
 	}
 	if s := h.Stats; s != nil {
 		if s.BadLines > 0 {
-			h.Degraded = append(h.Degraded, fmt.Sprintf("%d line(s) of worker output were not events: events were lost (and with them, maybe, the end of a hold: an overlap in this record proves nothing)", s.BadLines))
+			h.Degraded = append(h.Degraded, fmt.Sprintf("%d line(s) of worker output were not events: events were lost (any of them could have been a release, a lost-lease signal or a store operation: no overlap, zombie or store damage the record shows is proven)", s.BadLines))
 		}
 		if lag := time.Duration(s.EmitLagMaxNs); lag > MaxEmitLag {
 			h.Degraded = append(h.Degraded, fmt.Sprintf("a worker took %s to get an event out (limit %s)", lag.Round(time.Millisecond), MaxEmitLag))

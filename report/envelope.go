@@ -198,7 +198,10 @@ func writeEnvelopeTable(b *strings.Builder, s *verdict.Summary) error {
 		for _, v := range vals {
 			cell := "—"
 			for _, p := range l.Points {
-				if p.Value == v {
+				switch {
+				case p.Value == v && l.Lockless:
+					cell = "n/a (no lock)" // MODEL §17, A6: no rate of two holders
+				case p.Value == v:
 					cell = p.Rate.String()
 				}
 			}

@@ -217,7 +217,7 @@ func writeReport(w io.Writer, s *verdict.Summary, pl drawn) error {
 		b.WriteString("| row | backend | verdict | met | trials | need | invalid | two holders in (95% interval) | longest overlap | longest zombie |\n|---|---|---|---:|---:|---:|---:|---|---:|---:|\n")
 		for _, r := range s.Rows {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s | %s | %s |\n", r.Row, r.Backend, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid,
-				r.TwoHolders, msText(r.OverlapMaxMs), msText(r.ZombieMaxMs))
+				r.TwoHoldersText(), msText(r.OverlapMaxMs), msText(r.ZombieMaxMs))
 		}
 		b.WriteString("\n")
 	}

@@ -223,3 +223,30 @@ func (a *Agreement) Lines() []string {
 	}
 	return out
 }
+
+// Repeated says why the runs given are not independent samples (MODEL
+// §17, A5), or "" when they are: two of them have one run id, or share a
+// trial (one digest: a copy of a run's folder under another id). A run
+// repeated is one run, and agreeing with itself shows nothing.
+func Repeated(runs ...*Summary) string {
+	ids := map[string]int{}
+	trials := map[string]int{}
+	for i, s := range runs {
+		if s.RunID != "" {
+			if j, ok := ids[s.RunID]; ok {
+				return fmt.Sprintf("runs %d and %d are one run (run id %s)", j+1, i+1, s.RunID)
+			}
+			ids[s.RunID] = i
+		}
+		for _, c := range s.Cases {
+			if c.Digest == "" {
+				continue
+			}
+			if j, ok := trials[c.Digest]; ok && j != i {
+				return fmt.Sprintf("runs %d and %d hold the same trial (case %s, digest %s): one is a copy of the other", j+1, i+1, c.Check.Case, c.Digest)
+			}
+			trials[c.Digest] = i
+		}
+	}
+	return ""
+}

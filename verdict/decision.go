@@ -107,7 +107,8 @@ type Decision struct {
 
 // NewDecision builds the decision view of one or more runs' summaries
 // (MODEL §18). A summary of a run already given (the same run id) is
-// left out: its trials are not new trials.
+// left out, and so is a trial already counted (the same digest, in one
+// summary or another): their trials are not new trials (A5).
 func NewDecision(sums ...*Summary) *Decision {
 	d := &Decision{}
 	classSeen := map[string]bool{}
@@ -116,7 +117,7 @@ func NewDecision(sums ...*Summary) *Decision {
 	// the row gives the medians (MODEL §18).
 	type costs struct{ p50, p99, rate, hand []float64 }
 	noFault := map[string]*costs{}
-	runs := map[string]bool{}
+	runs, trials := map[string]bool{}, map[string]bool{}
 	for _, s := range sums {
 		// One run given twice (a folder and results/latest, a copy) is
 		// one run: counting its trials twice would halve its intervals
@@ -129,6 +130,15 @@ func NewDecision(sums ...*Summary) *Decision {
 		}
 		for i := range s.Cases {
 			c := &s.Cases[i]
+			if c.Digest != "" {
+				// The same trial again (a history written twice into
+				// one file, a copy of a folder under another run id):
+				// one sample (MODEL §18, A5).
+				if trials[c.Digest] {
+					continue
+				}
+				trials[c.Digest] = true
+			}
 			r := c.Check
 			b := r.Backend
 			ri, ok := rowIdx[b]
@@ -203,6 +213,13 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 	if !r.Valid {
 		cell.Invalid++
 	}
+	if r.TokenRegressions > 0 && (r.Decided || r.Readable) {
+		// A regression is two grants the record shows, which nothing
+		// else that failed can undo (MODEL §18, A7): proven in any
+		// readable trial, decided or not.
+		cell.regressed++
+		cell.TokenRegressions += r.TokenRegressions
+	}
 	if !r.Decided {
 		return
 	}
@@ -222,16 +239,12 @@ func (cell *DecisionCell) add(c *CaseSummary) {
 	if r.Valid || r.Damaged() {
 		cell.damageN++
 	}
-	if r.TokenRegressions > 0 {
-		cell.regressed++
-	}
 	cell.OverlapMaxMs = max(cell.OverlapMaxMs, r.OverlapMaxMs)
 	cell.ZombieMaxMs = max(cell.ZombieMaxMs, r.ZombieMaxMs)
 	cell.Violations += r.Violations
 	cell.StaleRejected += r.Resource.StaleRejected
 	cell.StaleAccepted += r.Resource.StaleAccepted
 	cell.LostUpdates += r.Resource.LostUpdates
-	cell.TokenRegressions += r.TokenRegressions
 	if r.Store != nil {
 		cell.RolledBack += r.Store.RolledBack
 	}

@@ -14,10 +14,13 @@ type EnvelopePoint struct {
 
 // EnvelopeLine is one swept case (one backend) across its points.
 type EnvelopeLine struct {
-	Case    string          `json:"case"`
-	Backend string          `json:"backend"`
-	Axis    string          `json:"axis"`
-	Points  []EnvelopePoint `json:"points"`
+	Case    string `json:"case"`
+	Backend string `json:"backend"`
+	Axis    string `json:"axis"`
+	// Lockless: no point of the line has a rate of two holders (MODEL
+	// §17, A6): the backend takes no lock.
+	Lockless bool            `json:"lockless,omitempty"`
+	Points   []EnvelopePoint `json:"points"`
 }
 
 // Envelope collects, for every case swept over one axis, the rate of two
@@ -44,7 +47,7 @@ func Envelope(s *Summary) []EnvelopeLine {
 		k := key{sp.Case, c.Check.Backend}
 		l := lines[k]
 		if l == nil {
-			l = &EnvelopeLine{Case: sp.Case, Backend: c.Check.Backend, Axis: sp.Labels[0]}
+			l = &EnvelopeLine{Case: sp.Case, Backend: c.Check.Backend, Axis: sp.Labels[0], Lockless: c.Check.Meta.Lockless}
 			lines[k] = l
 			order = append(order, k)
 		}

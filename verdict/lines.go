@@ -65,8 +65,20 @@ func CaseLines(c CaseSummary) []string {
 	if m.AcquireLatency.Count > 0 {
 		p99 = fmt.Sprintf("%.2fms", m.AcquireLatency.P99)
 	}
-	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%d stale_accepted=%d lost=%d stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%s",
-		r.Case, r.Backend, statusWords[r.Status], r.Violations, r.Resource.StaleAccepted, r.Resource.LostUpdates, r.Resource.StaleRejected,
+	// MODEL §12 (A4): what lost worker lines could undo is open, never
+	// a count; a lockless backend has no violations to count (§6, A6).
+	violations, lost := fmt.Sprint(r.Violations), fmt.Sprint(r.Resource.LostUpdates)
+	if u := r.Unproven; u != nil {
+		violations = fmt.Sprintf("open(%d in the record, %d line(s) lost)", u.Violations, u.Lines)
+		if n := u.StoreLost + u.StorePhantom; n > 0 {
+			lost = fmt.Sprintf("%d+open(%d in the record)", r.Resource.LostUpdates, n)
+		}
+	}
+	if r.Meta.Lockless {
+		violations = "n/a"
+	}
+	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%s stale_accepted=%d lost=%s stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%s",
+		r.Case, r.Backend, statusWords[r.Status], violations, r.Resource.StaleAccepted, lost, r.Resource.StaleRejected,
 		r.TokenRegressions, r.AcquiresOK, Availability(r.Liveness), m.AcquiresPerSec, p99)}
 	for _, u := range r.Unmet {
 		out = append(out, "    unmet: "+u)

@@ -43,10 +43,21 @@ type modelCase struct {
 		TooFew     *bool   `json:"too_few"`
 		During     *int    `json:"acquisitions_during"`
 		After      *int    `json:"acquisitions_after"`
+		// The figures a cell sums over its decided trials (MODEL §18):
+		// each a case's proven figure, never one the case left open.
+		Violations *int     `json:"violations"`
+		OverlapMax *float64 `json:"overlap_max_ms"`
+		ZombieMax  *float64 `json:"zombie_max_ms"`
+		Lost       *int     `json:"lost_updates"`
+		Regressed  *int     `json:"token_regressions"`
+		Damage     *string  `json:"damage"`
 	} `json:"cells"`
-	Tail  string   `json:"tail"`
-	Model []string `json:"model"`
-	Why   string   `json:"why"`
+	// Envelope gives the two-holders rate of each point of the safety
+	// envelope (MODEL §17): "0/0" for none.
+	Envelope map[string]string `json:"envelope"`
+	Tail     string            `json:"tail"`
+	Model    []string          `json:"model"`
+	Why      string            `json:"why"`
 }
 
 type modelWant struct {
@@ -210,6 +221,32 @@ func modelSet(t *testing.T, dir string) {
 					}
 					if w.After != nil && cell.AcquisitionsAfter != *w.After {
 						t.Errorf("cell %s after: %d, want %d", where, cell.AcquisitionsAfter, *w.After)
+					}
+					if w.Violations != nil && cell.Violations != *w.Violations {
+						t.Errorf("cell %s violations: %d, want %d", where, cell.Violations, *w.Violations)
+					}
+					if w.OverlapMax != nil && cell.OverlapMaxMs != *w.OverlapMax {
+						t.Errorf("cell %s overlap max: %v, want %v", where, cell.OverlapMaxMs, *w.OverlapMax)
+					}
+					if w.ZombieMax != nil && cell.ZombieMaxMs != *w.ZombieMax {
+						t.Errorf("cell %s zombie max: %v, want %v", where, cell.ZombieMaxMs, *w.ZombieMax)
+					}
+					if w.Lost != nil && cell.LostUpdates != *w.Lost {
+						t.Errorf("cell %s lost updates: %d, want %d", where, cell.LostUpdates, *w.Lost)
+					}
+					if w.Regressed != nil && cell.TokenRegressions != *w.Regressed {
+						t.Errorf("cell %s token regressions: %d, want %d", where, cell.TokenRegressions, *w.Regressed)
+					}
+					if w.Damage != nil && fmt.Sprintf("%d/%d", cell.Damage.Hits, cell.Damage.Of) != *w.Damage {
+						t.Errorf("cell %s damage: %s, want %s", where, cell.Damage, *w.Damage)
+					}
+				}
+			}
+			for _, l := range Envelope(sum) {
+				for _, p := range l.Points {
+					where := fmt.Sprintf("%s/%s@%s", l.Case, l.Backend, p.Value)
+					if w, ok := want.Envelope[where]; ok && fmt.Sprintf("%d/%d", p.Rate.Hits, p.Rate.Of) != w {
+						t.Errorf("envelope %s: %s, want %s", where, p.Rate, w)
 					}
 				}
 			}

@@ -58,10 +58,11 @@ func Analyze(r *history.Reader) (*Summary, error) {
 			case <-stop:
 				return
 			}
-			b.events, b.lines = b.events[:0], b.lines[:0]
+			b.events, b.lines, b.hashes = b.events[:0], b.lines[:0], b.hashes[:0]
 			for len(b.events) < batchSize && r.Next() {
 				b.events = append(b.events, *r.Event())
 				b.lines = append(b.lines, r.Line())
+				b.hashes = append(b.hashes, eventHash(r.Event()))
 			}
 			if len(b.events) == 0 {
 				return
@@ -75,7 +76,7 @@ func Analyze(r *history.Reader) (*Summary, error) {
 	}()
 	for b := range batches {
 		for i := range b.events {
-			if _, err := st.Add(&b.events[i]); err != nil {
+			if _, err := st.add(&b.events[i], b.hashes[i]); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", r.Name(), b.lines[i], err)
 			}
 		}
@@ -101,6 +102,7 @@ const batchSize = 1024
 type batch struct {
 	events []history.Event
 	lines  []int
+	hashes []uint64 // eventHash of each, for the cases' digests
 }
 
 // Stream judges a history as its events come: each case (each lane of a
@@ -123,6 +125,13 @@ type Stream struct {
 type unit struct {
 	chk *checker.Case
 	tl  *timeliner
+	dig digest
+}
+
+// add feeds the unit one event, h its eventHash.
+func (u *unit) add(e *history.Event, h uint64) {
+	u.chk.Add(e)
+	u.dig = u.dig.add(h)
 }
 
 // NewStream returns an empty Stream.
@@ -131,7 +140,10 @@ func NewStream() *Stream { return &Stream{s: &Summary{SchemaVersion: SchemaVersi
 // Add feeds one event; at a case's end it returns the cases it finished.
 // A case-start whose meta does not decode, and an event before the first
 // case-start, are errors.
-func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
+func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) { return st.add(e, eventHash(e)) }
+
+// add is Add with the event's eventHash h already computed.
+func (st *Stream) add(e *history.Event, h uint64) ([]CaseSummary, error) {
 	if e.Type == history.Mark && e.F == history.MarkCaseStart {
 		done := st.close()
 		meta, err := checker.MetaOf(e)
@@ -146,10 +158,11 @@ func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
 			metas = st.split.metas()
 		}
 		st.units = st.units[:0]
-		for _, m := range metas {
+		for i, m := range metas {
 			tl := newTimeliner(e.T)
 			chk := checker.NewCase(m, e.T, checker.WithLinearizability(LinTimeout), checker.WithSink(tl.add))
-			st.units = append(st.units, &unit{chk: chk, tl: tl})
+			u := &unit{chk: chk, tl: tl, dig: newDigest(i).add(h)}
+			st.units = append(st.units, u)
 		}
 		return done, nil
 	}
@@ -160,15 +173,15 @@ func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
 		// MODEL §2: after the case's end, it belongs to no case; the case
 		// it follows is invalid, judged again at the next case or the end.
 		for _, u := range st.units {
-			u.chk.Add(e)
+			u.add(e, h)
 		}
 		st.dirty = true
 		return nil, nil
 	}
 	if st.split == nil {
-		st.units[0].chk.Add(e)
+		st.units[0].add(e, h)
 	} else {
-		st.route(e)
+		st.route(e, h)
 	}
 	if e.Type == history.Mark && e.F == history.MarkCaseEnd {
 		st.ended = true
@@ -179,7 +192,7 @@ func (st *Stream) Add(e *history.Event) ([]CaseSummary, error) {
 }
 
 // route sends an event of a batch to its lanes (MODEL §14).
-func (st *Stream) route(e *history.Event) {
+func (st *Stream) route(e *history.Event, h uint64) {
 	if e.T < st.lastT {
 		// The record's order is the whole file's: a lane whose own events
 		// are in order is still part of a record that is not.
@@ -195,7 +208,7 @@ func (st *Stream) route(e *history.Event) {
 			u.chk.Stray(d.stray)
 		}
 		if d.event != nil {
-			u.chk.Add(d.event)
+			u.add(d.event, h) // a lane's copy is told apart by the lane
 		}
 	}
 }
@@ -212,7 +225,7 @@ func (st *Stream) judge() []CaseSummary {
 
 func summarize(u *unit) CaseSummary {
 	res := u.chk.Result()
-	cs := CaseSummary{Check: res, Metrics: metricsOf(res, u.tl.close()), Linearizability: u.chk.Linearizability(res.Valid)}
+	cs := CaseSummary{Check: res, Metrics: metricsOf(res, u.tl.close()), Linearizability: u.chk.Linearizability(res.Valid), Digest: u.dig.sum()}
 	cs.evaluate()
 	return cs
 }

@@ -36,6 +36,10 @@ type CaseSummary struct {
 	// history (see checker.LinOps).
 	Linearizability checker.LinResult   `json:"linearizability"`
 	Thresholds      []threshold.Verdict `json:"thresholds,omitempty"`
+	// Digest identifies the case's events: a trial given twice (a
+	// history written twice, a folder copied) has one digest, and counts
+	// once (MODEL §18, A5).
+	Digest string `json:"digest,omitempty"`
 }
 
 // Row verdicts (MODEL §14).
@@ -82,13 +86,26 @@ type RowSummary struct {
 	// the invalid ones that showed two holders: an invalid trial decided
 	// by damage alone says nothing of two holders), and the longest
 	// overlap and zombie time.
-	Decided      int     `json:"decided"`
-	Exposures    int     `json:"exposures"`
+	Decided   int `json:"decided"`
+	Exposures int `json:"exposures"`
+	// TwoHolders has no value (Of 0) for a lockless backend (Lockless):
+	// two clients inside at once is its design, not an outcome (MODEL
+	// §6, A6), and no rate of it is a point of safety.
 	TwoHolders   Rate    `json:"two_holders"`
+	Lockless     bool    `json:"lockless,omitempty"`
 	OverlapMaxMs float64 `json:"overlap_max_ms"`
 	ZombieMaxMs  float64 `json:"zombie_max_ms"`
 	twoHolders   int
 	twoN         int
+}
+
+// TwoHoldersText says the row's two-holders rate, or that it has none
+// for a lockless backend (MODEL §17, A6).
+func (r RowSummary) TwoHoldersText() string {
+	if r.Lockless {
+		return "n/a (no lock)"
+	}
+	return r.TwoHolders.String()
 }
 
 // rows groups the cases by row, in order of first appearance, and judges
@@ -97,6 +114,7 @@ func rows(cases []CaseSummary) []RowSummary {
 	var out []RowSummary
 	idx := map[string]int{}
 	seen := map[string]map[int]bool{}
+	copies := map[string]bool{}
 	for _, c := range cases {
 		m := c.Check.Meta
 		row := m.Row
@@ -112,7 +130,7 @@ func rows(cases []CaseSummary) []RowSummary {
 		}
 		i, ok := idx[row]
 		if !ok {
-			out = append(out, RowSummary{Row: row, Backend: m.Backend, Trials: trials, Need: need})
+			out = append(out, RowSummary{Row: row, Backend: m.Backend, Trials: trials, Need: need, Lockless: m.Lockless})
 			i = len(out) - 1
 			idx[row] = i
 			seen[row] = map[int]bool{}
@@ -127,6 +145,13 @@ func rows(cases []CaseSummary) []RowSummary {
 			r.Why = fmt.Sprintf("trial %d appears twice", trial)
 		}
 		seen[row][trial] = true
+		// A trial given twice (the history written twice into one file)
+		// is one sample (MODEL §17, A5): the row is invalid for it, and
+		// its outcome and evidence count once.
+		if c.Digest != "" && copies[c.Digest] {
+			continue
+		}
+		copies[c.Digest] = true
 		if c.Check.Decided {
 			r.Decided++
 			r.Exposures += c.Check.Exposures
@@ -152,7 +177,9 @@ func rows(cases []CaseSummary) []RowSummary {
 	}
 	for i := range out {
 		r := &out[i]
-		r.TwoHolders = NewRate(r.twoHolders, r.twoN)
+		if !r.Lockless {
+			r.TwoHolders = NewRate(r.twoHolders, r.twoN)
+		}
 		for t := 1; t <= r.Trials; t++ {
 			if !seen[r.Row][t] {
 				r.Missing++

@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"fmt"
+
 	"github.com/lockbench/lockbench/checker"
 	"github.com/lockbench/lockbench/internal/threshold"
 )
@@ -36,6 +38,37 @@ var observed = map[string]func(c *CaseSummary) (float64, bool){
 	"leases_lost":           count(func(c *CaseSummary) int { return c.Check.LeasesLost }),
 }
 
+// mutexMetrics are the figures of mutual exclusion (MODEL §6): a
+// lockless backend has none (A6).
+var mutexMetrics = map[string]bool{"violations": true, "overlap_max": true, "overlap_p50": true, "zombies": true, "zombie_max": true, "zombie_p50": true}
+
+// resourceMetric reports whether metric is read from the resource's own
+// marks alone, which no worker writes (MODEL §12, A4): a store backend's
+// lost updates also count increments its workers' lines say committed.
+func resourceMetric(metric string, c *CaseSummary) bool {
+	switch metric {
+	case "stale_writes_accepted", "stale_writes_rejected":
+		return true
+	case "lost_updates":
+		return !c.Check.Meta.Store
+	}
+	return false
+}
+
+// noValue says why the case gives metric no value (MODEL §19), or "".
+func noValue(metric string, c *CaseSummary) string {
+	switch r := c.Check; {
+	case r.CutShort:
+		return "the history was cut short"
+	case r.Meta.Lockless && mutexMetrics[metric]:
+		return "n/a: a lockless backend takes no lock"
+	case r.Unproven != nil && !resourceMetric(metric, c):
+		// A4: the lost lines could have moved it either way.
+		return fmt.Sprintf("%d worker line(s) lost: the figure is open", r.Unproven.Lines)
+	}
+	return ""
+}
+
 func latency(of func(*CaseSummary) checker.Percentiles, pick func(checker.Percentiles) float64) func(*CaseSummary) (float64, bool) {
 	return func(c *CaseSummary) (float64, bool) {
 		p := of(c)
@@ -52,12 +85,13 @@ func count(get func(*CaseSummary) int) func(*CaseSummary) (float64, bool) {
 }
 
 // evaluate applies the case's thresholds (MODEL §19). A threshold passes
-// only on a figure with a value: a latency with no sample has none, and
-// no figure of a case cut short is complete. A threshold that no longer
-// parses (a history from another version) fails rather than passes.
+// only on a figure with a value: a latency with no sample has none, no
+// figure of a case cut short is complete, a lockless backend has no
+// figure of mutual exclusion, and a record that lost worker lines none
+// that its workers' lines make. A threshold that no longer parses (a
+// history from another version) fails rather than passes.
 func (c *CaseSummary) evaluate() {
 	c.Thresholds = nil
-	cut := c.Check.CutShort
 	for _, src := range c.Check.Meta.Thresholds {
 		t, err := threshold.Parse(src)
 		get, known := observed[t.Metric]
@@ -66,9 +100,9 @@ func (c *CaseSummary) evaluate() {
 			continue
 		}
 		v, ok := get(c)
-		switch {
-		case cut:
-			c.Thresholds = append(c.Thresholds, t.NoValue("the history was cut short"))
+		switch why := noValue(t.Metric, c); {
+		case why != "":
+			c.Thresholds = append(c.Thresholds, t.NoValue(why))
 		case !ok:
 			c.Thresholds = append(c.Thresholds, t.NoValue("no sample"))
 		default:

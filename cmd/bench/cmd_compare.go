@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -93,11 +94,28 @@ two-holders and damage rates. A row whose verdict differs between runs, or
 a rate whose intervals do not overlap, means an outcome held by luck in one
 of them (or a lock that changed between them): exit 102. Read it as a
 warning threshold, not a test at 5%: two 95% intervals of one rate miss
-each other in well under 1% of pairs.`
+each other in well under 1% of pairs. A run given twice (one folder named
+twice, a copy of a folder: one run id, or one trial in both) is one run,
+and is refused: exit 104.`
 	jsonOut := c.fs.Bool("json", false, "print the agreement as JSON")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		var runs []*verdict.Summary
+		folders := map[string]string{}
 		for _, dir := range args {
+			// MODEL §17 (A5): a run repeated is one run. The same folder
+			// named twice (results/latest beside the folder it links to)
+			// is refused here, a copy by its run id or its trials below.
+			real, err := filepath.EvalSymlinks(dir)
+			if err == nil {
+				real, err = filepath.Abs(real)
+			}
+			if err != nil {
+				real = filepath.Clean(dir)
+			}
+			if first, ok := folders[real]; ok {
+				return exitcode.With(fmt.Errorf("%s and %s are one folder: a run given twice is one run, and agreement needs independent runs", first, dir), exitcode.Config)
+			}
+			folders[real] = dir
 			set, err := report.LoadSet(dir)
 			if err != nil {
 				return exitcode.With(err, exitcode.Config)
@@ -106,6 +124,9 @@ each other in well under 1% of pairs.`
 		}
 		if len(runs) < 2 {
 			return exitcode.With(fmt.Errorf("%d run(s) found: agreement needs two or more", len(runs)), exitcode.Config)
+		}
+		if why := verdict.Repeated(runs...); why != "" {
+			return exitcode.With(fmt.Errorf("%s: a run given twice is one run, and agreement needs independent runs", why), exitcode.Config)
 		}
 		a := verdict.Agree(runs...)
 		if *jsonOut {

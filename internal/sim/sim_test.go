@@ -99,13 +99,16 @@ type gotFault struct {
 
 type gotCase struct {
 	Check struct {
-		Case             string   `json:"case"`
-		Status           string   `json:"status"`
-		Valid            bool     `json:"valid"`
-		InvalidReasons   []string `json:"invalid_reasons"`
-		Unmet            []string `json:"unmet_expectations"`
-		MutualExclusion  string   `json:"mutual_exclusion"`
-		Violations       int      `json:"violations"`
+		Case            string   `json:"case"`
+		Status          string   `json:"status"`
+		Valid           bool     `json:"valid"`
+		InvalidReasons  []string `json:"invalid_reasons"`
+		Unmet           []string `json:"unmet_expectations"`
+		MutualExclusion string   `json:"mutual_exclusion"`
+		Violations      int      `json:"violations"`
+		Unproven        *struct {
+			Violations int `json:"violations"`
+		} `json:"unproven"`
 		OverlapMaxMs     *float64 `json:"overlap_max_ms"`
 		OverlapP50Ms     *float64 `json:"overlap_p50_ms"`
 		FirstViolationMs *float64 `json:"first_violation_ms"`
@@ -531,6 +534,12 @@ func compareCase(c *comparer, tc *sim.CaseTruth, gc *gotCase, i int, opt cmpOpts
 	cmp("check.valid", tc.Valid, k.Valid)
 	cmp("check.mutual_exclusion", tc.MutualExclusion, k.MutualExclusion)
 	cmp("check.violations", tc.Violations, k.Violations)
+	// §12: what a record that lost worker lines shows, unproven
+	if tc.EventsLost != (k.Unproven != nil) {
+		c.add(where, "check.unproven", fmt.Sprint(tc.EventsLost), fmt.Sprint(k.Unproven != nil))
+	} else if k.Unproven != nil {
+		cmp("check.unproven.violations", tc.UnprovenViolations, k.Unproven.Violations)
+	}
 	cmp("check.acquires_ok", tc.AcquiresOK, k.AcquiresOK)
 	cmp("check.acquires_failed", tc.AcquiresFailed, k.AcquiresFailed)
 	cmp("check.acquires_unknown", tc.AcquiresUnknown, k.AcquiresUnknown)

@@ -125,6 +125,17 @@ func (t *CaseTruth) judge(th thresholdRec) ThresholdTruth {
 		tt.NoValue = true
 		return tt
 	}
+	if t.EventsLost {
+		switch th.metric {
+		case "stale_writes_accepted", "stale_writes_rejected", "lost_updates":
+			// the resource's own marks: no worker writes them (§12)
+		default:
+			// §12, §19 (A4): a figure read from worker lines that the
+			// lost lines could have moved either way has no value
+			tt.NoValue = true
+			return tt
+		}
+	}
 	v, has, why, hdr := t.metric(th.metric)
 	tt.HDR = hdr
 	if why != "" {

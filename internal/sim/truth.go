@@ -91,14 +91,18 @@ type CaseTruth struct {
 	// zombieShape counts the holds whose lease rule 2 read in a way only
 	// the derivation of MODEL §6 gets right (for TestCoverage)
 	zombieShape map[string]int
-	// eventsLost: the harness mark says worker lines were lost (§12): an
+	// UnprovenViolations: in a record that lost worker lines, the
+	// overlaps the record alone shows (§12: none of them proven)
+	UnprovenViolations int `json:"unproven_violations,omitempty"`
+
+	// EventsLost: the harness mark says worker lines were lost (§12): an
 	// overlap in the record proves nothing
-	eventsLost bool
+	EventsLost bool `json:"events_lost,omitempty"`
 }
 
-// twoHolders: the case proved two holders (§6, §12): an overlap, and no
-// worker line lost (a lost release would leave a hold open).
-func (t *CaseTruth) twoHolders() bool { return t.Violations > 0 && !t.eventsLost }
+// twoHolders: the case proved two holders (§6, §12): an overlap, in a
+// record that lost no worker line (in one that did, Violations is none).
+func (t *CaseTruth) twoHolders() bool { return t.Violations > 0 && !t.EventsLost }
 
 // Meta is the meta the case (the lane) was judged with.
 func (t *CaseTruth) Meta() *CaseMeta { return t.meta }
@@ -425,7 +429,20 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 	}
 	t.Readable = !unreadable
-	t.eventsLost = x.in(cr.harnIdx) && cr.harness != nil && cr.harness.BadLines > 0
+	t.EventsLost = x.in(cr.harnIdx) && cr.harness != nil && cr.harness.BadLines > 0
+	if t.EventsLost {
+		// §12 (A4): any lost line could be a holder's release invoke or
+		// its lost-lease signal, ending its hold before the next grant:
+		// no overlap and no zombie is proven, and the figures reported
+		// are the least over the allowed worlds (A7): none. What the
+		// record alone shows is kept as unproven.
+		t.UnprovenViolations = t.Violations
+		t.Violations, t.OverlapMaxNs, t.OverlapP50Ns, t.FirstViolationNs = 0, 0, 0, -1
+		t.Zombies, t.ZombieMaxNs, t.ZombieP50Ns = 0, 0, 0
+		for _, f := range []string{"overlap_max_ms", "overlap_p50_ms", "zombies", "zombie_max_ms", "zombie_p50_ms"} {
+			delete(t.Any, f)
+		}
+	}
 
 	// §13 status
 	safety := !unreadable && ((!exp.measure && !exp.violations && !exp.violationsAny && t.twoHolders()) ||
@@ -482,6 +499,15 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 			if t.Faults[i].Verdict == "met" {
 				t.Faults[i].Verdict = "unknown"
 				t.Faults[i].Detail += " (met, but the case is not valid)"
+			}
+		}
+	}
+	if t.EventsLost {
+		// §8, §12 (A4): the lost lines could be the release, refusal or
+		// extension that linearizes the service's history
+		for _, p := range []*string{&t.Lin, &t.LinFenced} {
+			if *p == "violation" {
+				*p = "unknown"
 			}
 		}
 	}

@@ -345,6 +345,12 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 		if !c.Valid {
 			cell.Invalid++
 		}
+		if c.TokenRegressions > 0 && (c.Decided || c.Readable) {
+			// §18 (A7): a regression is two grants the record shows,
+			// proven in any readable trial, decided or not
+			regressed = true
+			cell.TokenRegressions += c.TokenRegressions
+		}
 		if !c.Decided {
 			continue
 		}
@@ -365,14 +371,10 @@ func (cell *CellTruth) fill(class string, cs []*CaseTruth) {
 		if c.Valid || c.damage() {
 			dmgOf++
 		}
-		if c.TokenRegressions > 0 {
-			regressed = true
-		}
 		cell.Violations += c.Violations
 		cell.StaleRejected += c.Resource.StaleRejected
 		cell.StaleAccepted += c.Resource.StaleAccepted
 		cell.LostUpdates += c.Resource.LostUpdates
-		cell.TokenRegressions += c.TokenRegressions
 		cell.OverlapMaxNs = max(cell.OverlapMaxNs, c.OverlapMaxNs)
 		cell.ZombieMaxNs = max(cell.ZombieMaxNs, c.ZombieMaxNs)
 		for f, cf := range map[string]string{"overlap_max_ms": "overlap_max_ms", "zombie_max_ms": "zombie_max_ms", "exposures": "exposures"} {
