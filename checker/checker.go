@@ -589,6 +589,7 @@ func (c *Case) mark(e *history.Event) {
 			c.live.caseStop(e.T)
 			c.fig.caseStop(e.T)
 			for _, cl := range c.clientList {
+				c.live.clientGone(cl, e.T)
 				cl.waits = nil
 			}
 		}

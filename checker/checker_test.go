@@ -156,6 +156,18 @@ func TestKnownHistories(t *testing.T) {
 		// waits, works 488 ms, then hands it over in 2 ms: one barge and
 		// one 2 ms hand-off, not 492 ms (MODEL §15; TestHandoffBarges).
 		{"handoff-barge", "ok", checker.Ok, 0, checker.Ok},
+		// A key nobody asked for until 1.9 s after the heal, served at
+		// once: its recovery counts from its demand (A6, A9), 1 ms, and
+		// the fault's is k0's 50 ms, not 1901 ms (MODEL §11).
+		{"recovery-from-demand", "ok", checker.Ok, 0, checker.Ok},
+		// A lock without a TTL whose holder was killed: the survivors ask
+		// for k0 in turns, each trying its own other key between its 1 s
+		// attempts. Their demand is one, never served: not live (A9).
+		{"demand-in-turns", "unavailable", checker.Ok, 0, checker.Ok},
+		// A fault that healed 2 s after the stop, a client waiting through
+		// it: its recovery was never watched, unknown, and said so (A7);
+		// the question was not asked, so the status stands.
+		{"heal-after-stop", "ok", checker.Ok, 0, checker.Ok},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -313,6 +325,19 @@ func TestEdgeCaseDetails(t *testing.T) {
 	if r.Liveness.Verdict != checker.Violation || len(r.Liveness.Faults) != 1 || r.Liveness.Faults[0].RecoveredAfterMs != -1 ||
 		len(r.Unmet) != 1 || !strings.Contains(r.Unmet[0], "not live after kill-1") {
 		t.Errorf("not-live: %+v %v", r.Liveness, r.Unmet)
+	}
+	r = checkFile(t, "testdata/recovery-from-demand.jsonl")
+	if fl := r.Liveness.Faults; len(fl) != 1 || fl[0].Verdict != checker.Met || fl[0].RecoveredAfterMs != 50 {
+		t.Errorf("recovery-from-demand: %+v, want met after 50 ms (k0's demand, through the heal)", fl)
+	}
+	r = checkFile(t, "testdata/demand-in-turns.jsonl")
+	if r.Liveness.Verdict != checker.Violation || len(r.Unmet) != 1 || !strings.Contains(r.Unmet[0], "key k0 was never served") {
+		t.Errorf("demand-in-turns: %+v %v, want k0 not live", r.Liveness, r.Unmet)
+	}
+	r = checkFile(t, "testdata/heal-after-stop.jsonl")
+	if fl := r.Liveness.Faults; r.Liveness.Verdict != checker.Unknown || len(fl) != 1 || fl[0].Verdict != checker.Undecided ||
+		fl[0].ClearMs != -1 || fl[0].RecoveredAfterMs != -1 || len(r.Liveness.Open) != 1 || !strings.Contains(r.Liveness.Open[0], "never watched") {
+		t.Errorf("heal-after-stop: %+v, want its recovery unknown and said", r.Liveness)
 	}
 	r = checkFile(t, "testdata/harness-degraded.jsonl")
 	h := r.Harness

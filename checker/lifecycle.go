@@ -27,6 +27,7 @@ func (c *Case) die(in *instance, t int64, killed bool) {
 			h.death = t
 			c.endHold(h, byDeath, t)
 		}
+		c.live.clientGone(cl, t)
 		cl.waits = nil
 	}
 	for _, h := range in.unknown {

@@ -12,49 +12,109 @@ import (
 
 // keyJudgement is one key's recovery at a heal (MODEL §11).
 type keyJudgement struct {
-	key       string
-	met, bad  bool
-	longest   int64 // the longest refused stretch that counted
-	relevant  bool
-	served    int64 // r_k (-1: not served)
-	waitAtEnd bool
+	key      string
+	met, bad bool
+	// longest is the longest refused stretch that counts for the verdict
+	// (from the instant the lock is due back, without recovers_within);
+	// refused the longest from the key's first demand: its recovery time.
+	longest, refused int64
+	relevant         bool  // demanded in the window
+	demandAt         int64 // d_k: the first demand in the window (-1: none)
+	served           int64 // r_k: first served from d_k on (-1: not)
+	servedAny        int64 // first served in the window, asked or not (-1)
+	waitAtEnd        bool
+}
+
+// firstServe is the first instant in [from, e) at which the key was
+// served (-1: none).
+func firstServe(kl *keyLive, from, e int64) int64 {
+	r := int64(-1)
+	for _, s := range kl.serves {
+		var at int64
+		switch {
+		case s.a == s.b && s.a >= from:
+			at = s.a
+		case s.a < s.b && s.b > from:
+			at = max(s.a, from)
+		default:
+			continue
+		}
+		if at < e && (r < 0 || at < r) {
+			r = at
+		}
+	}
+	return r
 }
 
 // judgeKeys judges every key of a heal's window.
 func (l *liveness) judgeKeys(r *healRec) []keyJudgement {
-	names := make([]string, 0, len(r.keys))
-	for k := range r.keys {
+	e := r.e
+	if e < 0 {
+		e = l.now // a case cut short: to its last event
+	}
+	u := r.h + l.bound
+	names := make([]string, 0, len(l.keys))
+	for k := range l.keys {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	var out []keyJudgement
 	for _, k := range names {
-		hk := r.keys[k]
-		j := keyJudgement{key: k, served: hk.r, relevant: hk.relevant || hk.r >= 0, waitAtEnd: hk.waitAtEnd}
-		if l.within > 0 {
-			until := never
-			if hk.r >= 0 {
-				until = hk.r
+		kl := l.keys[k]
+		j := keyJudgement{key: k, demandAt: -1, served: -1, servedAny: firstServe(kl, r.h, e), waitAtEnd: r.waitAtEnd[k]}
+		d := l.demand[kl]
+		for _, x := range d {
+			if x.a < e && (x.b > r.h || x.a >= r.h) {
+				j.demandAt = max(x.a, r.h)
+				break
 			}
-			j.longest = hk.longest(until)
-			j.bad = j.longest > l.within
-			j.met = hk.r >= 0 && !j.bad
-		} else {
-			j.longest = hk.longest(never)
-			j.met = hk.r >= 0
-			j.bad = hk.r < 0 && j.longest >= int64(MinEvidence)
+		}
+		if j.demandAt >= 0 {
+			j.relevant = true
+			j.served = firstServe(kl, j.demandAt, e)
+			until := e
+			if j.served >= 0 {
+				until = j.served
+			}
+			var afterU int64
+			for _, x := range d {
+				a, b := max(x.a, j.demandAt), min(x.b, until)
+				if b <= a {
+					continue
+				}
+				j.refused = max(j.refused, b-a)
+				if b > max(a, u) {
+					afterU = max(afterU, b-max(a, u))
+				}
+			}
+			if l.within > 0 {
+				j.longest = j.refused
+				j.bad = j.refused > l.within
+				j.met = j.served >= 0 && !j.bad
+			} else {
+				j.longest = afterU
+				j.met = j.served >= 0
+				j.bad = j.served < 0 && afterU >= int64(MinEvidence)
+			}
 		}
 		out = append(out, j)
 	}
 	return out
 }
 
+// unwatched: the fault healed at or after the stop, so the case never
+// watched its recovery (MODEL §11: unknown).
+func (l *liveness) unwatched(r *healRec) bool { return l.stopped && r.h >= l.stop }
+
 // judge returns a heal's own verdict (undecided_ when a later heal
-// decides), its recovery time (ms, -1 if a relevant key was not served)
-// and its keys' judgements.
+// decides), its recovery time (ms, -1 if a demanded key was not served or
+// none was demanded) and its keys' judgements.
 func (l *liveness) judge(r *healRec) (string, float64, []keyJudgement) {
 	if l.failedAt >= 0 && r.h >= l.failedAt {
 		return Undecided, -1, nil // after a heal that failed: not the lock's
+	}
+	if l.unwatched(r) {
+		return Undecided, -1, nil
 	}
 	keys := l.judgeKeys(r)
 	if l.falseMode {
@@ -68,7 +128,7 @@ func (l *liveness) judge(r *healRec) (string, float64, []keyJudgement) {
 		}
 		anyKey = true
 		if j.served >= 0 {
-			rec = max(rec, ms(j.served-r.h))
+			rec = max(rec, ms(j.refused))
 		} else {
 			unserved = true
 		}
@@ -99,8 +159,8 @@ func (l *liveness) judgeFalse(r *healRec, keys []keyJudgement) (string, float64,
 	}
 	rec, waited := -1.0, false
 	for _, j := range down {
-		if j.served >= 0 {
-			rec = max(rec, ms(j.served-r.h))
+		if j.servedAny >= 0 {
+			rec = max(rec, ms(j.servedAny-r.h))
 		}
 		waited = waited || j.waitAtEnd
 	}
@@ -134,8 +194,8 @@ func (l *liveness) verdictOf(r *healRec) (string, float64, *healRec, []keyJudgem
 func (l *liveness) unmetText(where string, r *healRec, keys []keyJudgement, falseMode bool) string {
 	if falseMode {
 		for _, j := range keys {
-			if j.served >= 0 {
-				return fmt.Sprintf("expected the lock to stay unavailable after %s, but key %s was served again %.0fms after the fault healed", where, j.key, ms(j.served-r.h))
+			if j.servedAny >= 0 {
+				return fmt.Sprintf("expected the lock to stay unavailable after %s, but key %s was served again %.0fms after the fault healed", where, j.key, ms(j.servedAny-r.h))
 			}
 		}
 	}
@@ -144,15 +204,18 @@ func (l *liveness) unmetText(where string, r *healRec, keys []keyJudgement, fals
 			continue
 		}
 		if l.within > 0 {
-			return fmt.Sprintf("not live soon enough after %s: clients waited for key %s for %s at a stretch after the heal before anyone was served (recovers_within %s)", where, j.key, dur(j.longest), time.Duration(l.within))
+			return fmt.Sprintf("not live soon enough after %s: clients asked for key %s for %s without a break after the heal before anyone was served (recovers_within %s)", where, j.key, dur(j.longest), time.Duration(l.within))
 		}
-		return fmt.Sprintf("not live after %s healed: key %s was never served in the %s of clear window that followed, and clients waited for it for %s at a stretch after it was due (%s of refused demand is the evidence for never)", where, j.key, dur(r.e-r.h), dur(j.longest), MinEvidence)
+		return fmt.Sprintf("not live after %s healed: key %s was never served in the %s of clear window that followed, and clients asked for it for %s without a break after it was due (%s of refused demand is the evidence for never)", where, j.key, dur(r.e-r.h), dur(j.longest), MinEvidence)
 	}
 	return "not live after " + where
 }
 
 // undecidedText says, in figures, why a recovery cannot be told.
 func (l *liveness) undecidedText(where string, r *healRec, keys []keyJudgement, falseMode bool) string {
+	if l.unwatched(r) {
+		return fmt.Sprintf("the recovery after %s is unknown: it healed %s after the case stopped, so the case never watched it (a client waited for a key at the stop: %v)", where, dur(r.h-l.stop), l.waitingAtStop)
+	}
 	clear := "the case ended"
 	if r.e >= 0 {
 		clear = dur(r.e - r.h)
@@ -172,10 +235,10 @@ func (l *liveness) undecidedText(where string, r *healRec, keys []keyJudgement, 
 		if !j.relevant || j.met {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("key %s not served in %s of clear window, its clients waited for at most %s at a stretch", j.key, clear, dur(j.longest)))
+		parts = append(parts, fmt.Sprintf("key %s not served in %s of clear window, its demand lasted at most %s without a break", j.key, clear, dur(j.longest)))
 	}
 	if len(parts) == 0 {
-		parts = append(parts, fmt.Sprintf("no client waited for any key in the %s of clear window", clear))
+		parts = append(parts, fmt.Sprintf("no client asked for any key in the %s of clear window: a recovery with no demand has no value", clear))
 	}
 	need := fmt.Sprintf("more than %s of refused demand to call it unmet (recovers_within)", time.Duration(l.within))
 	if l.within == 0 {

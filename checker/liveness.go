@@ -16,6 +16,10 @@ type Liveness struct {
 	// it (MODEL §11).
 	LongestGapMs float64         `json:"longest_gap_ms"`
 	Faults       []FaultLiveness `json:"faults,omitempty"`
+	// Open says why each recovery left unknown cannot be told, whether or
+	// not the scenario asked the question (MODEL §11, §12): unknown is
+	// never ok, and never silent.
+	Open []string `json:"open,omitempty"`
 }
 
 // FaultLiveness is the availability around one fault window.
@@ -33,12 +37,15 @@ type FaultLiveness struct {
 	// end of the case.
 	AcquisitionsDuring int `json:"acquisitions_during"`
 	AcquisitionsAfter  int `json:"acquisitions_after"`
-	// RecoveredAfterMs is the time from the heal (where it was judged) to
-	// the moment the lock served its waiters again, the largest over its
-	// keys (-1: not before the window ended).
+	// RecoveredAfterMs is how long the demand after the heal (where it was
+	// judged) waited before the lock served it: per key, the longest
+	// stretch of unbroken demand before the key was first served from its
+	// first demand on, the largest over the keys demanded (MODEL §11; -1:
+	// a demanded key was not served before the window ended, or no key
+	// was demanded, or the recovery was not judged).
 	RecoveredAfterMs float64 `json:"recovered_after_ms"`
 	// ClearMs is how long the heal's clear window lasted: until the next
-	// fault began or the case stopped.
+	// fault began or the case stopped (-1: healed at or after the stop).
 	ClearMs float64 `json:"clear_ms"`
 	// NextGrantMs is the time from the fault's start to the next grant to
 	// a live client (of any key): how long the lock was out of service
@@ -68,17 +75,32 @@ type keyLive struct {
 	holders, waiters int     // live ones
 	holds            []*hold // in force, live or not, in order of beginning
 	since            int64   // unavailable since (-1: available)
-	// waitSince is since when some live client has waited for the key
-	// without a break (-1: none waits): demand, refused until it is
-	// served (MODEL §11).
-	waitSince int64
-	maxToken  uint64 // highest token granted (MODEL §7)
+	maxToken         uint64  // highest token granted (MODEL §7)
 	// handFrom is when an open hand-off of the key began (-1: none), by
 	// the client whose release began it (MODEL §15).
 	handFrom int64
 	handBy   *client
 	// lw is its linearizability window (MODEL §8), nil until it has one.
 	lw *linWindow
+	// dem are the stretches of demand for the key (MODEL §11), each of one
+	// live client, recorded once closed (a client's asking, or its time
+	// away on other keys once it came back), from the first heal on.
+	dem []iv
+	// serves are the instants and stretches the key was served (MODEL
+	// §11): ok acquires of live clients (points), and the live stretches
+	// of holds that turned out good; from the first heal on.
+	serves []iv
+}
+
+// iv is a stretch of time [a, b); a point when a == b.
+type iv struct{ a, b int64 }
+
+// away is a key a client left unserved for another one (MODEL §11): if it
+// comes back to it, its time away, while it was live, was demand too.
+type away struct {
+	kl   *keyLive
+	from int64 // start of the open live stretch (-1: not live now)
+	segs []iv
 }
 
 // healRec is one heal and its clear window (MODEL §11).
@@ -87,52 +109,8 @@ type healRec struct {
 	h, e    int64 // e: -1 while the window is open
 	stopEnd bool  // the window ended at the stop
 	next    string
-	keys    map[string]*healKey
-	// from is where refused stretches start to count: the heal with
-	// recovers_within, else the instant the lock is due back by its own
-	// design (the heal plus the expiry bound).
-	from int64
-}
-
-// stretch is a stretch of continuous waiting by live clients for a key in
-// a clear window (MODEL §11): where it began (no earlier than the heal),
-// where it counts from (no earlier than the window's count-from instant)
-// and where it ended. Only its part before the key was first served is
-// refused, and that instant may be learnt later (a hold that turns out
-// good): the stretch is cut when the window is judged.
-type stretch struct{ start, from, end int64 }
-
-type healKey struct {
-	r         int64 // first instant served, -1
-	relevant  bool
-	waitAtEnd bool // a live client waited at the window's end
-	stretches []stretch
-}
-
-// refused records a stretch [a, b) of waiting for the key.
-func (hk *healKey) refused(r *healRec, a, b int64) {
-	from := max(a, r.from)
-	if b <= from {
-		return
-	}
-	hk.stretches = append(hk.stretches, stretch{start: max(a, r.h), from: from, end: b})
-}
-
-// longest is the longest refused stretch before t: the stretches that
-// began before t, each cut at t.
-func (hk *healKey) longest(t int64) int64 {
-	var n int64
-	for _, st := range hk.stretches {
-		if st.start < t {
-			n = max(n, min(st.end, t)-st.from)
-		}
-	}
-	return n
-}
-
-type candidate struct {
-	hk *healKey
-	at int64
+	// waitAtEnd: the keys a live client waited for at the window's end.
+	waitAtEnd map[string]bool
 }
 
 type liveness struct {
@@ -152,6 +130,12 @@ type liveness struct {
 	// may have outlasted its window, so nothing from then on can be blamed
 	// on the lock (MODEL §11).
 	failedAt int64
+	// demand is, while a result is computed, each key's demand merged
+	// (MODEL §11), and now the instant open stretches are counted to.
+	demand map[*keyLive][]iv
+	now    int64
+	// waitingAtStop: a live client waited for a key at the stop.
+	waitingAtStop bool
 }
 
 func (l *liveness) init(start int64, available *bool, within, bound int64) {
@@ -167,27 +151,22 @@ func (l *liveness) init(start int64, available *bool, within, bound int64) {
 func (l *liveness) key(k string) *keyLive {
 	kl := l.keys[k]
 	if kl == nil {
-		kl = &keyLive{name: k, since: -1, waitSince: -1, handFrom: -1}
+		kl = &keyLive{name: k, since: -1, handFrom: -1}
 		l.keys[k] = kl
 	}
 	return kl
 }
 
-func (r *healRec) key(k string) *healKey {
-	hk := r.keys[k]
-	if hk == nil {
-		hk = &healKey{r: -1}
-		r.keys[k] = hk
-	}
-	return hk
-}
+// recording: demand and service are recorded from the first heal on; what
+// ended before it belongs to no clear window.
+func (l *liveness) recording() bool { return len(l.heals) > 0 }
 
-// serve marks key k served at t.
-func (hk *healKey) serve(at int64) {
-	if hk.r < 0 || at < hk.r {
-		hk.r = at
+// demanded records a closed stretch [a, b) of one live client's demand for
+// the key.
+func (l *liveness) demanded(kl *keyLive, a, b int64) {
+	if l.recording() {
+		kl.dem = append(kl.dem, iv{a, b})
 	}
-	hk.relevant = true
 }
 
 // update opens or closes key k's gap at t (MODEL §11).
@@ -209,19 +188,9 @@ func (l *liveness) gapEnd(kl *keyLive, t int64) {
 	kl.since = -1
 }
 
-// waiters changes key k's count of live waiters by d at t, and ends a
-// stretch of waiting in every open clear window when none is left.
+// waiters changes key k's count of live waiters by d at t.
 func (l *liveness) waiters(kl *keyLive, d int, t int64) {
 	kl.waiters += d
-	switch {
-	case kl.waiters > 0 && kl.waitSince < 0:
-		kl.waitSince = t
-	case kl.waiters <= 0 && kl.waitSince >= 0:
-		for _, r := range l.open {
-			r.key(kl.name).refused(r, kl.waitSince, t)
-		}
-		kl.waitSince = -1
-	}
 	l.update(kl.name, kl, t)
 }
 
@@ -230,21 +199,29 @@ func (l *liveness) advance(int64) {}
 
 func (l *liveness) acquired(cl *client, key string, t int64) {
 	l.acquisitions++
-	if !cl.live() {
-		return
-	}
-	for _, r := range l.open {
-		r.key(key).serve(t)
+	if cl.live() && l.recording() {
+		kl := l.key(key)
+		kl.serves = append(kl.serves, iv{t, t})
 	}
 }
 
 func (l *liveness) holdBegin(h *hold) {
 	kl := h.kl
 	kl.holds = append(kl.holds, h)
+	h.segFrom = -1
 	if h.cl.live() {
 		kl.holders++
+		h.segFrom = h.begin
 		l.update(h.key, kl, h.begin)
 	}
+}
+
+// segEnd closes a hold's live stretch at t.
+func (l *liveness) segEnd(h *hold, t int64) {
+	if h.segFrom >= 0 && l.recording() {
+		h.segs = append(h.segs, iv{h.segFrom, t})
+	}
+	h.segFrom = -1
 }
 
 func (l *liveness) holdEnd(h *hold, t int64) {
@@ -257,25 +234,58 @@ func (l *liveness) holdEnd(h *hold, t int64) {
 	}
 	if h.cl.live() {
 		kl.holders--
+		l.segEnd(h, t)
 		l.update(h.key, kl, t)
 	}
 }
 
+// waitBegin: cl asks for kl from t (MODEL §11). If it comes back to a key
+// it had left unserved, its time away was demand for it.
 func (l *liveness) waitBegin(cl *client, kl *keyLive, t int64) {
 	if !cl.live() {
 		return
 	}
 	l.waiters(kl, 1, t)
-	for _, r := range l.open {
-		r.key(kl.name).relevant = true
+	cl.askFrom = t
+	for i, a := range cl.away {
+		if a.kl != kl {
+			continue
+		}
+		for _, s := range a.segs {
+			l.demanded(kl, s.a, s.b)
+		}
+		if a.from >= 0 {
+			l.demanded(kl, a.from, t)
+		}
+		cl.away = append(cl.away[:i], cl.away[i+1:]...)
+		break
 	}
 }
 
-func (l *liveness) waitEnd(cl *client, kl *keyLive, t int64) {
+// waitEnd: cl no longer asks for kl from t; moved: it went on to another
+// key without getting this one.
+func (l *liveness) waitEnd(cl *client, kl *keyLive, t int64, moved bool) {
 	if !cl.live() {
 		return
 	}
 	l.waiters(kl, -1, t)
+	if cl.askFrom >= 0 {
+		l.demanded(kl, cl.askFrom, t)
+		cl.askFrom = -1
+	}
+	if moved && !l.stopped {
+		cl.away = append(cl.away, &away{kl: kl, from: t})
+	}
+}
+
+// clientGone: cl's instance died, or the case stopped, at t: its asking
+// ends, and the keys it had left are no demand (it never came back).
+func (l *liveness) clientGone(cl *client, t int64) {
+	if cl.askFrom >= 0 && cl.waits != nil {
+		l.demanded(cl.waits, cl.askFrom, t)
+	}
+	cl.askFrom = -1
+	cl.away = nil
 }
 
 // instanceDown is called while in is still live, before it pauses or dies.
@@ -283,10 +293,21 @@ func (l *liveness) instanceDown(in *instance, t int64) {
 	for _, cl := range in.clients {
 		for _, h := range cl.holds {
 			h.kl.holders--
+			l.segEnd(h, t)
 			l.update(h.key, h.kl, t)
 		}
 		if kl := cl.waits; kl != nil {
 			l.waiters(kl, -1, t)
+			if cl.askFrom >= 0 {
+				l.demanded(kl, cl.askFrom, t)
+			}
+		}
+		cl.askFrom = -1
+		for _, a := range cl.away {
+			if a.from >= 0 {
+				a.segs = append(a.segs, iv{a.from, t})
+			}
+			a.from = -1
 		}
 	}
 }
@@ -296,28 +317,26 @@ func (l *liveness) instanceUp(in *instance, t int64) {
 	for _, cl := range in.clients {
 		for _, h := range cl.holds {
 			h.kl.holders++
+			h.segFrom = t
 			l.update(h.key, h.kl, t)
-			for _, r := range l.open {
-				h.cands = append(h.cands, candidate{hk: r.key(h.key), at: t})
-			}
 		}
 		if kl := cl.waits; kl != nil {
 			l.waiters(kl, 1, t)
-			for _, r := range l.open {
-				r.key(kl.name).relevant = true
-			}
+			cl.askFrom = t
+		}
+		for _, a := range cl.away {
+			a.from = t
 		}
 	}
 }
 
-// resolved serves, for a good hold, every window it was a candidate of.
+// resolved: a hold that turned out good served its key over its live
+// stretches (MODEL §11, §5).
 func (l *liveness) resolved(h *hold) {
-	if h.good() {
-		for _, c := range h.cands {
-			c.hk.serve(c.at)
-		}
+	if h.good() && len(h.segs) > 0 {
+		h.kl.serves = append(h.kl.serves, h.segs...)
 	}
-	h.cands = nil
+	h.segs = nil
 }
 
 func (l *liveness) faultStart(f *faultRec, t int64) {
@@ -332,10 +351,8 @@ func (l *liveness) closeOpen(t int64, next string, stop bool) {
 	for _, r := range l.open {
 		r.e, r.next, r.stopEnd = t, next, stop
 		for k, kl := range l.keys {
-			hk := r.key(k)
-			hk.waitAtEnd = kl.waiters > 0
-			if kl.waitSince >= 0 {
-				hk.refused(r, kl.waitSince, t)
+			if kl.waiters > 0 {
+				r.waitAtEnd[k] = true
 			}
 		}
 	}
@@ -348,10 +365,7 @@ func (l *liveness) faultEnd(f *faultRec, t int64) {
 		l.failedAt = t
 		l.closeGaps(t)
 	}
-	r := &healRec{f: f, h: t, e: -1, keys: map[string]*healKey{}, from: t}
-	if l.within == 0 {
-		r.from = t + l.bound
-	}
+	r := &healRec{f: f, h: t, e: -1, waitAtEnd: map[string]bool{}}
 	l.heals = append(l.heals, r)
 	l.byFault[f.name] = r
 	if l.stopped {
@@ -365,12 +379,10 @@ func (l *liveness) faultEnd(f *faultRec, t int64) {
 		return
 	}
 	l.open = append(l.open, r)
-	for k, kl := range l.keys {
-		hk := r.key(k)
-		hk.relevant = kl.waiters > 0
+	for _, kl := range l.keys {
 		for _, h := range kl.holds {
-			if h.cl.live() {
-				h.cands = append(h.cands, candidate{hk: hk, at: t})
+			if h.cl.live() && h.segFrom < 0 {
+				h.segFrom = t
 			}
 		}
 	}
@@ -391,6 +403,9 @@ func (l *liveness) caseStop(t int64) {
 	}
 	l.closeOpen(t, "", true)
 	l.closeGaps(t)
+	for _, kl := range l.keys {
+		l.waitingAtStop = l.waitingAtStop || kl.waiters > 0
+	}
 	l.stopped = true
 	l.stop = t
 }
@@ -404,10 +419,45 @@ func (l *liveness) closeGaps(t int64) {
 	}
 }
 
+// mergeDemand is each key's demand (MODEL §11): the stretches of every
+// live client's demand, those still open counted to now, joined where
+// they meet or overlap. Stretches that meet at one instant are one: which
+// of two events at an instant comes first is the merger's choice (A3).
+func (l *liveness) mergeDemand(clients []*client, now int64) {
+	l.now = now
+	l.demand = map[*keyLive][]iv{}
+	for _, kl := range l.keys {
+		if len(kl.dem) > 0 {
+			l.demand[kl] = append([]iv(nil), kl.dem...)
+		}
+	}
+	if l.recording() {
+		for _, cl := range clients {
+			if cl.waits != nil && cl.askFrom >= 0 && cl.live() {
+				l.demand[cl.waits] = append(l.demand[cl.waits], iv{cl.askFrom, now})
+			}
+		}
+	}
+	for kl, d := range l.demand {
+		sort.Slice(d, func(i, j int) bool { return d[i].a < d[j].a || (d[i].a == d[j].a && d[i].b < d[j].b) })
+		out := d[:1]
+		for _, x := range d[1:] {
+			if last := &out[len(out)-1]; x.a <= last.b {
+				last.b = max(last.b, x.b)
+				continue
+			}
+			out = append(out, x)
+		}
+		l.demand[kl] = out
+	}
+}
+
 // result judges availability against the expectation; it returns the
 // unmet expectations and the undecided questions the scenario asked.
-func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64, asked bool) (Liveness, []string, []string) {
+func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64, asked bool, clients []*client, now int64) (Liveness, []string, []string) {
 	out := Liveness{LongestGapMs: ms(l.longest), Verdict: Ok}
+	l.mergeDemand(clients, now)
+	defer func() { l.demand = nil }()
 	var unmet, open []string
 	undecided := false
 	for _, f := range faults {
@@ -425,7 +475,10 @@ func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64, ask
 			fl.AcquisitionsAfter = l.acquisitions - f.acqEnd
 		}
 		r := l.byFault[f.name]
-		if r != nil && r.e >= 0 {
+		switch {
+		case r != nil && l.unwatched(r):
+			fl.ClearMs = -1 // MODEL §11: healed at or after the stop, no clear window (A6)
+		case r != nil && r.e >= 0:
 			fl.ClearMs = ms(r.e - r.h)
 		}
 		if r != nil && available != nil && f.judgeable() {
@@ -460,6 +513,8 @@ func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64, ask
 	case undecided:
 		out.Verdict = Unknown
 	}
+	// Unknown is never ok (A7): what is open is said, asked or not.
+	out.Open = open
 	if !asked {
 		// MODEL §12: a question the scenario did not ask, left open, is
 		// reported unknown and takes nothing else down.

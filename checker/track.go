@@ -45,9 +45,11 @@ type hold struct {
 	// resolved: its end is known, and the release that ended it (if any)
 	// completed: nothing more can change what it tells.
 	resolved bool
-	// cands are the heal records for which it was in force with its
-	// client live (MODEL §11: served if it turns out good).
-	cands []candidate
+	// segFrom is when its current live stretch began (-1: its client is
+	// not live); segs its closed live stretches since the first heal:
+	// service, if it turns out good (MODEL §11).
+	segFrom int64
+	segs    []iv
 	// lin is its key's linearizability window while it is in it.
 	lin *linWindow
 	// gone is, for a lease nothing renews unseen, the latest instant the
@@ -118,8 +120,13 @@ type client struct {
 	cur   op
 	store string  // key of the store operation in flight ("": none)
 	holds holdSet // holds in force
-	// waits is the key the client waits for (nil: none; MODEL §11).
-	waits *keyLive
+	// waits is the key the client waits for (nil: none; MODEL §11);
+	// askFrom since when it asks for it while live (-1: not live); away
+	// the keys it left unserved for another (MODEL §11: demand if it comes
+	// back).
+	waits   *keyLive
+	askFrom int64
+	away    []*away
 	// last is the key it used last: most events name it again.
 	last *keyLive
 	// releasing are holds whose release is in flight.
@@ -177,7 +184,7 @@ func (c *Case) client(proc string) *client {
 	cl := c.clients[proc]
 	if cl == nil {
 		inst, _, _ := parseProc(proc)
-		cl = &client{proc: proc, inst: c.instance(inst), id: len(c.clients)}
+		cl = &client{proc: proc, inst: c.instance(inst), id: len(c.clients), askFrom: -1}
 		cl.inst.clients = append(cl.inst.clients, cl)
 		c.clients[proc] = cl
 		c.clientList = append(c.clientList, cl)
@@ -375,7 +382,7 @@ func (c *Case) complete(cl *client, e *history.Event) {
 
 // acquired begins a hold, or continues the one in force (MODEL §5).
 func (c *Case) acquired(cl *client, o *op, e *history.Event) {
-	c.stopWaiting(cl, e.T)
+	c.stopWaiting(cl, e.T, false)
 	kl := c.keyOf(cl, e.Key)
 	if e.Token > 0 { // MODEL §7
 		if e.Token <= kl.maxToken {
@@ -426,7 +433,7 @@ func (c *Case) acquired(cl *client, o *op, e *history.Event) {
 		return
 	}
 	h := c.newHold()
-	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1, gone: c.sureExpiry(e.T), taken: never}
+	*h = hold{cl: cl, key: e.Key, kl: kl, begin: e.T, acqCall: o.call, token: e.Token, end: -1, death: -1, gone: c.sureExpiry(e.T), taken: never, segFrom: -1}
 	o.h = h
 	if !c.meta.Lockless {
 		c.mutex.begin(c, h)
@@ -500,17 +507,19 @@ func (c *Case) waitFor(cl *client, key string, t int64) {
 	if cl.waits != nil && cl.waits.name == key {
 		return
 	}
-	c.stopWaiting(cl, t)
+	c.stopWaiting(cl, t, true)
 	kl := c.keyOf(cl, key)
 	cl.waits = kl
 	c.live.waitBegin(cl, kl, t)
 }
 
-func (c *Case) stopWaiting(cl *client, t int64) {
+// stopWaiting ends cl's wait at t; moved: for another key, without
+// getting this one.
+func (c *Case) stopWaiting(cl *client, t int64, moved bool) {
 	if cl.waits == nil {
 		return
 	}
-	c.live.waitEnd(cl, cl.waits, t)
+	c.live.waitEnd(cl, cl.waits, t, moved)
 	cl.waits = nil
 }
 
@@ -528,7 +537,7 @@ func (c *Case) newHold() *hold {
 // list, so that steady-state checking allocates nothing per acquisition.
 // With linearizability on, a window keeps its holds until it is checked.
 func (c *Case) recycle(h *hold) {
-	if c.lin.on || len(h.cands) > 0 || h.begin == never {
+	if c.lin.on || len(h.segs) > 0 || h.begin == never {
 		return
 	}
 	*h = hold{}

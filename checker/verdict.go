@@ -97,7 +97,7 @@ func (c *Case) Result() Result {
 	}
 	var liveUnmet, liveOpen []string
 	asked := c.meta.Expect.Available != nil || exp.RecoversWithinNs > 0 || exp.MaxGapNs > 0
-	r.Liveness, liveUnmet, liveOpen = c.live.result(c.faultList, exp.Available, exp.MaxGapNs, asked)
+	r.Liveness, liveUnmet, liveOpen = c.live.result(c.faultList, exp.Available, exp.MaxGapNs, asked, c.clientList, c.lastT)
 	r.Invalid = append(r.Invalid, liveOpen...)
 	if !c.ended {
 		r.Invalid = append(r.Invalid, "history ends before the case did")

@@ -24,6 +24,19 @@ type timeline struct {
 	served   map[string][]bool
 	liveWait map[string][]bool
 	unavail  map[string][]bool
+	// demand: some live client waits for the key, or is away from it on
+	// other keys and comes back to it (MODEL §11's demand).
+	demand map[string][]bool
+	// okAt: a live client's acquire of the key returned ok at the event.
+	okAt map[string][]bool
+}
+
+// servedAt: the key is served at the instant of event p (MODEL §11): an
+// ok there, or a live good hold in force over a time that follows (a
+// state that lasts no time is no instant of its own: A3).
+func (tl *timeline) servedAt(k string, p int) bool {
+	i := p - tl.s
+	return tl.okAt[k][i] || (tl.served[k][i] && tl.T(p+1) > tl.T(p))
 }
 
 func (tl *timeline) T(p int) int64 { return tl.x.T(p) }
@@ -32,7 +45,7 @@ func (x *evalCtx) timeline() *timeline {
 	cr := x.cr
 	s, e := cr.startIdx, cr.stopIdx
 	n := e - s + 1
-	tl := &timeline{x: x, s: s, e: e, keys: cr.keys, served: map[string][]bool{}, liveWait: map[string][]bool{}, unavail: map[string][]bool{}}
+	tl := &timeline{x: x, s: s, e: e, keys: cr.keys, served: map[string][]bool{}, liveWait: map[string][]bool{}, unavail: map[string][]bool{}, demand: map[string][]bool{}, okAt: map[string][]bool{}}
 	const (
 		waitOn = iota
 		waitOff
@@ -42,6 +55,8 @@ func (x *evalCtx) timeline() *timeline {
 		pauseOff
 		dead
 		okAt
+		awayOn
+		awayOff
 	)
 	type chg struct {
 		kind   int
@@ -59,6 +74,22 @@ func (x *evalCtx) timeline() *timeline {
 	for _, w := range cr.waits {
 		add(w.beginIdx, chg{kind: waitOn, client: w.client, inst: w.inst, key: w.key})
 		add(w.endIdx, chg{kind: waitOff, client: w.client, inst: w.inst, key: w.key})
+	}
+	// A client that left a key it waited for for another key, and asks
+	// for it again later, demanded it in between (MODEL §11).
+	for i, w := range cr.waits {
+		if w.endKind != "other-key" || !x.in(w.endIdx) {
+			continue
+		}
+		for _, n := range cr.waits[i+1:] {
+			if n.client == w.client && n.key == w.key {
+				if x.in(n.beginIdx) {
+					add(w.endIdx, chg{kind: awayOn, client: w.client, inst: w.inst, key: w.key})
+					add(n.beginIdx, chg{kind: awayOff, client: w.client, inst: w.inst, key: w.key})
+				}
+				break
+			}
+		}
 	}
 	for _, h := range cr.holds {
 		add(h.beginIdx, chg{kind: holdOn, client: h.client, inst: h.inst, key: h.key, good: x.good(h)})
@@ -84,11 +115,15 @@ func (x *evalCtx) timeline() *timeline {
 	paused := map[int]int{}
 	isDead := map[int]bool{}
 	waiting := map[string]map[string]int{} // key -> client -> inst
+	awayFor := map[string]map[string]int{} // key -> client -> inst
 	holding := map[string]map[string]bool{}
 	instOf := map[string]int{}
 	for _, k := range tl.keys {
 		waiting[k] = map[string]int{}
+		awayFor[k] = map[string]int{}
 		holding[k] = map[string]bool{}
+		tl.demand[k] = make([]bool, n)
+		tl.okAt[k] = make([]bool, n)
 		tl.served[k] = make([]bool, n)
 		tl.liveWait[k] = make([]bool, n)
 		tl.unavail[k] = make([]bool, n)
@@ -108,6 +143,12 @@ func (x *evalCtx) timeline() *timeline {
 				}
 			case waitOff:
 				delete(waiting[c.key], c.client)
+			case awayOn:
+				if awayFor[c.key] != nil {
+					awayFor[c.key][c.client] = c.inst
+				}
+			case awayOff:
+				delete(awayFor[c.key], c.client)
 			case holdOn:
 				if holding[c.key] != nil {
 					holding[c.key][c.client] = c.good
@@ -142,9 +183,17 @@ func (x *evalCtx) timeline() *timeline {
 			for o := range okNow {
 				if o.key == k && live(instOf[o.client]) {
 					lg = true
+					tl.okAt[k][p] = true
+				}
+			}
+			ld := lw
+			for _, inst := range awayFor[k] {
+				if live(inst) {
+					ld = true
 				}
 			}
 			tl.liveWait[k][p] = lw
+			tl.demand[k][p] = ld && p+s < e
 			tl.served[k][p] = lg
 			tl.unavail[k][p] = lw && !lh && p+s < e
 		}
@@ -193,8 +242,10 @@ func (x *evalCtx) liveness(exp effExpect) liveResult {
 		ft := &res.faults[i]
 		// the clear window of its own heal (MODEL §11, §15)
 		if x.in(f.endIdx) {
-			if f.endIdx > cr.stopIdx {
-				ft.anyf("clear_ms", "healed after the stop: its clear window is not defined")
+			if x.T(f.endIdx) >= stopT {
+				// healed at or after the stop: no clear window, no value
+				// (MODEL §11, A6)
+				ft.ClearNs = -1
 			} else if exp.available != nil && !*exp.available {
 				// available: false: the stretch it is judged over, from
 				// the heal to the stop (MODEL §15)
@@ -313,7 +364,7 @@ func (x *evalCtx) stayedDown(tl *timeline, f *faultRec, stopT int64) (string, st
 	served, waitBefore := false, false
 	for k := range down {
 		for p := f.endIdx; p < tl.e; p++ {
-			if p >= s && tl.served[k][p-s] {
+			if p >= s && tl.servedAt(k, p) {
 				served = true
 			}
 		}
@@ -340,8 +391,8 @@ func (x *evalCtx) recovery(tl *timeline, f *faultRec, exp effExpect, ft *FaultTr
 		if fh := x.failedHeal(); fh >= 0 && healIdx >= fh {
 			return "unknown", detail + "judged at or after a heal that failed"
 		}
-		if healIdx >= tl.e {
-			return "unknown", detail + "healed at or after the stop"
+		if x.T(healIdx) >= x.T(x.cr.stopIdx) {
+			return "unknown", detail + "healed at or after the stop: its recovery was never watched"
 		}
 		eIdx, g := x.clearWindow(self, healIdx)
 		v, rec := x.judge(tl, healIdx, eIdx, exp)
@@ -363,64 +414,78 @@ func (x *evalCtx) recovery(tl *timeline, f *faultRec, exp effExpect, ft *FaultTr
 }
 
 // judge applies §11's rules at one heal (index hIdx), over the clear window
-// [hIdx, eIdx). It returns the verdict and the recovery time: the largest
-// r_k − h over the relevant keys, −1 when one was not served.
+// [hIdx, eIdx). It returns the verdict and the recovery time: per key, the
+// longest refused stretch of its demand, the largest over the keys
+// demanded; −1 when one was not served, or none was demanded.
+//
+// Time, not positions: the state after event p lasts [T(p), T(p+1)), so a
+// state that lasts no time (events at one instant) neither begins nor
+// breaks a stretch of demand (A3).
 func (x *evalCtx) judge(tl *timeline, hIdx, eIdx int, exp effExpect) (string, int64) {
 	s := tl.s
 	h := x.T(hIdx)
 	e := x.T(eIdx)
 	u := h + x.cr.meta.ExpiryBoundNs
+	lasts := func(p int) bool { return x.T(p+1) > x.T(p) }
 	anyUnmet, anyUndecided, relevant, unserved := false, false, 0, false
 	rec := int64(0)
 	for _, k := range tl.keys {
-		rIdx := -1
-		waits := false
+		// d_k: the first instant of demand in the window (an acquire asked
+		// and granted at one instant is demand, served at once)
+		dIdx := -1
 		for p := hIdx; p < eIdx; p++ {
-			if tl.served[k][p-s] && rIdx < 0 {
-				rIdx = p
-			}
-			if tl.liveWait[k][p-s] {
-				waits = true
+			if tl.demand[k][p-s] {
+				dIdx = p
+				break
 			}
 		}
-		if !waits && rIdx < 0 {
-			continue
+		if dIdx < 0 {
+			continue // not demanded: no recovery to judge (A6)
 		}
 		relevant++
-		if rIdx >= 0 {
-			rec = max(rec, x.T(rIdx)-h)
-		} else {
-			unserved = true
+		d := x.T(dIdx)
+		// r_k: the first instant from d_k on at which k is served
+		rIdx := -1
+		for p := hIdx; p < eIdx; p++ {
+			if x.T(p) >= d && tl.servedAt(k, p) {
+				rIdx = p
+				break
+			}
 		}
-		// refused stretches: stretches of [h, min(r_k, e)) during which,
-		// without a break, some live client waits for k (a live hold that
-		// does not turn out good is no service: waiting behind it is
-		// refused demand too)
 		bound := eIdx
 		if rIdx >= 0 {
 			bound = rIdx
 		}
+		// refused stretches: unbroken demand in [d_k, r_k)
 		longest, longestAfterU := int64(0), int64(0)
-		run := -1
-		close := func(q int) {
-			a, b := x.T(run), x.T(q)
+		run := int64(-1)
+		close := func(b int64) {
+			a := run
 			longest = max(longest, b-a)
 			if b > max(a, u) {
 				longestAfterU = max(longestAfterU, b-max(a, u))
 			}
 			run = -1
 		}
-		for p := hIdx; p < bound; p++ {
-			if tl.liveWait[k][p-s] {
+		for p := dIdx; p < bound; p++ {
+			if !lasts(p) {
+				continue
+			}
+			if tl.demand[k][p-s] {
 				if run < 0 {
-					run = p
+					run = x.T(p)
 				}
 			} else if run >= 0 {
-				close(p)
+				close(x.T(p))
 			}
 		}
 		if run >= 0 {
-			close(bound)
+			close(x.T(bound))
+		}
+		if rIdx >= 0 {
+			rec = max(rec, longest)
+		} else {
+			unserved = true
 		}
 		var met, unmet bool
 		if exp.recov > 0 {
@@ -432,7 +497,7 @@ func (x *evalCtx) judge(tl *timeline, hIdx, eIdx int, exp effExpect) (string, in
 			unmet = rIdx < 0 && longestAfterU >= 2e9
 		}
 		if debugLive {
-			fmt.Printf("judge h=%d e=%d B=%d key %s: r=%d waits=%v longest=%d afterU=%d met=%v unmet=%v\n", h, e, exp.recov, k, rIdx, waits, longest, longestAfterU, met, unmet)
+			fmt.Printf("judge h=%d e=%d B=%d key %s: d=%d r=%d longest=%d afterU=%d met=%v unmet=%v\n", h, e, exp.recov, k, dIdx, rIdx, longest, longestAfterU, met, unmet)
 		}
 		switch {
 		case unmet:
@@ -441,7 +506,7 @@ func (x *evalCtx) judge(tl *timeline, hIdx, eIdx int, exp effExpect) (string, in
 			anyUndecided = true
 		}
 	}
-	if unserved {
+	if unserved || relevant == 0 {
 		rec = -1
 	}
 	switch {

@@ -636,7 +636,11 @@ func compareCase(c *comparer, tc *sim.CaseTruth, gc *gotCase, i int, opt cmpOpts
 			}
 		}
 		if !fskip("clear_ms") && gf.ClearMs != nil {
-			c.ms(fw, "check.liveness.faults[].clear_ms", f.ClearNs, *gf.ClearMs)
+			if f.ClearNs < 0 {
+				c.eq(fw, "check.liveness.faults[].clear_ms", -1, *gf.ClearMs)
+			} else {
+				c.ms(fw, "check.liveness.faults[].clear_ms", f.ClearNs, *gf.ClearMs)
+			}
 		}
 		if !fskip("recovered_after_ms") && gf.RecoveredAfterMs != nil {
 			if f.RecoveredNs < 0 {
