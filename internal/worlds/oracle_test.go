@@ -92,7 +92,7 @@ func cmp(seed uint64) result {
 		}
 		tr := enumerate(rc)
 		res.worlds += tr.worlds
-		if n := rc.worldCount(); n != 1 || rc.bad > 0 {
+		if tr.worlds != 1 || rc.bad > 0 { // an order at one instant is a choice too (A3)
 			res.choiceFree = false
 		}
 		rcs = append(rcs, rc)
@@ -421,7 +421,11 @@ func TestEveryWorld(t *testing.T) {
 		for _, m := range r.ms {
 			ex := fmt.Sprintf("seed %d %s %s: want %s, got %s", seed, m.where, m.field, m.want, m.got)
 			byClass[m.class] = append(byClass[m.class], ex)
-			if r.choiceFree && m.class != "lockless-na" && m.class != "repeated-runs" {
+			// With no open choice the oracle must agree exactly, save
+			// where the checker's answer is a reported finding (a missed
+			// violation of a record no lease lock explains) or not about
+			// worlds at all.
+			if _, found := findings[m.class]; r.choiceFree && !found && m.class != "lockless-na" && m.class != "repeated-runs" {
 				t.Errorf("no open choice, and still: %s", ex)
 			}
 		}
