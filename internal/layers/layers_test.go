@@ -38,6 +38,7 @@ var layer = map[string]int{
 	"backends":          3, "backends/driver": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
 	"internal/workload": 3, // what the clients do: the worker's input, below the scenario
 	"internal/scenario": 4, "internal/worker": 4, "internal/sim": 4,
+	"internal/worlds": 4, // the enumerating oracle: tests only (TestWorldsTestOnly)
 	"internal/runner": 5, "internal/perf": 6,
 	"internal/hunt":   5, // drawing, confirming and shrinking schedules; runs scenarios through an interface
 	"internal/layers": 7, "cmd/bench": 7,
@@ -185,5 +186,28 @@ func TestMachineryStaysInside(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestWorldsTestOnly fails when a package imports internal/worlds, or
+// when it grows a file that is not a test (beyond its doc.go): the
+// enumerating oracle judges the checker from outside, and nothing the
+// checker or a command runs may lean on it.
+func TestWorldsTestOnly(t *testing.T) {
+	for _, tags := range []string{"", "kubernetes"} {
+		for pkg, deps := range imports(t, tags) {
+			for _, d := range deps {
+				if d == "internal/worlds" {
+					t.Errorf("%s imports internal/worlds, a test-only package", pkg)
+				}
+			}
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", "{{join .GoFiles \" \"}}", module+"internal/worlds").Output()
+	if err != nil {
+		t.Fatalf("go list internal/worlds: %v", err)
+	}
+	if files := strings.Fields(string(out)); len(files) != 1 || files[0] != "doc.go" {
+		t.Errorf("internal/worlds has non-test files %v: only doc.go may be", files)
 	}
 }
