@@ -218,27 +218,40 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
+	var line []byte
 	select {
-	case line := <-p.helloCh:
+	case line = <-p.helloCh:
+	case <-p.broken:
+		// A driver that answered and exited at once (a refusal) may be
+		// seen gone before its answer is read here: the answer, when it
+		// came, says why, whichever of the two this select saw first.
+		select {
+		case line = <-p.helloCh:
+		default:
+		}
+	case <-timer.C:
+		p.breakf("did not answer its hello within %s", cfg.StartTimeout)
+	case <-ctx.Done():
+		p.breakf("start abandoned: %v", context.Cause(ctx))
+	}
+	if line != nil {
 		r, err := ParseReply(line)
 		switch {
 		case err != nil:
 			p.breakf("line 1 of its output (its answer to hello), %s: %v", quote(line), err)
 		case r.Type == TypeError:
-			p.breakf("refused its start: %s: %s", r.Code, r.Message)
+			refused := &BrokenError{Driver: cfg.Name, Msg: fmt.Sprintf("refused its start: %s: %s", r.Code, r.Message)}
+			p.breakf("%s", refused.Msg)
+			p.Close()
+			return nil, refused
 		case r.Type != TypeHello:
 			p.breakf("line 1 of its output is %s %s, not its answer to hello", articleOf(r.Type), r.Type)
-		default:
+		case p.Err() == nil:
 			p.mu.Lock()
 			p.hello = r
 			p.mu.Unlock()
 			return p, nil
 		}
-	case <-p.broken:
-	case <-timer.C:
-		p.breakf("did not answer its hello within %s", cfg.StartTimeout)
-	case <-ctx.Done():
-		p.breakf("start abandoned: %v", context.Cause(ctx))
 	}
 	err = p.Err()
 	p.Close()
