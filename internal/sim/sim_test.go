@@ -1209,7 +1209,7 @@ func FuzzSimulate(f *testing.F) {
 // not one history twice.
 func TestRepeatedRunAgainstChecker(t *testing.T) {
 	from, to := seeds()
-	to = min(to, from+99)
+	to = min(to, from+49)
 	if testing.Short() {
 		to = min(to, from+19)
 	}
