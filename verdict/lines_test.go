@@ -24,3 +24,17 @@ func TestCaseLineSaysOpenAndNA(t *testing.T) {
 		}
 	}
 }
+
+// TestLostLinesLinKeys: in a record that lost worker lines no key's
+// linearizability reads "violation" either (MODEL §8, §12).
+func TestLostLinesLinKeys(t *testing.T) {
+	sum, err := AnalyzeFile(filepath.Join("..", "checker", "testdata", "figures", "lost-lines-lin.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range sum.Cases[0].Linearizability.Keys {
+		if v == "violation" {
+			t.Errorf("key %s: %s", k, v)
+		}
+	}
+}
