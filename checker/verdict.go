@@ -197,6 +197,14 @@ func (c *Case) Linearizability(valid bool) LinResult {
 		if r.Fenced != "" {
 			r.Fenced = Unknown
 		}
+		keys := make(map[string]Verdict, len(r.Keys))
+		for k, v := range r.Keys {
+			if v == Violation {
+				v = Unknown
+			}
+			keys[k] = v
+		}
+		r.Keys = keys
 	}
 	return r
 }

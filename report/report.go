@@ -263,7 +263,7 @@ func WriteSafetyTable(w io.Writer, sums ...*verdict.Summary) error {
 			if !r.Meta.Fenced {
 				stale += " (no token)"
 			}
-			t.Add(r.Case, r.Backend, faultsText(r.Meta), verdict.StatusWords(r.Status), fmt.Sprint(r.Violations), fmt.Sprint(r.Resource.LostUpdates),
+			t.Add(r.Case, r.Backend, faultsText(r.Meta), verdict.StatusWords(r.Status), verdict.ViolationsText(r), verdict.LostText(r),
 				fmt.Sprint(r.Resource.StaleRejected), stale, fmt.Sprint(r.TokenRegressions), fmt.Sprint(r.AcquiresOK), fmt.Sprint(r.AcquiresUnknown),
 				fmt.Sprintf("%.0f", r.Liveness.LongestGapMs))
 		}
@@ -343,8 +343,8 @@ func writeCase(b *strings.Builder, c *verdict.CaseSummary, fig figures) {
 		fmt.Fprintf(b, " — %s", r.Expect.Note)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "- mutual exclusion: %s (%d violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
-		r.MutualExclusion, r.Violations, r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
+	fmt.Fprintf(b, "- mutual exclusion: %s (%s violations); resource: %s; %d acquisitions, %d failed, %d unknown; %d releases refused as no longer held; %d leases lost; %d crashes; %d faults fired\n",
+		r.MutualExclusion, verdict.ViolationsText(r), r.Resource.Verdict, r.AcquiresOK, r.AcquiresFailed, r.AcquiresUnknown, r.ReleasesNotHeld, r.LeasesLost, r.Crashes, r.FaultsFired)
 	fmt.Fprintf(b, "- availability: %s\n", verdict.Availability(r.Liveness))
 	if st := r.Store; st != nil {
 		fmt.Fprintf(b, "- the work ran in the backend's own database: %s; %d increments committed, %d conflicts (each retried), %d rolled back by a refused commit, %d cut short, %d unknown; the counters read at the end: %d increments lost, %d never committed\n",

@@ -43,6 +43,28 @@ func Availability(l checker.Liveness) string {
 	return out
 }
 
+// ViolationsText says a case's violations: its count, "open" in a record
+// that lost worker lines (MODEL §12, A4: the lost lines could undo every
+// overlap, or add one), "n/a" for a lockless backend (§6, A6).
+func ViolationsText(r checker.Result) string {
+	switch u := r.Unproven; {
+	case r.Meta.Lockless:
+		return "n/a"
+	case u != nil:
+		return fmt.Sprintf("open(%d in the record, %d line(s) lost)", u.Violations, u.Lines)
+	}
+	return fmt.Sprint(r.Violations)
+}
+
+// LostText says a case's lost updates, with those the record shows and
+// its lost lines could explain (MODEL §9, §12) as open.
+func LostText(r checker.Result) string {
+	if u := r.Unproven; u != nil && u.StoreLost+u.StorePhantom > 0 {
+		return fmt.Sprintf("%d+open(%d in the record)", r.Resource.LostUpdates, u.StoreLost+u.StorePhantom)
+	}
+	return fmt.Sprint(r.Resource.LostUpdates)
+}
+
 // Verdict lines for the terminal, one per case.
 func (s *Summary) Lines() []string {
 	var out []string
@@ -65,18 +87,7 @@ func CaseLines(c CaseSummary) []string {
 	if m.AcquireLatency.Count > 0 {
 		p99 = fmt.Sprintf("%.2fms", m.AcquireLatency.P99)
 	}
-	// MODEL §12 (A4): what lost worker lines could undo is open, never
-	// a count; a lockless backend has no violations to count (§6, A6).
-	violations, lost := fmt.Sprint(r.Violations), fmt.Sprint(r.Resource.LostUpdates)
-	if u := r.Unproven; u != nil {
-		violations = fmt.Sprintf("open(%d in the record, %d line(s) lost)", u.Violations, u.Lines)
-		if n := u.StoreLost + u.StorePhantom; n > 0 {
-			lost = fmt.Sprintf("%d+open(%d in the record)", r.Resource.LostUpdates, n)
-		}
-	}
-	if r.Meta.Lockless {
-		violations = "n/a"
-	}
+	violations, lost := ViolationsText(r), LostText(r)
 	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%s stale_accepted=%d lost=%s stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%s",
 		r.Case, r.Backend, statusWords[r.Status], violations, r.Resource.StaleAccepted, lost, r.Resource.StaleRejected,
 		r.TokenRegressions, r.AcquiresOK, Availability(r.Liveness), m.AcquiresPerSec, p99)}

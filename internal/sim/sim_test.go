@@ -1208,3 +1208,47 @@ func FuzzSimulate(f *testing.F) {
 		t.Errorf("seed %d: %d mismatches (history and truth in %s):\n%s", seed, len(r.ms), dir, b.String())
 	})
 }
+
+// TestRepeatedRunAgainstChecker: each seed's history written twice into
+// one file (MODEL §14, §18, A5: a run repeated is one run). The truth
+// (TruthTwice) counts every trial once in the rows, the cells and the
+// envelope, its number repeated; the checker must agree. Seeds whose
+// history is cut short or refused are skipped: written twice, they are
+// not one history twice.
+func TestRepeatedRunAgainstChecker(t *testing.T) {
+	from, to := seeds()
+	to = min(to, from+49)
+	if testing.Short() {
+		to = min(to, from+19)
+	}
+	verdict.LinTimeout = linBudget()
+	compared := 0
+	for seed := from; seed <= to; seed++ {
+		r := sim.Simulate(seed)
+		truth, ok := r.TruthTwice()
+		if !ok {
+			continue
+		}
+		compared++
+		hist, _ := r.Files()
+		s, err := analyze(append(append([]byte(nil), hist...), hist...), nil)
+		c := &comparer{seed: seed, absent: map[string]int{}, keep: fieldFilter(), tags: truth.Describe}
+		if err != nil {
+			t.Errorf("seed %d: refused: %v", seed, err)
+			continue
+		}
+		summary, _ := json.Marshal(s)
+		var g got
+		json.Unmarshal(summary, &g)
+		if code := int(s.ExitCode()); truth.ExitCodeAny == "" && code != truth.ExitCode {
+			c.add("run", "exit_code", fmt.Sprint(truth.ExitCode), fmt.Sprint(code))
+		}
+		compareRows(c, truth, g.Rows)
+		compareDecision(c, truth, verdict.NewDecision(s))
+		compareEnvelope(c, truth, verdict.Envelope(s))
+		for _, m := range c.found {
+			t.Errorf("history written twice: %s", m)
+		}
+	}
+	t.Logf("%d of seeds %d..%d compared written twice", compared, from, to)
+}

@@ -99,6 +99,34 @@ func (r *Run) Truth(withJournal bool) *Truth {
 		}
 	}
 	t.Rows = rowTruths(t.Cases)
+	t.judgeExit()
+	t.Decision = decision(t.Cases)
+	t.Envelope = envelope(t.Rows)
+	return t
+}
+
+// TruthTwice is what MODEL.md says of the run's history written twice
+// into one file (A5: a run repeated is one run): every trial's number
+// repeats, so each row is invalid unless a trial was unsafe or not live,
+// and each trial counts once in the rows, the cells and the envelope.
+// ok is false for a history that is refused, has a bad line or is cut
+// short: written twice, it would not be the same history twice.
+func (r *Run) TruthTwice() (t *Truth, ok bool) {
+	if r.cut != nil || r.bad != nil || r.pre != nil {
+		return nil, false
+	}
+	t = r.Truth(false)
+	twice := append(append([]*CaseTruth(nil), t.Cases...), t.Cases...)
+	t.Rows = rowTruths(twice)
+	t.ExitCodeAny = ""
+	t.judgeExit()
+	t.Envelope = envelope(t.Rows)
+	return t, true
+}
+
+// judgeExit: the exit code from the rows, then the thresholds (MODEL §14,
+// §19).
+func (t *Truth) judgeExit() {
 	t.ExitCode = exitCode(t.Rows)
 	if t.ExitCode == 0 {
 		for _, c := range t.Cases {
@@ -120,9 +148,6 @@ func (r *Run) Truth(withJournal bool) *Truth {
 			t.ExitCodeAny = "case " + c.Name + " is not compared: " + c.Skip
 		}
 	}
-	t.Decision = decision(t.Cases)
-	t.Envelope = envelope(t.Rows)
-	return t
 }
 
 // rowTruths: MODEL §14, and a row's evidence (§16, §17).
@@ -166,7 +191,14 @@ func rowTruths(cases []*CaseTruth) []*RowTruth {
 		rt.Trials, rt.Need = T, N
 		unsafe, notLive, undecided := 0, 0, 0
 		hits, twoOf := 0, 0
+		counted := map[*CaseTruth]bool{}
 		for _, m := range ms {
+			if counted[m] {
+				// §14 (A5): the same trial again (the history written
+				// twice): it repeats its number, and counts once
+				continue
+			}
+			counted[m] = true
 			if m.Skip != "" {
 				rt.Any["verdict"], rt.Any["met"], rt.Any["invalid"] = m.Skip, m.Skip, m.Skip
 				rt.Any["evidence"] = m.Skip
