@@ -10,8 +10,10 @@ package scenario
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/targets"
@@ -300,8 +302,8 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	}
 	if s.Name == "" {
 		errs.add(lineOf(doc, "name", 1), "name", "missing (every scenario needs a name)")
-	} else if strings.ContainsAny(s.Name, " /\t") {
-		errs.add(lineOf(doc, "name", 1), "name", "%q may not contain spaces or slashes (it names results folders)", s.Name)
+	} else if !scenarioName.MatchString(s.Name) {
+		errs.add(lineOf(doc, "name", 1), "name", "%q: a scenario name is at most 100 letters, digits, '-', '_' and '.' (it names results folders and is printed)", s.Name)
 	}
 	base := workload.Default()
 	baseOK := true
@@ -341,7 +343,15 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		}
 		return w.TTL.D(), true
 	}
+	if len(f.Cases) > MaxCases {
+		errs.add(lineOf(doc, "cases", 1), "cases", "%d cases (at most %d a scenario)", len(f.Cases), MaxCases)
+		return nil, errs
+	}
 	for i := range f.Cases {
+		if len(s.Cases) > MaxCases {
+			errs.add(lineOf(doc, "cases", 1), "cases", "its sweeps and trials make more than %d cases (at most %d a scenario)", MaxCases, MaxCases)
+			return nil, errs
+		}
 		n := &f.Cases[i]
 		nodes, points := expandSweeps(errs, fmt.Sprintf("cases[%d]", i), n, ttlOf)
 		for k, pn := range nodes {
@@ -353,6 +363,10 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 			if p := points[k]; p != nil {
 				c.Base, c.Point = c.Name, p
 				c.Name += p.name()
+				if !safePoint(p.name()) {
+					errs.add(lineOf(n, "name", n.Line), fmt.Sprintf("cases[%d].name", i), "%q: swept values are printable, without spaces, slashes or shell characters (they name files and are printed)", c.Name)
+					break
+				}
 			}
 			c.Thresholds = append(append([]string(nil), common...), c.Thresholds...)
 			if seen[c.Name] {
@@ -369,6 +383,31 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// MaxCases bounds a scenario's cases, sweeps and trials expanded.
+const MaxCases = 10_000
+
+// The alphabets of names that become file names and are printed: no
+// terminal escapes, no newlines, no paths.
+var (
+	caseName     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+	scenarioName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+)
+
+// safePoint reports whether a sweep point's name (its labels and values)
+// is printable and a file name's: graphic, no space, no path or shell
+// character, at most 200 bytes.
+func safePoint(s string) bool {
+	if len(s) > 200 {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) || strings.ContainsRune("/\\\"'`$;|&<>*?", r) {
+			return false
+		}
+	}
+	return true
 }
 
 func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
@@ -401,8 +440,8 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 	c := &Case{Name: cd.Name, BackendName: cd.Backend, Network: network, PlanSeed: cd.PlanSeed}
 	if c.Name == "" {
 		errs.add(n.Line, where+".name", "missing")
-	} else if strings.ContainsAny(c.Name, " /\t.") {
-		errs.add(line("name"), where+".name", "%q may not contain spaces, dots or slashes", c.Name)
+	} else if !caseName.MatchString(c.Name) {
+		errs.add(line("name"), where+".name", "%q: a case name is at most 100 letters, digits, '-' and '_' (it names files and is printed)", c.Name)
 	}
 	ok := true
 	c.Workload = base
@@ -430,6 +469,10 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 		return nil
 	}
 	if cd.Options.Kind != 0 {
+		if err := config.CheckAliases(&cd.Options); err != nil {
+			errs.add(line("options"), where+".options", "%v", err)
+			return nil
+		}
 		b, err := yaml.Marshal(resolveAliases(&cd.Options))
 		if err != nil {
 			errs.add(line("options"), where+".options", "%v", err)
