@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,8 +77,13 @@ type Process struct {
 	lines     int
 	closing   bool
 	helloCh   chan []byte
-	bareCh    chan Reply
-	err       error
+	// helloTaken closes once Start has taken the hello's answer: the
+	// reader reads nothing more before.
+	helloTaken chan struct{}
+	// unasked counts the lines that answered no pending request.
+	unasked int
+	bareCh  chan Reply
+	err     error
 
 	traceFile  *os.File
 	traceMu    sync.Mutex
@@ -140,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	var tb [8]byte
 	rand.Read(tb[:])
 	p := &Process{cfg: cfg, tag: hex.EncodeToString(tb[:]), pending: map[uint64]*call{}, abandoned: map[uint64]string{},
-		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), broken: make(chan struct{}), exited: make(chan struct{}),
+		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), helloTaken: make(chan struct{}), broken: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), stderr: &tailBuffer{max: 6}}
 	p.writeIdle = sync.NewCond(&p.writeMu)
 	if cfg.Hello.Bare != nil {
@@ -227,6 +233,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			p.mu.Lock()
 			p.hello = r
 			p.mu.Unlock()
+			close(p.helloTaken)
 			return p, nil
 		}
 	case <-p.broken:
@@ -301,13 +308,63 @@ func (p *Process) breakf(format string, args ...any) {
 	p.kill()
 }
 
-// kill SIGKILLs the driver if it is still running.
+// kill SIGKILLs the driver if it is still running, and every process it
+// started, even one that left its group with setsid.
 func (p *Process) kill() {
 	select {
 	case <-p.exited:
 	default:
+		p.endChildren()
 		p.cmd.Process.Kill()
 	}
+}
+
+// endChildren SIGKILLs the driver's descendants (found by parent, before
+// the driver goes) and every process carrying its tag (found after: an
+// orphan re-parented elsewhere), with their process groups when they made
+// groups of their own; never the worker's group.
+func (p *Process) endChildren() {
+	own := syscall.Getpgrp()
+	pids := append(descendants(p.cmd.Process.Pid), Leftovers(p.tag)...)
+	for _, pid := range pids {
+		if pid == os.Getpid() || pid == p.cmd.Process.Pid {
+			continue
+		}
+		if pg, err := syscall.Getpgid(pid); err == nil && pg != own && pg > 1 {
+			syscall.Kill(-pg, syscall.SIGKILL)
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// descendants lists the processes below pid, by their parents.
+func descendants(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	kids := map[int][]int{}
+	for _, e := range entries {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 {
+			if pp, err := strconv.Atoi(f[1]); err == nil {
+				kids[pp] = append(kids[pp], c)
+			}
+		}
+	}
+	var out []int
+	for todo := kids[pid]; len(todo) > 0; {
+		c := todo[0]
+		todo = append(todo[1:], kids[c]...)
+		out = append(out, c)
+	}
+	return out
 }
 
 // write sends a line to the driver's stdin. Lines that callers give while
@@ -570,6 +627,13 @@ func (p *Process) Close() error {
 		p.kill()
 		<-p.exited
 		err = fmt.Errorf("driver %s did not exit within %s of its stdin closing: killed", p.cfg.Name, closeWait)
+	}
+	// What it started and left behind (a setsid child) goes too.
+	if left := Leftovers(p.tag); len(left) > 0 {
+		p.endChildren()
+		if err == nil {
+			err = fmt.Errorf("driver %s left processes %v running after it exited: killed", p.cfg.Name, left)
+		}
 	}
 	<-p.readerDone
 	return err
