@@ -130,7 +130,7 @@ SECURITY_TESTS := \
 	./internal/powerfs:'TestFailedRevertIsAnError|TestDevFuseIsCloseOnExec|TestMountingsHaveTheirConnection|TestAbortConnCutsTheLayer' \
 	./internal/scenario:'TestAliasBombIsRefused|TestCaseCountsAreBounded|TestParseBad' \
 	./history:'TestReaderBadInput' \
-	./cmd/bench:'TestExitCodeTableIsTheCodes'
+	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown'
 ## security: replay every attack of docs/security.md against the code (about a minute)
 security:
 	@for t in $(SECURITY_TESTS); do p=$${t%%:*}; r=$${t#*:}; \
