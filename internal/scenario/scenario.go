@@ -10,12 +10,9 @@ package scenario
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/targets"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -385,31 +382,6 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	return s, nil
 }
 
-// MaxCases bounds a scenario's cases, sweeps and trials expanded.
-const MaxCases = 10_000
-
-// The alphabets of names that become file names and are printed: no
-// terminal escapes, no newlines, no paths.
-var (
-	caseName     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
-	scenarioName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
-)
-
-// safePoint reports whether a sweep point's name (its labels and values)
-// is printable and a file name's: graphic, no space, no path or shell
-// character, at most 200 bytes.
-func safePoint(s string) bool {
-	if len(s) > 200 {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsGraphic(r) || unicode.IsSpace(r) || strings.ContainsRune("/\\\"'`$;|&<>*?", r) {
-			return false
-		}
-	}
-	return true
-}
-
 func parseThreshold(errs *Errors, n *yaml.Node, field string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
 		errs.add(n.Line, field, "want a threshold such as \"acquire_p99 < 50ms\"")
@@ -597,36 +569,6 @@ func baseProblem(base workload.Workload, p workload.Problem) bool {
 		}
 	}
 	return false
-}
-
-// targets lists the concrete target names of a case's cluster, and the
-// server kind of each server. A client link is a target only if some
-// instance dials that server, and link:<server>@instance-N only if
-// instance N does: a fault on a link nobody uses would do nothing.
-func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
-	t := map[string]faults.Kind{faults.LinkTarget(links.Resource, 0).String(): faults.Link}
-	kindOfServer := map[string]string{}
-	for i := history.Instance(1); i <= history.Instance(c.Workload.Instances); i++ {
-		t[faults.InstanceTarget(i).String()] = faults.Instance
-		t[faults.LinkTarget(links.Resource, i).String()] = faults.Link
-	}
-	if c.Backend == nil {
-		return t, kindOfServer
-	}
-	for _, s := range c.Backend.Servers() {
-		t[s.Name] = faults.Server
-		kindOfServer[s.Name] = s.Kind
-	}
-	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
-		t[faults.LinkTarget(l, 0).String()] = faults.Link
-	}
-	for i := 1; i <= c.Workload.Instances; i++ {
-		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {
-			t[faults.LinkTarget(name, 0).String()] = faults.Link
-			t[faults.LinkTarget(name, history.Instance(i)).String()] = faults.Link
-		}
-	}
-	return t, kindOfServer
 }
 
 func backendNames() string {
