@@ -57,4 +57,3 @@ func descendants(pid int) []int {
 	}
 	return out
 }
-
