@@ -130,6 +130,7 @@ SECURITY_TESTS := \
 	./internal/powerfs:'TestFailedRevertIsAnError|TestDevFuseIsCloseOnExec|TestMountingsHaveTheirConnection|TestAbortConnCutsTheLayer' \
 	./internal/scenario:'TestAliasBombIsRefused|TestCaseCountsAreBounded|TestParseBad' \
 	./history:'TestReaderBadInput' \
+	./internal/runner:'TestHistoryIsBounded' \
 	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown'
 ## security: replay every attack of docs/security.md against the code (about a minute)
 security:
