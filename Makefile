@@ -121,7 +121,7 @@ test: setup fmt-check vet
 # one package at a time; the ones that need root or FUSE skip without them.
 SECURITY_TESTS := \
 	./internal/remote:'TestRepairRunsNothingFromNoteNames|TestNotesDirRefusesAPlantedLink|TestSSHKeyNeverEchoed' \
-	./internal/slot:'TestSlotsCannotBeHeldHostage' \
+	./internal/slot:'TestSlotsCannotBeHeldHostage|TestOlderBinariesSeeTheSlotTaken' \
 	./internal/cluster:'TestToxiproxyRefusesForeignRequests|TestConsulUpdateCheckIsOff|TestConsulPhonesNobody|TestSIGKILLWithALayerLeavesNothingStuck|TestStaleLayerIsSweptByTheNextRun' \
 	./internal/childenv:'TestOnlyWhatIsNeededIsInherited' \
 	./internal/procgroup:'TestChildrenInheritNoSecrets' \
