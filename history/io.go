@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -63,7 +64,7 @@ type Reader struct {
 // NewReader returns a Reader on r; name is used in error messages.
 func NewReader(r io.Reader, name string) *Reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	sc.Split(scanLinesKeepEnd)
 	return &Reader{sc: sc, name: name, dec: NewDecoder()}
 }
@@ -104,10 +105,18 @@ func (r *Reader) Next() bool {
 		return true
 	}
 	if err := r.sc.Err(); err != nil {
-		r.err = fmt.Errorf("%s: read history: %w", r.name, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			r.err = fmt.Errorf("%s:%d: a line longer than %d MiB: not a history event", r.name, r.line+1, MaxLine>>20)
+		} else {
+			r.err = fmt.Errorf("%s:%d: read history: %w", r.name, r.line+1, err)
+		}
 	}
 	return false
 }
+
+// MaxLine is the longest history line a reader takes (an event is a few
+// hundred bytes).
+const MaxLine = 16 << 20
 
 // Event returns the current event.
 func (r *Reader) Event() *Event { return &r.ev }

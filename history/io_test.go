@@ -64,6 +64,8 @@ func TestReaderBadInput(t *testing.T) {
 		{"no f", `{"t":1,"type":"ok"}` + "\n", 0, "no f", false},
 		{"negative time", `{"t":-5,"type":"ok","f":"acquire"}` + "\n", 0, "negative time", false},
 		{"binary junk", "\x00\x01\x02\n", 0, "h.jsonl:1", false},
+		// issue 41: a line too long to read is refused with its number.
+		{"a line over MaxLine", ok + ok + strings.Repeat("x", MaxLine+1) + "\n" + ok, 2, "h.jsonl:3: a line longer than 16 MiB", false},
 		// MODEL §1: one language, whichever decoder reads the line.
 		{"negative token", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":-1}` + "\n", 0, "h.jsonl:1", false},
 		{"fractional token", `{"t":1,"type":"ok","f":"acquire","proc":"i1c0","key":"k","token":1.5}` + "\n", 0, "h.jsonl:1", false},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -37,3 +38,86 @@ func TestDriverGetsOnlyItsEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestFloodAfterHelloNeverPanics replays the attack of issue 41: a driver
+// that floods lines right after its hello panicked its reader in 2 runs of
+// 3. Ten runs: each breaks the driver with a message, none panics.
+func TestFloodAfterHelloNeverPanics(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		p, err := Start(context.Background(), fakeConfig(t, "flood-hello"))
+		if err != nil {
+			continue // broken before its start returned: refused, not a panic
+		}
+		select {
+		case <-p.Broken():
+		case <-time.After(time.Minute):
+			t.Fatal("a flooding driver was not broken")
+		}
+		p.Close()
+	}
+}
+
+// TestSetsidChildIsEnded: a child the driver put in a session of its own
+// is ended with it, and Close says so.
+func TestSetsidChildIsEnded(t *testing.T) {
+	p, err := Start(context.Background(), fakeConfig(t, "setsid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); len(Leftovers(p.Tag())) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the driver's setsid child never started")
+		}
+	}
+	err = p.Close()
+	if err == nil || !strings.Contains(err.Error(), "left processes") {
+		t.Errorf("Close: %v, want it to say the driver left processes", err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		left := Leftovers(p.Tag())
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v of the driver outlived it", left)
+		}
+	}
+}
+
+// TestStderrIsCapped: a driver's stderr, a 2 MB line and 3 MB of lines,
+// reaches the log cut and capped, and the driver never blocks on it.
+func TestStderrIsCapped(t *testing.T) {
+	var log lockedBuffer
+	cfg := fakeConfig(t, "stderr-flood")
+	cfg.Log = &log
+	p, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Ping(ctxFor(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	<-p.Exited()
+	if n := log.Len(); n > MaxStderr+64<<10 {
+		t.Errorf("%d bytes of stderr reached the log (cap %d)", n, MaxStderr)
+	}
+	if s := log.String(); !strings.Contains(s, "[cut]") || !strings.Contains(s, "the rest is dropped") {
+		t.Errorf("the log does not say the stderr was cut and dropped: %.200s", s)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Len() }
+
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

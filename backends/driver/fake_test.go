@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,10 @@ func fakeConfig(t *testing.T, mode string) Config {
 //	stray-lost    says lost of a lease it never gave
 //	long-line     writes a line longer than MaxLine
 //	one-client    serves one client per process
+//	flood         after its first lease, says lost of it without end
+//	flood-hello   floods lost signals right after its hello
+//	setsid        starts a child in a session of its own, then behaves
+//	stderr-flood  writes a 2 MB line and 3 MB more on stderr, then behaves
 func fakeDriver(mode string) {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 0, 64<<10), 4<<20)
@@ -67,6 +72,20 @@ func fakeDriver(mode string) {
 	}
 	ab := map[string]any{"token": mode == "good" || mode == "no-token", "extend": true, "lost": true, "acquire": []string{"try", "wait"}, "concurrent": mode != "one-client"}
 	send(map[string]any{"type": "hello", "protocol": 1, "library": "fake", "version": "1.0", "abilities": ab})
+	switch mode {
+	case "flood-hello":
+		for {
+			send(map[string]any{"type": "lost", "client": 0, "lease": "x"})
+		}
+	case "setsid":
+		c := exec.Command("setsid", "sleep", "300")
+		c.Start()
+	case "stderr-flood":
+		os.Stderr.WriteString(strings.Repeat("y", 2<<20) + "\n")
+		for i := 0; i < 30000; i++ {
+			fmt.Fprintln(os.Stderr, "noise line", i, strings.Repeat("z", 80))
+		}
+	}
 	holder := map[string]string{} // key -> lease
 	owner := map[string]string{}  // lease -> key
 	var token uint64
@@ -132,6 +151,11 @@ func fakeDriver(mode string) {
 			send(ok)
 			if mode == "twice" && acquires == 1 {
 				send(ok)
+			}
+			if mode == "flood" {
+				for {
+					send(map[string]any{"type": "lost", "client": req.Client, "lease": lease})
+				}
 			}
 			if req.Key == "lose-me" {
 				c := req.Client

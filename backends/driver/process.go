@@ -81,8 +81,13 @@ type Process struct {
 	lines     int
 	closing   bool
 	helloCh   chan []byte
-	bareCh    chan Reply
-	err       error
+	// helloTaken closes once Start has taken the hello's answer: the
+	// reader reads nothing more before.
+	helloTaken chan struct{}
+	// unasked counts the lines that answered no pending request.
+	unasked int
+	bareCh  chan Reply
+	err     error
 
 	traceFile  *os.File
 	traceMu    sync.Mutex
@@ -145,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	var tb [8]byte
 	rand.Read(tb[:])
 	p := &Process{cfg: cfg, tag: hex.EncodeToString(tb[:]), pending: map[uint64]*call{}, abandoned: map[uint64]string{},
-		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), broken: make(chan struct{}), exited: make(chan struct{}),
+		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), helloTaken: make(chan struct{}), broken: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), stderr: &tailBuffer{max: 6}}
 	p.writeIdle = sync.NewCond(&p.writeMu)
 	if cfg.Hello.Bare != nil {
@@ -250,6 +255,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			p.mu.Lock()
 			p.hello = r
 			p.mu.Unlock()
+			close(p.helloTaken)
 			return p, nil
 		}
 	}
@@ -319,11 +325,13 @@ func (p *Process) breakf(format string, args ...any) {
 	p.kill()
 }
 
-// kill SIGKILLs the driver if it is still running.
+// kill SIGKILLs the driver if it is still running, and every process it
+// started, even one that left its group with setsid.
 func (p *Process) kill() {
 	select {
 	case <-p.exited:
 	default:
+		p.endChildren()
 		p.cmd.Process.Kill()
 	}
 }
@@ -588,6 +596,13 @@ func (p *Process) Close() error {
 		p.kill()
 		<-p.exited
 		err = fmt.Errorf("driver %s did not exit within %s of its stdin closing: killed", p.cfg.Name, closeWait)
+	}
+	// What it started and left behind (a setsid child) goes too.
+	if left := Leftovers(p.tag); len(left) > 0 {
+		p.endChildren()
+		if err == nil {
+			err = fmt.Errorf("driver %s left processes %v running after it exited: killed", p.cfg.Name, left)
+		}
 	}
 	<-p.readerDone
 	return err

@@ -72,6 +72,8 @@ func TestBreaks(t *testing.T) {
 		{"no-token", []string{"a"}, []string{"the driver said its leases carry fencing tokens, but this one has none"}},
 		{"stray-lost", []string{"a"}, []string{`never-given`, "client 0 never had that lease"}},
 		{"long-line", []string{"a"}, []string{"line 2 of its output is longer than 1048576 bytes"}},
+		{"flood", []string{"a"}, []string{"it floods its output (more than 10001 lines no request asked for)"}},
+		{"flood-hello", nil, []string{"line 2 of its output", "client 0 never had that lease"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()

@@ -16,6 +16,14 @@ import (
 func (p *Process) read(r io.ReadCloser) {
 	defer close(p.readerDone)
 	defer r.Close()
+	// Whatever a driver writes, its reader never takes the process down
+	// with it: a failure here breaks the driver (its case invalid), and
+	// the run goes on.
+	defer func() {
+		if v := recover(); v != nil {
+			p.breakf("lockbench failed reading its output (%v): the driver's case is invalid", v)
+		}
+	}()
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
@@ -37,7 +45,19 @@ func (p *Process) read(r io.ReadCloser) {
 		p.trace("<-", line)
 		if n == 1 {
 			p.helloCh <- line
+			// Nothing after the hello is read before Start has taken it
+			// (a driver that floods lines right after its hello used to be
+			// read against a hello not yet set).
+			select {
+			case <-p.helloTaken:
+			case <-p.broken:
+				return
+			}
 			continue
+		}
+		if p.flooding() {
+			p.breakf("line %d of its output: it floods its output (more than %d lines no request asked for)", n, p.floodLimit())
+			return
 		}
 		if !p.handle(n, line) {
 			return
@@ -92,6 +112,9 @@ func (p *Process) handle(n int, line []byte) bool {
 		ch <- r
 		return true
 	case TypeLost:
+		p.mu.Lock()
+		p.unasked++
+		p.mu.Unlock()
 		return p.lost(n, line, r)
 	}
 	if r.ID == nil {
@@ -109,6 +132,7 @@ func (p *Process) handle(n int, line []byte) bool {
 			// not a lie.
 			p.leases[leaseKey{-1, r.Lease}] = &lease{released: true}
 		}
+		p.unasked++
 		p.mu.Unlock()
 		if late {
 			return true
@@ -141,9 +165,39 @@ func (p *Process) handle(n int, line []byte) bool {
 	return true
 }
 
+// MaxUnasked is how many lines a driver may write that answer no
+// pending request (lost signals, late answers to abandoned calls) beyond
+// one per request it was sent: past it, it floods.
+const MaxUnasked = 10_000
+
+// floodLimit is how many unasked lines the driver may have written by now.
+func (p *Process) floodLimit() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return MaxUnasked + int(p.nextID)
+}
+
+// flooding reports whether the driver has written more lines nobody asked
+// for than floodLimit allows.
+func (p *Process) flooding() bool {
+	lim := p.floodLimit()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unasked > lim
+}
+
+// abilities is what the hello said the driver can do (none when it said
+// nothing). The caller holds p.mu.
+func (p *Process) abilities() Abilities {
+	if p.hello.Abilities == nil {
+		return Abilities{}
+	}
+	return *p.hello.Abilities
+}
+
 // checkAnswer says what is wrong with r as the answer to req ("": nothing).
 func (p *Process) checkAnswer(req Request, r *Reply) string {
-	ab := p.hello.Abilities
+	ab := p.abilities()
 	if r.Type == TypeError {
 		switch {
 		case r.Code == CodeHeld && req.Type != TypeAcquire:
@@ -175,8 +229,12 @@ func (p *Process) checkAnswer(req Request, r *Reply) string {
 
 // lost handles a driver's word that a lease is gone.
 func (p *Process) lost(n int, line []byte, r Reply) bool {
+	if r.Client == nil {
+		p.breakf("line %d of its output, %s: a lost signal with no client", n, quote(line))
+		return false
+	}
 	p.mu.Lock()
-	canLose := p.hello.Abilities.Lost
+	canLose := p.abilities().Lost
 	l := p.leases[leaseKey{*r.Client, r.Lease}]
 	if l == nil {
 		l = p.leases[leaseKey{-1, r.Lease}]

@@ -295,9 +295,20 @@ func (c *Cluster) Close() error {
 }
 
 // CleanStale removes the data dirs left by harnesses that were killed
-// (SIGKILL cannot be caught, so their teardown never ran). A dir is stale
-// when the process id in its name is no longer alive.
-func CleanStale() {
+// (SIGKILL cannot be caught, so their teardown never ran), aborting the
+// FUSE connections of their power-loss layers first (a server stuck on
+// one could never exit). A dir is stale when the process id in its name
+// is no longer alive. What it did is printed on stderr and returned.
+func CleanStale() []string {
+	did := cleanStale()
+	for _, d := range did {
+		fmt.Fprintf(os.Stderr, "repair: %s\n", d)
+	}
+	return did
+}
+
+func cleanStale() []string {
+	var did []string
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lockbench-data-*"))
 	for _, d := range dirs {
 		var pid int
@@ -310,9 +321,18 @@ func CleanStale() {
 		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
 			continue // its harness still runs
 		}
-		powerfs.Sweep(d) // its power-loss layers died with it
-		os.RemoveAll(d)  // best effort: a dir we cannot remove is reported by the next run's test
+		swept, err := powerfs.Sweep(d) // its power-loss layers died with it
+		for _, s := range swept {
+			did = append(did, fmt.Sprintf("%s (left by run %d, which is gone)", s, pid))
+		}
+		if err != nil {
+			did = append(did, fmt.Sprintf("could not repair every layer of run %d: %v", pid, err))
+		}
+		if os.RemoveAll(d) == nil { // best effort: a dir we cannot remove is reported by the next run's test
+			did = append(did, fmt.Sprintf("removed data dir %s (left by run %d, which is gone)", d, pid))
+		}
 	}
+	return did
 }
 
 // Tail returns the last n lines of a file, for error messages.

@@ -37,6 +37,12 @@ func init() {
 
 func consulBinary() (string, error) { return cachedBinary("LOCKBENCH_CONSUL", "consul", ConsulVersion) }
 
+// consulNoPhoneHome turns off what a Consul agent would reach outside the
+// run for: HashiCorp's update check (checkpoint-api.hashicorp.com, a DNS
+// query to the machine's resolver then HTTPS) and its anonymous signature.
+// Nothing a run starts may reach outside the run's own addresses.
+var consulNoPhoneHome = []string{"-hcl=disable_update_check = true", "-hcl=disable_anonymous_signature = true"}
+
 // startConsul starts Consul servers, each on its own loopback address
 // (gossip and RPC on the same ports of different addresses), joined to each
 // other, and waits until every one of them sees the same leader and all
@@ -64,7 +70,7 @@ func startConsul(ctx context.Context, c *Cluster, specs []backends.ServerSpec) e
 		args := []string{"agent", "-server", fmt.Sprintf("-bootstrap-expect=%d", len(servers)), "-node=" + s.Spec.Name,
 			"-bind=" + s.IP, "-client=" + s.IP, "-data-dir=" + s.Dir, "-dns-port=-1", "-log-level=warn",
 			"-disable-host-node-id", "-node-meta=lockbench-run:" + c.RunID}
-		args = append(args, joins...)
+		args = append(append(args, consulNoPhoneHome...), joins...)
 		s.command = func() (*exec.Cmd, error) { return exec.Command(bin, args...), nil }
 		s.ready = func(ctx context.Context, p *procgroup.Process) error {
 			return poll(ctx, p, 60*time.Second, func() error { return consulReady(s.Addr, c.RunID, names) })

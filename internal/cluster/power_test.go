@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/powerfs"
+	"github.com/lockbench/lockbench/internal/procgroup"
 	"github.com/lockbench/lockbench/internal/wait"
 	"github.com/redis/go-redis/v9"
 )
@@ -97,8 +98,98 @@ func powerChild() {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
+	if os.Getenv("LOCKBENCH_POWERFS_HELPER") == "server" {
+		// A server on the layer, as the harness starts one: its own
+		// group, parent-death SIGKILL, a file held open and written.
+		cmd := exec.Command("sh", "-c", "exec 3>>"+filepath.Join(dir, "redis-1", "aof")+"; while :; do echo x >&3; done")
+		p, err := procgroup.StartProcess("redis-1", "r", cmd)
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println(dir, p.Pid())
+		select {}
+	}
 	fmt.Println(dir)
 	select {}
+}
+
+// procState is the state letter of process pid ("" when it is gone or
+// a zombie: it has let go of everything).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) == 0 || f[0] == "Z" {
+		return ""
+	}
+	return f[0]
+}
+
+// TestSIGKILLWithALayerLeavesNothingStuck replays the hole of issue 41,
+// ten times: a harness SIGKILLed while a server writes on its power-loss
+// layer. The server used to inherit /dev/fuse, keep the dead harness's
+// FUSE connection alive and hang in uninterruptible sleep on a flush for
+// good; now it dies with the harness, and the next run says what it
+// repaired (the layer, the data dir).
+func TestSIGKILLWithALayerLeavesNothingStuck(t *testing.T) {
+	if err := powerfs.Available(); err != nil {
+		t.Skip(err)
+	}
+	// A temp dir of the test's own: another run on the machine sweeps
+	// the dead runs' data dirs of /tmp, and would repair these first.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for i := 0; i < 10; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "LOCKBENCH_POWERFS_HELPER=server")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		var dir string
+		var server int
+		if n, _ := fmt.Sscanf(line, "%s %d", &dir, &server); err != nil || n != 2 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("helper: %q %v", line, err)
+		}
+		t.Cleanup(func() { powerfs.Sweep(dir); os.RemoveAll(dir) }) // should the test fail: nothing stays stuck
+		// Mid-write: the server's file has grown.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			if st, err := os.Stat(filepath.Join(dir, ".disk", "aof")); err == nil && st.Size() > 1000 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the server never wrote on its layer")
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		// The server dies with its harness (parent-death SIGKILL); it
+		// must not stay in D, waiting on a connection nobody serves.
+		var last string
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			if last = procState(server); last == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: a minute after the SIGKILL the server %d is still there, state %s", i+1, server, last)
+			}
+		}
+		did := cleanStale()
+		all := strings.Join(did, "\n")
+		if !strings.Contains(all, "unmounted "+filepath.Join(dir, "redis-1")) || !strings.Contains(all, "removed data dir "+dir) {
+			t.Errorf("run %d: the next run did not say what it repaired:\n%s", i+1, all)
+		}
+	}
 }
 
 // TestStaleLayerIsSweptByTheNextRun: a harness SIGKILLed with a layer

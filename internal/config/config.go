@@ -44,6 +44,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		if err2 := json.Unmarshal(b, &n); err2 != nil {
 			return fmt.Errorf("want a duration string: %w", err)
 		}
+		if n > int64(MaxDuration) || n < -int64(MaxDuration) {
+			return fmt.Errorf("%d ns is longer than any duration lockbench takes (at most %s)", n, time.Duration(MaxDuration))
+		}
 		*d = Duration(n)
 		return nil
 	}
@@ -70,8 +73,17 @@ func parseDuration(s string) (Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a duration (write e.g. 250ms or 2s)", s)
 	}
+	if v > MaxDuration || v < -MaxDuration {
+		return 0, fmt.Errorf("%q is longer than any duration lockbench takes (at most %s)", s, time.Duration(MaxDuration))
+	}
 	return Duration(v), nil
 }
+
+// MaxDuration bounds every duration a scenario, a targets file or a
+// driver's settings give (a case's length, a ttl, a fault's window, a
+// clock step): a week. A 292-year ttl is a typo or an attack, and sums of
+// such durations overflow.
+const MaxDuration = 7 * 24 * time.Hour
 
 // DecodeStrictBytes decodes YAML text into v, rejecting unknown fields.
 // lineOffset is added to line numbers in error messages, so that errors

@@ -23,6 +23,9 @@ func DecodeStrict(n *yaml.Node, v any) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
 	}
+	if err := CheckAliases(n); err != nil {
+		return err
+	}
 	if err := unknownFields(n, reflect.TypeOf(v)); err != nil {
 		return err
 	}
@@ -123,4 +126,45 @@ func fieldNames(fields map[string]reflect.Type) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// MaxExpandedNodes bounds how many nodes a document may stand for once its
+// aliases are expanded: a few hundred bytes of nested anchors (a "billion
+// laughs") stand for billions, which expanding or walking would take
+// gigabytes or hours to.
+const MaxExpandedNodes = 100_000
+
+// CheckAliases fails when n, its aliases expanded, stands for more than
+// MaxExpandedNodes nodes. It counts in linear time (each node's expanded
+// size once), allocating nothing of the expansion.
+func CheckAliases(n *yaml.Node) error {
+	if n == nil {
+		return nil
+	}
+	memo := map[*yaml.Node]int{}
+	var size func(n *yaml.Node, depth int) int
+	size = func(n *yaml.Node, depth int) int {
+		if s, ok := memo[n]; ok {
+			return s
+		}
+		if depth > 1000 {
+			return MaxExpandedNodes + 1 // an alias cycle, or absurd nesting
+		}
+		memo[n] = MaxExpandedNodes + 1 // a node met again while being sized: a cycle
+		s := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			s += size(n.Alias, depth+1)
+		}
+		for _, c := range n.Content {
+			if s += size(c, depth+1); s > MaxExpandedNodes {
+				break
+			}
+		}
+		memo[n] = min(s, MaxExpandedNodes+1)
+		return memo[n]
+	}
+	if s := size(n, 0); s > MaxExpandedNodes {
+		return fmt.Errorf("line %d: its aliases expand to more than %d YAML nodes: refused (nested anchors, a \"billion laughs\"?)", n.Line, MaxExpandedNodes)
+	}
+	return nil
 }

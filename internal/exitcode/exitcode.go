@@ -95,7 +95,7 @@ var Table = []Entry{
 	{NotReproduced, "an expected outcome did not appear (known answer not reproduced)", "an expected outcome did not appear (a known answer not reproduced: the run proves nothing about what it was meant to show)"},
 	{Unavailable, "the lock was not live as the scenario expects (never recovered, gaps)", "the lock was not live as the scenario expects (not serving again after a fault healed, a gap longer than `max_gap`, a recovery slower than `recovers_within`)"},
 	{Config, "bad usage or invalid scenario", "bad usage or an invalid scenario file (every problem as `file:line: field: message`), or a history line outside the record's language"},
-	{Interrupted, "interrupted (SIGINT/SIGTERM); everything was torn down", "interrupted by SIGINT/SIGTERM; everything was torn down (a second signal exits at once)"},
+	{Interrupted, "interrupted (SIGINT/SIGTERM); everything was torn down", "interrupted by SIGINT/SIGTERM; everything was torn down (a second signal exits at once with 1: teardown abandoned, the next run repairs it)"},
 }
 
 // Help is the table for a command's help text.

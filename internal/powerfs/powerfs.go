@@ -35,7 +35,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -129,11 +128,13 @@ func (f *FS) mount() error {
 	rootNode := root.NewNode(root, nil, "", &st)
 	root.RootNode = rootNode
 	opts := &fs.Options{MountOptions: fuse.MountOptions{
-		FsName: FsName, Name: "powerfs", DirectMount: true, AllowOther: true,
+		// Strict: no fallback to the fusermount helper, which would fork
+		// while mountLocked holds the fork lock.
+		FsName: FsName, Name: "powerfs", DirectMountStrict: true, AllowOther: true,
 		// Servers read what they wrote: no cache that could outlive a loss.
 		DisableXAttrs: true,
 	}}
-	srv, err := fs.Mount(f.Mountpoint, rootNode, opts)
+	srv, err := mountLocked(f.Mountpoint, rootNode, opts)
 	if err != nil {
 		return fmt.Errorf("powerfs: mount %s: %w", f.Mountpoint, err)
 	}
@@ -259,7 +260,10 @@ func revert(dir string, pending map[uint64][]undo) (Loss, error) {
 		}
 		for i := len(us) - 1; i >= 0; i-- {
 			u := us[i]
-			if err := file.Truncate(u.size); err == nil && len(u.old) > 0 {
+			// One err for both steps: a failed truncate or rewrite is a
+			// loss that did not discard, never one reported as applied.
+			err := file.Truncate(u.size)
+			if err == nil && len(u.old) > 0 {
 				_, err = file.WriteAt(u.old, u.off)
 			}
 			if err != nil {
@@ -494,68 +498,4 @@ func (f *file) truncating(size int64) syscall.Errno {
 		return 0
 	}
 	return fs.ToErrno(f.fs.record(f.fd, f.ino, size, st.Size-size, 0))
-}
-
-// Sweep unmounts every layer a dead process left under prefix (the
-// kernel keeps a FUSE mount whose daemon died, answering "transport
-// endpoint is not connected"). It returns the mountpoints it removed.
-func Sweep(prefix string) ([]string, error) {
-	mounts, err := Mounted(prefix)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	var errs []error
-	for _, mp := range mounts {
-		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
-			continue
-		}
-		out = append(out, mp)
-	}
-	return out, errors.Join(errs...)
-}
-
-// Mounted lists the layers mounted under prefix, live or dead.
-func Mounted(prefix string) ([]string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw"
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 2 || g[1] != FsName {
-			continue
-		}
-		if mp := unescapeMount(f[4]); strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
-		}
-	}
-	return out, nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &v); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -93,8 +93,11 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 			r.kept = &keptCluster{key: key, cl: cl, origin: origin}
 			return
 		}
-		if cerr := cl.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("tear down cluster: %w", cerr)
+		if cerr := cl.Close(); cerr != nil {
+			r.teardownErrs = append(r.teardownErrs, fmt.Errorf("case %s: tear down cluster: %w", c.Name, cerr))
+			if err == nil {
+				err = fmt.Errorf("tear down cluster: %w", cerr)
+			}
 		}
 	}()
 	if from == "" {
@@ -425,6 +428,7 @@ func (r *run) dropKept() {
 	if r.kept != nil {
 		if err := r.kept.cl.Close(); err != nil {
 			fmt.Fprintf(r.log, "tear down the cluster of %s: %v\n", r.kept.origin, err)
+			r.teardownErrs = append(r.teardownErrs, fmt.Errorf("tear down the cluster of %s: %w", r.kept.origin, err))
 		}
 		r.kept = nil
 	}

@@ -41,6 +41,7 @@ type merger struct {
 	npend   int            // events queued, over every source
 	seq     int64
 	err     error
+	written int64  // bytes of history written
 	arena   []byte // encoded events are copied here, in large chunks
 	scratch []byte // the coordinator's events are encoded here first
 
@@ -50,6 +51,11 @@ type merger struct {
 	fresh     [][]byte // lines received since the last flush
 	tailLines int
 }
+
+// MaxHistoryBytes bounds the history a run writes (a variable for the
+// tests): past it, nothing more is written and the run fails saying so,
+// rather than filling the disk.
+var MaxHistoryBytes int64 = 4 << 30
 
 func newMerger(w *history.Writer, base int64) *merger {
 	return &merger{w: w, base: base, last: map[int]int64{}, queues: map[int]*queue{}}
@@ -177,7 +183,11 @@ func (m *merger) flush(all bool) error {
 		if !all && it.t > wm {
 			break
 		}
-		if err := m.w.WriteLine(it.raw); err != nil && m.err == nil {
+		if m.written += int64(len(it.raw)); m.written > MaxHistoryBytes {
+			if m.err == nil {
+				m.err = fmt.Errorf("the history passed %d MiB: the rest is not written (a workload or a driver writing without bound)", MaxHistoryBytes>>20)
+			}
+		} else if err := m.w.WriteLine(it.raw); err != nil && m.err == nil {
 			m.err = err
 		}
 		q.pop()

@@ -146,3 +146,27 @@ func TestMergerKeepsOrderWithinAndAcrossSources(t *testing.T) {
 		t.Errorf("written in order %v, want %s", got, want)
 	}
 }
+
+// TestHistoryIsBounded: past MaxHistoryBytes the merger writes nothing
+// more and says why, whatever the workers send.
+func TestHistoryIsBounded(t *testing.T) {
+	old := MaxHistoryBytes
+	MaxHistoryBytes = 1 << 20
+	defer func() { MaxHistoryBytes = old }()
+	var buf bytes.Buffer
+	base := monoclock.Now() - 1_000_000_000
+	m := newMerger(history.NewWriter(&buf), base)
+	m.addSource(1)
+	now := monoclock.Since(base)
+	for i := int64(0); i < 20000; i++ {
+		m.push(1, &history.Event{T: now + i, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k"})
+	}
+	m.advance(1, now+30000)
+	err := m.flush(true)
+	if err == nil || !strings.Contains(err.Error(), "the history passed 1 MiB") {
+		t.Errorf("flush: %v", err)
+	}
+	if n := int64(buf.Len()); n > MaxHistoryBytes {
+		t.Errorf("%d bytes of history written past the bound of %d", n, MaxHistoryBytes)
+	}
+}

@@ -66,16 +66,19 @@ type Outcome struct {
 }
 
 type run struct {
-	opts   Options
-	sc     *scenario.Scenario
-	seed   int64
-	id     string
-	dir    string
-	base   int64
-	m      *merger
-	faults *json.Encoder
-	fmu    sync.Mutex
-	log    io.Writer
+	opts Options
+	// teardownErrs are the teardowns that failed: an interrupted run
+	// with one does not exit 105 ("everything was torn down").
+	teardownErrs []error
+	sc           *scenario.Scenario
+	seed         int64
+	id           string
+	dir          string
+	base         int64
+	m            *merger
+	faults       *json.Encoder
+	fmu          sync.Mutex
+	log          io.Writer
 
 	ncases   int
 	acquired atomic.Int64 // successful acquisitions of the current case, live
@@ -245,6 +248,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 	}
 	out := &Outcome{Dir: r.dir, Info: info}
 	if interrupted {
+		// 105 says everything was torn down: only when it was.
+		if len(r.teardownErrs) > 0 {
+			return out, exitcode.With(fmt.Errorf("interrupted, and the teardown did not complete (the next run repairs what it can): %w", errors.Join(r.teardownErrs...)), exitcode.Harness)
+		}
 		return out, exitcode.With(fmt.Errorf("interrupted: %w", context.Cause(ctx)), exitcode.Interrupted)
 	}
 	return out, runErr

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/targets"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -308,8 +307,8 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 	}
 	if s.Name == "" {
 		errs.add(lineOf(doc, "name", 1), "name", "missing (every scenario needs a name)")
-	} else if strings.ContainsAny(s.Name, " /\t") {
-		errs.add(lineOf(doc, "name", 1), "name", "%q may not contain spaces or slashes (it names results folders)", s.Name)
+	} else if !scenarioName.MatchString(s.Name) {
+		errs.add(lineOf(doc, "name", 1), "name", "%q: a scenario name is at most 100 letters, digits, '-', '_' and '.' (it names results folders and is printed)", s.Name)
 	}
 	base := workload.Default()
 	baseOK := true
@@ -349,7 +348,15 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 		}
 		return w.TTL.D(), true
 	}
+	if len(f.Cases) > MaxCases {
+		errs.add(lineOf(doc, "cases", 1), "cases", "%d cases (at most %d a scenario)", len(f.Cases), MaxCases)
+		return nil, errs
+	}
 	for i := range f.Cases {
+		if len(s.Cases) > MaxCases {
+			errs.add(lineOf(doc, "cases", 1), "cases", "its sweeps and trials make more than %d cases (at most %d a scenario)", MaxCases, MaxCases)
+			return nil, errs
+		}
 		n := &f.Cases[i]
 		nodes, points := expandSweeps(errs, fmt.Sprintf("cases[%d]", i), n, ttlOf)
 		for k, pn := range nodes {
@@ -361,6 +368,10 @@ func ParseWith(path string, src []byte, o Options) (*Scenario, error) {
 			if p := points[k]; p != nil {
 				c.Base, c.Point = c.Name, p
 				c.Name += p.name()
+				if !safePoint(p.name()) {
+					errs.add(lineOf(n, "name", n.Line), fmt.Sprintf("cases[%d].name", i), "%q: swept values are printable, without spaces, slashes or shell characters (they name files and are printed)", c.Name)
+					break
+				}
 			}
 			c.Thresholds = append(append([]string(nil), common...), c.Thresholds...)
 			if seen[c.Name] {
@@ -409,8 +420,8 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 	c := &Case{Name: cd.Name, BackendName: cd.Backend, Network: network, PlanSeed: cd.PlanSeed}
 	if c.Name == "" {
 		errs.add(n.Line, where+".name", "missing")
-	} else if strings.ContainsAny(c.Name, " /\t.") {
-		errs.add(line("name"), where+".name", "%q may not contain spaces, dots or slashes", c.Name)
+	} else if !caseName.MatchString(c.Name) {
+		errs.add(line("name"), where+".name", "%q: a case name is at most 100 letters, digits, '-' and '_' (it names files and is printed)", c.Name)
 	}
 	ok := true
 	c.Workload = base
@@ -438,6 +449,10 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 		return nil
 	}
 	if cd.Options.Kind != 0 {
+		if err := config.CheckAliases(&cd.Options); err != nil {
+			errs.add(line("options"), where+".options", "%v", err)
+			return nil
+		}
 		b, err := yaml.Marshal(resolveAliases(&cd.Options))
 		if err != nil {
 			errs.add(line("options"), where+".options", "%v", err)
@@ -562,36 +577,6 @@ func baseProblem(base workload.Workload, p workload.Problem) bool {
 		}
 	}
 	return false
-}
-
-// targets lists the concrete target names of a case's cluster, and the
-// server kind of each server. A client link is a target only if some
-// instance dials that server, and link:<server>@instance-N only if
-// instance N does: a fault on a link nobody uses would do nothing.
-func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
-	t := map[string]faults.Kind{faults.LinkTarget(links.Resource, 0).String(): faults.Link}
-	kindOfServer := map[string]string{}
-	for i := history.Instance(1); i <= history.Instance(c.Workload.Instances); i++ {
-		t[faults.InstanceTarget(i).String()] = faults.Instance
-		t[faults.LinkTarget(links.Resource, i).String()] = faults.Link
-	}
-	if c.Backend == nil {
-		return t, kindOfServer
-	}
-	for _, s := range c.Backend.Servers() {
-		t[s.Name] = faults.Server
-		kindOfServer[s.Name] = s.Kind
-	}
-	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
-		t[faults.LinkTarget(l, 0).String()] = faults.Link
-	}
-	for i := 1; i <= c.Workload.Instances; i++ {
-		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {
-			t[faults.LinkTarget(name, 0).String()] = faults.Link
-			t[faults.LinkTarget(name, history.Instance(i)).String()] = faults.Link
-		}
-	}
-	return t, kindOfServer
 }
 
 func backendNames() string {

@@ -6,8 +6,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/workload"
 	"go.yaml.in/yaml/v3"
 )
@@ -259,4 +262,34 @@ func sortedKeys(m map[string]faults.Kind) string {
 	}
 	sort.Strings(ks)
 	return strings.Join(append(ks, "link:<server>@instance-N", faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleLeader, faults.RoleFollower, faults.RoleMaster), ", ")
+}
+
+// targets lists the concrete target names of a case's cluster, and the
+// server kind of each server. A client link is a target only if some
+// instance dials that server, and link:<server>@instance-N only if
+// instance N does: a fault on a link nobody uses would do nothing.
+func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
+	t := map[string]faults.Kind{faults.LinkTarget(links.Resource, 0).String(): faults.Link}
+	kindOfServer := map[string]string{}
+	for i := history.Instance(1); i <= history.Instance(c.Workload.Instances); i++ {
+		t[faults.InstanceTarget(i).String()] = faults.Instance
+		t[faults.LinkTarget(links.Resource, i).String()] = faults.Link
+	}
+	if c.Backend == nil {
+		return t, kindOfServer
+	}
+	for _, s := range c.Backend.Servers() {
+		t[s.Name] = faults.Server
+		kindOfServer[s.Name] = s.Kind
+	}
+	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
+		t[faults.LinkTarget(l, 0).String()] = faults.Link
+	}
+	for i := 1; i <= c.Workload.Instances; i++ {
+		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {
+			t[faults.LinkTarget(name, 0).String()] = faults.Link
+			t[faults.LinkTarget(name, history.Instance(i)).String()] = faults.Link
+		}
+	}
+	return t, kindOfServer
 }

@@ -35,6 +35,9 @@ const slotBase = 64
 type Slot struct {
 	N int
 	f *os.File
+	// legacy is the slot's lock in the old shared directory, held too
+	// when it could be taken (holdLegacy).
+	legacy *os.File
 	// hosts: the slot's addresses are 10.(64+n).0.0/16 on the run's own
 	// bridge, each server and instance in a namespace of its own.
 	hosts bool
@@ -107,7 +110,7 @@ func Acquire() (*Slot, error) {
 				f.Close()
 				continue
 			}
-			return &Slot{N: n, f: f}, nil
+			return &Slot{N: n, f: f, legacy: holdLegacy(n)}, nil
 		}
 		f.Close()
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
@@ -115,6 +118,32 @@ func Acquire() (*Slot, error) {
 		}
 	}
 	return nil, fmt.Errorf("all %d address slots are in use: %d lockbench runs at once on this machine", Slots, Slots)
+}
+
+// holdLegacy takes slot n's lock in the legacy shared directory too, when
+// it can, so that an older lockbench binary on the machine sees the slot
+// taken (it would otherwise take it, and remove this run's namespaces and
+// chains as a dead run's). A lock a stranger holds there was ignored by
+// heldElsewhere: then there is nothing to take.
+func holdLegacy(n int) *os.File {
+	path := filepath.Join(legacyDir, fmt.Sprintf("slot-%d.lock", n))
+	flags := syscall.O_RDWR | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	// Create it only in a real directory of root's (an older binary's), never
+	// through a link another user planted.
+	if st, err := os.Lstat(legacyDir); err == nil && st.IsDir() && os.Geteuid() == 0 {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid == 0 {
+			flags |= syscall.O_CREAT
+		}
+	}
+	fd, err := syscall.Open(path, flags, 0o644)
+	if err != nil {
+		return nil
+	}
+	if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		syscall.Close(fd)
+		return nil
+	}
+	return os.NewFile(uintptr(fd), path)
 }
 
 // heldElsewhere reports whether slot n is held in another directory by a
@@ -189,6 +218,10 @@ func (s *Slot) Release() {
 	if s != nil && s.f != nil {
 		s.f.Close() // closing the only descriptor drops the flock
 		s.f = nil
+	}
+	if s != nil && s.legacy != nil {
+		s.legacy.Close()
+		s.legacy = nil
 	}
 }
 

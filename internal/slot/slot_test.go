@@ -163,3 +163,34 @@ func TestSlotsCannotBeHeldHostage(t *testing.T) {
 	}
 	got.Release()
 }
+
+// TestOlderBinariesSeeTheSlotTaken: a run also holds its slot's lock in the
+// old shared directory, so an older lockbench on the machine does not take
+// the same slot (and remove this run's namespaces as a dead run's).
+func TestOlderBinariesSeeTheSlotTaken(t *testing.T) {
+	base := t.TempDir()
+	oldRoot, oldLegacy := rootDir, legacyDir
+	rootDir, legacyDir = filepath.Join(base, "run/lockbench/slots"), filepath.Join(base, "legacy")
+	t.Cleanup(func() { rootDir, legacyDir = oldRoot, oldLegacy })
+	os.MkdirAll(filepath.Join(base, "run"), 0o755)
+	os.Mkdir(legacyDir, 0o755)
+	for n := 0; n < Slots; n++ {
+		os.WriteFile(filepath.Join(legacyDir, fmt.Sprintf("slot-%d.lock", n)), nil, 0o644)
+	}
+	s, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(legacyDir, fmt.Sprintf("slot-%d.lock", s.N)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		t.Error("an older binary could take the slot this run holds")
+	}
+	s.Release()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Errorf("the legacy lock outlived the release: %v", err)
+	}
+}

@@ -157,6 +157,15 @@ func (r *Rate) Pacer(d time.Duration) pacer.Pacer {
 	return pacer.Constant{Freq: r.PerSecond, Duration: d}
 }
 
+// MaxRate bounds an open-loop rate (per second, the whole case), and
+// MaxPlannedOps what it plans over the case's duration: what a scenario
+// can make the harness write (rate: 1e18 made a 2-s case write a 375 MB
+// history).
+const (
+	MaxRate       = 100_000
+	MaxPlannedOps = 10_000_000
+)
+
 func (r *Rate) validate(d time.Duration) []Problem {
 	shapes := 0
 	if r.PerSecond != 0 {
@@ -170,6 +179,16 @@ func (r *Rate) validate(d time.Duration) []Problem {
 	}
 	if shapes != 1 {
 		return []Problem{{"rate", "give exactly one of per_second, from/to (a ramp) or steps"}}
+	}
+	peak := max(r.PerSecond, r.From, r.To)
+	for _, st := range r.Steps {
+		peak = max(peak, st.PerSecond)
+	}
+	if peak > MaxRate {
+		return []Problem{{"rate", fmt.Sprintf("%g per second is more than lockbench paces (at most %d per second)", peak, MaxRate)}}
+	}
+	if ops := peak * d.Seconds(); ops > MaxPlannedOps {
+		return []Problem{{"rate", fmt.Sprintf("%g per second for %s plans %.3g operations, each a few history lines (at most %d a case)", peak, d, ops, MaxPlannedOps)}}
 	}
 	if err := pacer.Validate(r.Pacer(d)); err != nil {
 		return []Problem{{"rate", err.Error()}}
