@@ -63,6 +63,24 @@ func Acquire() (*Slot, error) {
 	return nil, fmt.Errorf("all %d address slots are in use: %d lockbench runs at once on this machine", Slots, Slots)
 }
 
+// Hold takes slot n if nobody holds it now, for a moment: to remove what
+// a killed run of that slot left while no run can take it. false when
+// another run holds it (or its lock file cannot be opened).
+func Hold(n int) (*Slot, bool) {
+	if n < 0 || n >= Slots {
+		return nil, false
+	}
+	f, err := os.OpenFile(filepath.Join(SlotDir(), fmt.Sprintf("slot-%d.lock", n)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return &Slot{N: n, f: f}, true
+}
+
 // Release gives the slot back; safe to call more than once.
 func (s *Slot) Release() {
 	if s != nil && s.f != nil {

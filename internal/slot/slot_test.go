@@ -78,3 +78,31 @@ func TestSlotOfAKilledRunIsFree(t *testing.T) {
 	}
 	t.Fatalf("the killed holder's slot %s never came back", held)
 }
+
+// TestHoldOnlyAFreeSlot: Hold takes a slot nobody holds, and never one a
+// run holds (a repair must not clean a live run's namespaces).
+func TestHoldOnlyAFreeSlot(t *testing.T) {
+	a, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := Hold(a.N); ok {
+		s.Release()
+		t.Fatalf("held slot %d, which a run holds", a.N)
+	}
+	n := a.N
+	a.Release()
+	s, ok := Hold(n)
+	if !ok {
+		t.Fatalf("could not hold slot %d once released", n)
+	}
+	if b, err := Acquire(); err == nil && b.N == n {
+		t.Errorf("slot %d acquired while held for a repair", n)
+	} else if err == nil {
+		b.Release()
+	}
+	s.Release()
+	if _, ok := Hold(Slots); ok {
+		t.Error("held a slot beyond the last")
+	}
+}
