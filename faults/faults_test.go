@@ -674,6 +674,32 @@ func TestClockDriftEmulated(t *testing.T) {
 	if d, real := before-c.PTTL(ctx, "lockbench:lock:a").Val(), gap.Since(); d > real+50*time.Millisecond {
 		t.Errorf("after the heal the lease still ran fast: %s off in %s", d, real)
 	}
+	if !strings.Contains(obs, "apart") {
+		t.Errorf("the check does not say how far apart the adjustments came: %q", obs)
+	}
+	// An emulation that could not run for 400 ms (here: its server
+	// stopped under it, as a busy machine would leave it unscheduled)
+	// let every lease run at the real pace meanwhile: the check says the
+	// drift lapsed, and for how long, instead of calling it held.
+	c.Set(ctx, "lockbench:lock:a", "x", 10*time.Second)
+	late, err := build(t, "clock-drift", "rate: 3").Start(ctx, env, faults.ParseTarget("redis-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := cl.Server("redis-1").Process()
+	time.Sleep(100 * time.Millisecond)
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := srv.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if obs, err := late.Check(ctx); err == nil || !strings.Contains(err.Error(), "lapsed") {
+		t.Errorf("a drift whose adjustments stopped for 400ms: check %q, %v; want it lapsed", obs, err)
+	}
+	heal(t, late)
 }
 
 // TestEveryFaultHasAClass: the decision view files a case under its
