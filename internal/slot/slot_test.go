@@ -1,6 +1,7 @@
 package slot
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -104,5 +105,36 @@ func TestHoldOnlyAFreeSlot(t *testing.T) {
 	s.Release()
 	if _, ok := Hold(Slots); ok {
 		t.Error("held a slot beyond the last")
+	}
+}
+
+// TestSlotStillBoundIsSkipped: a free slot whose addresses a process
+// still listens on (a dead run's server still exiting) is not handed out:
+// its run could not bind them.
+func TestSlotStillBoundIsSkipped(t *testing.T) {
+	a, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := a.N
+	l, err := net.Listen("tcp", a.Server(1)+":0")
+	a.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inUse(n) {
+		t.Fatalf("slot %d with a listener on %s is not seen in use", n, l.Addr())
+	}
+	b, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.N == n {
+		t.Errorf("slot %d handed out while %s listens on it", n, l.Addr())
+	}
+	b.Release()
+	l.Close()
+	if inUse(n) {
+		t.Errorf("slot %d still seen in use once its listener closed", n)
 	}
 }
