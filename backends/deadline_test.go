@@ -63,8 +63,10 @@ func TestAcquireHonoursDeadline(t *testing.T) {
 				t.Logf("acquire ended with %v", err)
 			}
 			// The deadline plus one round trip and a blocking query's
-			// jitter (Consul adds up to wait/16).
-			if took > deadline+time.Second {
+			// jitter (Consul adds up to wait/16), with a busy machine's
+			// slack: what this guards against, a wait past the deadline
+			// for the holder's 10 s lease, is far beyond it.
+			if took > deadline+3*time.Second {
 				t.Errorf("acquire with a %s deadline returned after %s", deadline, took.Round(time.Millisecond))
 			}
 		})

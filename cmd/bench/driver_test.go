@@ -44,6 +44,11 @@ func TestReferenceDriversConform(t *testing.T) {
 			if strings.Contains(out, "machine too slow") {
 				t.Skipf("bench driver check %s: a step's timing premise went unmet at its widest window:\n%s", name, out)
 			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "(before: ") {
+					t.Logf("a probe widened on this machine: %s", strings.TrimSpace(line))
+				}
+			}
 			t.Logf("%s conforms in %s", name, time.Since(start).Round(100*time.Millisecond))
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +18,10 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/netns"
+	"github.com/lockbench/lockbench/internal/powerfs"
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/internal/cluster"
@@ -384,12 +388,31 @@ cases:
     faults: [{type: isolate, target: consul-2, at: 500ms, for: 50s}]
 `
 
+// longLayers makes, as root, every kind of thing a run sets up beside its
+// processes: network namespaces and a bridge (network: hosts), a FUSE
+// layer under the servers' data dirs (a disk-full fault in the schedule,
+// never reached), and a cgroup (a CPU quota on instance 1, in force).
+const longLayers = `
+name: long-layers
+network: hosts
+workload: {duration: 60s, instances: 2, clients: 1}
+cases:
+  - name: redis
+    backend: redis
+    faults:
+      - {type: cpu-starve, target: instance-1, at: 300ms, for: 50s, percent: 20}
+      - {type: disk-full, target: redis-1, at: 55s, for: 1s}
+`
+
 // TestNoChildSurvives starts a run in a child bench process, stops it once
-// the case is under way (one instance paused, or a member isolated with
-// iptables), and checks that no process it started, no iptables chain and no
-// temp dir is left: after SIGINT (a clean teardown, exit code 105) and after
-// SIGKILL of the harness itself (the parent-death signal takes the children
-// along; the next run removes the chain and the data dir it left).
+// the case is under way (one instance paused, a member isolated with
+// iptables, or an instance starved in a cgroup of a run of hosts in
+// namespaces over a FUSE layer), and checks that no process it started, no
+// iptables chain, namespace, mount, cgroup or temp dir is left: after
+// SIGINT (a clean teardown, exit code 105) and after SIGKILL of the
+// harness itself (the parent-death signal takes the children along; the
+// next run removes the chain, the namespaces, the layer, the cgroup and
+// the data dir it left).
 func TestNoChildSurvives(t *testing.T) {
 	needRedis(t)
 	type variant struct {
@@ -404,6 +427,11 @@ func TestNoChildSurvives(t *testing.T) {
 		variants = append(variants,
 			variant{"iptables/interrupt", longPartition, "fault isolate-1: isolate on consul-2", syscall.SIGINT},
 			variant{"iptables/killed", longPartition, "fault isolate-1: isolate on consul-2", syscall.SIGKILL})
+	}
+	if netns.Available() == nil && powerfs.Available() == nil && cgroup.Available("cpu") == nil {
+		variants = append(variants,
+			variant{"layers/interrupt", longLayers, "fault cpu-starve-1: cpu-starve on instance-1", syscall.SIGINT},
+			variant{"layers/killed", longLayers, "fault cpu-starve-1: cpu-starve on instance-1", syscall.SIGKILL})
 	}
 	for _, v := range variants {
 		sig := v.sig
@@ -446,6 +474,15 @@ func TestNoChildSurvives(t *testing.T) {
 					return heldBack(filepath.Join(out, layout.HistoryFile), filepath.Join(out, layout.TailFile), "i2") > 0
 				})
 			}
+			// What of the run's own is in place, to look for afterwards.
+			slotN := -1
+			if m := regexp.MustCompile(`\(slot (\d+)\)`).FindSubmatch([]byte(readFile(logPath))); m != nil {
+				slotN, _ = strconv.Atoi(string(m[1]))
+			}
+			made := layersOf(pid, tmp, slotN)
+			if strings.HasPrefix(v.name, "layers") && (len(made.namespaces) == 0 || len(made.mounts) == 0 || len(made.cgroups) == 0) {
+				t.Fatalf("the run made namespaces %v, mounts %v, cgroups %v: want some of each to look for afterwards", made.namespaces, made.mounts, made.cgroups)
+			}
 			kids := childrenOf(pid)
 			if len(kids) < 2 { // a server and a worker at least
 				t.Fatalf("found %d tagged children of the run (%v), want >= 3", len(kids), kids)
@@ -476,8 +513,9 @@ func TestNoChildSurvives(t *testing.T) {
 				}
 			}
 			if sig == syscall.SIGKILL {
-				// The killed harness could not remove its data dir; the next
-				// run removes it when it starts.
+				// The killed harness could not remove its data dir (nor its
+				// layer, cgroup or namespaces); the next run removes them
+				// when it starts, whatever slot and mode it runs in.
 				again := exec.Command(os.Args[0], "run", "-q", "-dir", filepath.Join(tmp, "again"),
 					writeScenario(t, "name: again\nworkload: {duration: 300ms, instances: 1, clients: 1}\ncases: [{name: a, backend: local, expect: {violations: false}}]\n"))
 				again.Env = append(os.Environ(), "TMPDIR="+tmp)
@@ -492,8 +530,37 @@ func TestNoChildSurvives(t *testing.T) {
 			if rules, err := exec.Command("iptables", "-w", "-S").Output(); err == nil && bytes.Contains(rules, []byte(fmt.Sprintf("%s%d", firewall.ChainPrefix, pid))) {
 				t.Errorf("iptables chain of run %d left behind:\n%s", pid, rules)
 			}
+			if left := layersOf(pid, tmp, slotN); len(left.namespaces)+len(left.mounts)+len(left.cgroups) > 0 {
+				t.Errorf("left behind: namespaces %v, mounts %v, cgroups %v", left.namespaces, left.mounts, left.cgroups)
+			}
 		})
 	}
+}
+
+// runLayers is what of a run's own, beside processes, exists now.
+type runLayers struct{ namespaces, mounts, cgroups []string }
+
+// layersOf lists the namespaces of slot n (lb<n>-…, when n >= 0), the
+// mounts under the run's temp dir tmp (its data dir's FUSE layer) and
+// the cgroups of harness pid (cgroup.Prefix<pid>-…, in any controller).
+func layersOf(pid int, tmp string, n int) runLayers {
+	var l runLayers
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil && n >= 0 {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], fmt.Sprintf("lb%d-", n)) {
+				l.namespaces = append(l.namespaces, f[0])
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], tmp+"/") {
+				l.mounts = append(l.mounts, f[4])
+			}
+		}
+	}
+	l.cgroups, _ = filepath.Glob(filepath.Join(cgroup.Root, "*", fmt.Sprintf("%s%d-*", cgroup.Prefix, pid)))
+	return l
 }
 
 // heldBack counts the events of proc (a prefix: "i2") that the tail journal

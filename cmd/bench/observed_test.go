@@ -4,9 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/exitcode"
@@ -130,8 +132,15 @@ func TestSentinelFaultsTakeEffect(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Observed, "; "), "took over from redis-1") {
 		t.Errorf("failover not observed: %+v", r)
 	}
-	if c := cs["failover"]; c.Check.Status != "ok" || !c.Check.Valid || c.Metrics.LongestGapMs > 5000 {
-		t.Errorf("failover case: %s valid=%v %v, longest gap %.0fms (want the lock back within 5s)", c.Check.Status, c.Check.Valid, c.Check.Invalid, c.Metrics.LongestGapMs)
+	// The lock comes back once a replica took over: within 3 s of the
+	// promotion the fault saw (a client's reconnect, its next acquire),
+	// however long the Sentinels took to agree on a busy machine.
+	took := 2 * time.Second // the Sentinels' own: down_after 1s, then a vote
+	if m := regexp.MustCompile(`took over from redis-1 ([0-9.]+m?s) after`).FindStringSubmatch(strings.Join(r.Observed, "; ")); m != nil {
+		took, _ = time.ParseDuration(m[1])
+	}
+	if c := cs["failover"]; c.Check.Status != "ok" || !c.Check.Valid || c.Metrics.LongestGapMs > float64((took+3*time.Second).Milliseconds()) {
+		t.Errorf("failover case: %s valid=%v %v, longest gap %.0fms (want the lock back within 3s of the promotion, %s after the kill)", c.Check.Status, c.Check.Valid, c.Check.Invalid, c.Metrics.LongestGapMs, took)
 	}
 }
 

@@ -62,7 +62,10 @@ func TestWorkloadOverridesPerInstance(t *testing.T) {
 	if s := shortest["i1c0"]; s < 550*time.Millisecond {
 		t.Errorf("instance 1 (hold 600ms) held as briefly as %s", s)
 	}
-	if l, ok := longest["i2c0"]; !ok || l > 300*time.Millisecond {
-		t.Errorf("instance 2 (hold 20ms) held as long as %s (seen: %v)", l, ok)
+	// Holds take at least what they were given, and on a busy machine
+	// more: instance 2's shortest, not its longest, tells its 20 ms from
+	// the 600 ms it would hold without its override.
+	if s, ok := shortest["i2c0"]; !ok || s > 300*time.Millisecond {
+		t.Errorf("instance 2 (hold 20ms) never held shorter than %s (seen: %v, longest %s)", s, ok, longest["i2c0"])
 	}
 }

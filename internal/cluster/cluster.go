@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/internal/control"
 	"github.com/lockbench/lockbench/internal/firewall"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/netns"
 	"github.com/lockbench/lockbench/internal/powerfs"
 	"github.com/lockbench/lockbench/internal/procgroup"
 	"github.com/lockbench/lockbench/internal/slot"
@@ -148,6 +149,7 @@ func NewWith(runID, logDir string, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	CleanStale()
+	cleanFreeSlots()
 	cgroup.CleanStale()
 	if err := firewall.CleanStale(); err != nil {
 		return nil, fmt.Errorf("remove iptables chains of dead runs: %w", err)
@@ -333,6 +335,23 @@ func cleanStale() []string {
 		}
 	}
 	return did
+}
+
+// cleanFreeSlots removes the namespaces and bridges a killed hosts-mode
+// run left on a slot nobody holds now, holding the slot meanwhile so that
+// no run takes it half cleaned. A run cleans its own slot when it makes
+// its hosts (netns.New); this is for a slot the next runs do not take
+// (a lower one was free again), which nothing else would repair.
+func cleanFreeSlots() {
+	if netns.Available() != nil {
+		return
+	}
+	for _, n := range netns.StaleSlots() {
+		if s, ok := slot.Hold(n); ok {
+			netns.CleanStale(n) // best effort: what is left is reported by the next run's test
+			s.Release()
+		}
+	}
 }
 
 // Tail returns the last n lines of a file, for error messages.

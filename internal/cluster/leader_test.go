@@ -52,7 +52,11 @@ func TestLeaderWithAMemberStopped(t *testing.T) {
 	if err != nil || got != "etcd-3" {
 		t.Errorf("leader %q, %v; want etcd-3", got, err)
 	}
-	if d := time.Since(start); d > 1300*time.Millisecond {
+	// The question's own deadline is 1 s; what this guards against is a
+	// stopped member holding the answer past it (an HTTP client with no
+	// timeout waits as long as the member is stopped), so the bound leaves
+	// a busy machine 2 s of slack rather than 300 ms.
+	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("took %s: the stopped member held the others up", d)
 	}
 

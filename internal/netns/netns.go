@@ -318,6 +318,42 @@ func CleanStale(n int) error {
 	return errors.Join(errs...)
 }
 
+// StaleSlots lists the slots that namespaces or bridges of lockbench's
+// (lb<n>-<host>, lbbr<n>) are named after, live or left by a killed run:
+// the caller cleans those whose slot nobody holds (CleanStale).
+func StaleSlots() []int {
+	seen := map[int]bool{}
+	var out []int
+	add := func(name, prefix string) {
+		var n int
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			return
+		}
+		digits, _, _ := strings.Cut(rest, "-")
+		if _, err := fmt.Sscanf(digits, "%d", &n); err != nil || fmt.Sprint(n) != digits || seen[n] {
+			return
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	if b, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "-") {
+				add(f[0], "lb")
+			}
+		}
+	}
+	if b, err := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 1 {
+				add(strings.TrimSuffix(f[1], ":"), "lbbr")
+			}
+		}
+	}
+	return out
+}
+
 // Shaping is a netem queue in force on a host's eth0.
 type Shaping struct {
 	ns string

@@ -95,10 +95,7 @@ type Case struct {
 	// written (trials: {spread: false}), not spread over the lock's
 	// cycle: a replay's schedule is the one that really ran.
 	Fixed bool
-	// SpreadAll says the case's trials move every fault by their offset
-	// (trials: {spread: true}), a fault on a named target against a
-	// workload that is not random too; unset, only what the scenario
-	// leaves to chance moves (see spread).
+	// SpreadAll: trials: {spread: true}, every fault moves (see spread).
 	SpreadAll bool
 	// Source is the case as written, its sweeps expanded (a sweep point's
 	// values in place): what bench replay rewrites with a recorded
@@ -129,8 +126,7 @@ type Fault struct {
 	// that the trials of a row meet it at points of the lock's own cycle
 	// (Cycle) spread by the seed: each trial an independent draw.
 	Spread, Cycle time.Duration
-	// Kept, for a fault of a trial of several that was not moved, says
-	// why it keeps the time written (the Kept* reasons).
+	// Kept says why a trial's fault keeps the time written (Kept*).
 	Kept string
 	// Trial, when not 0, is the one trial of the row the fault belongs
 	// to (trial: N, 1-based): the others do not meet it. 0: every trial.

@@ -105,6 +105,10 @@ func Acquire() (*Slot, error) {
 		}
 		f := os.NewFile(uintptr(fd), path)
 		err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil && inUse(n) {
+			f.Close() // a dead run's server still exiting: the next slot
+			continue
+		}
 		if err == nil {
 			if heldElsewhere(n) {
 				f.Close()
@@ -256,4 +260,45 @@ func AcquireHosts() (*Slot, error) {
 		s.hosts = true
 	}
 	return s, err
+}
+
+// inUse reports whether a socket is bound to an address of slot n's
+// loopback range (127.(64+n).0.0/16), TCP or UDP, IPv4 or IPv4-mapped. A
+// slot's flock is free the moment its run dies, but the servers the
+// parent-death signal stops may take seconds to exit (Consul leaves its
+// cluster gracefully), longer on a busy machine: a run that took the slot
+// then could not bind its own servers' addresses (seen: "listen tcp
+// 127.64.0.10:8300: bind: address already in use").
+func inUse(n int) bool {
+	// /proc/net/tcp writes an IPv4 address as the hex of its four bytes
+	// read as a little-endian word: 127.(64+n).c.d is "DDCC" + hex(64+n) + "7F".
+	suffix := fmt.Sprintf("%02X7F:", slotBase+n)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/udp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 {
+				continue
+			}
+			local, state := fields[1], fields[3]
+			if i := strings.IndexByte(local, ':'); i < 8 || !strings.HasSuffix(local[:i+1], suffix) {
+				continue
+			}
+			// TCP: listening (0A) or connected from a bound port that a
+			// live process holds; UDP: any bound socket (07). TIME_WAIT
+			// (06) and the like belong to no process.
+			if state == "0A" || state == "07" || state == "01" {
+				if strings.HasSuffix(f, "tcp6") || strings.HasSuffix(f, "udp6") {
+					if !strings.HasPrefix(local, "0000000000000000FFFF0000") {
+						continue
+					}
+				}
+				return true
+			}
+		}
+	}
+	return false
 }

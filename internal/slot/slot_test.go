@@ -3,6 +3,7 @@ package slot
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,5 +193,35 @@ func TestOlderBinariesSeeTheSlotTaken(t *testing.T) {
 	s.Release()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("the legacy lock outlived the release: %v", err)
+	}
+}
+
+// TestSlotStillBoundIsSkipped: a slot whose flock is free while a socket is
+// still bound to its addresses (a dead run's server exiting) is skipped.
+func TestSlotStillBoundIsSkipped(t *testing.T) {
+	a, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := a.N
+	l, err := net.Listen("tcp", a.Server(1)+":0")
+	a.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inUse(n) {
+		t.Fatalf("slot %d with a listener on %s is not seen in use", n, l.Addr())
+	}
+	b, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.N == n {
+		t.Errorf("slot %d handed out while %s listens on it", n, l.Addr())
+	}
+	b.Release()
+	l.Close()
+	if inUse(n) {
+		t.Errorf("slot %d still seen in use once its listener closed", n)
 	}
 }
