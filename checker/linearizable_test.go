@@ -38,13 +38,14 @@ func (l linCase) Result() checker.LinResult {
 }
 
 const (
-	inv  = history.Invoke
-	ok   = history.OK
-	fail = history.Fail
-	info = history.Info
-	acq  = history.OpAcquire
-	rel  = history.OpRelease
-	lost = history.OpLost
+	inv    = history.Invoke
+	ok     = history.OK
+	fail   = history.Fail
+	info   = history.Info
+	unsent = history.Unsent
+	acq    = history.OpAcquire
+	rel    = history.OpRelease
+	lost   = history.OpLost
 )
 
 // TestLockModel checks the porcupine lock models on hand-made histories
@@ -71,6 +72,17 @@ func TestLockModel(t *testing.T) {
 			checker.Violation, checker.Violation},
 		{"token goes backwards", []step{{1, inv, acq, "a", 0}, {2, ok, acq, "a", 5}, {3, inv, rel, "a", 0}, {4, ok, rel, "a", 0},
 			{5, inv, acq, "b", 0}, {6, ok, acq, "b", 3}}, checker.Ok, checker.Violation},
+		// MODEL §8: an operation never sent is not in the service's
+		// history. A release not sent frees nothing (no lease: the next
+		// grant is two holders), where one of unknown outcome may have.
+		{"release not sent frees nothing", []step{{1, inv, acq, "a", 0}, {2, ok, acq, "a", 1}, {3, inv, rel, "a", 0}, {4, unsent, rel, "a", 0},
+			{5, inv, acq, "b", 0}, {6, ok, acq, "b", 2}}, checker.Violation, checker.Violation},
+		{"release of unknown outcome may have freed it", []step{{1, inv, acq, "a", 0}, {2, ok, acq, "a", 1}, {3, inv, rel, "a", 0}, {4, info, rel, "a", 0},
+			{5, inv, acq, "b", 0}, {6, ok, acq, "b", 2}}, checker.Ok, checker.Ok},
+		// an acquire never sent asks nothing of the service, where a
+		// refused one says the key was taken
+		{"acquire not sent while free", []step{{1, inv, acq, "b", 0}, {2, unsent, acq, "b", 0}, {3, inv, acq, "a", 0}, {4, ok, acq, "a", 1},
+			{5, inv, rel, "a", 0}, {6, unsent, rel, "a", 0}, {7, inv, rel, "a", 0}, {8, ok, rel, "a", 0}}, checker.Ok, checker.Ok},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

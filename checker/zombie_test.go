@@ -42,7 +42,7 @@ func TestZombieIsLeastOverWorlds(t *testing.T) {
 		var pick func(i int, land []int)
 		pick = func(i int, land []int) {
 			if i == len(exts) {
-				e, last := lease, 0
+				e := lease
 				order := make([]int, 0, len(land))
 				for j, x := range land {
 					if x >= 0 {
@@ -59,9 +59,8 @@ func TestZombieIsLeastOverWorlds(t *testing.T) {
 					if x > e {
 						return // not in force: this world is not allowed
 					}
-					e, last = x+lease, x
+					e = x + lease
 				}
-				_ = last
 				best = max(best, e)
 				return
 			}
