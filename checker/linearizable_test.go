@@ -224,3 +224,34 @@ func TestUnknownOutcomesDecide(t *testing.T) {
 		t.Errorf("linearizability %s after %v, want violation", lin.Verdict, time.Since(start))
 	}
 }
+
+// TestRegrantAfterUnsentRelease: a release never sent leaves a's grant
+// with the service; a's next acquire is a grant anew to the same client,
+// whose R is its own hold's (the instance's death), not the first grant's.
+// b's grant after that death, within the first grant's lease, is legal: no
+// proof of a violation may take the first grant as still in force (seed
+// 558 of the simulator, after unsent appeared).
+func TestRegrantAfterUnsentRelease(t *testing.T) {
+	ms := int64(time.Millisecond)
+	c := checker.NewCase(history.CaseMeta{Name: "lin", Backend: "model", Fenced: true, Duration: 1000 * ms, LeaseNs: 500 * ms}, 0,
+		checker.WithLinearizability(10*time.Second))
+	for _, e := range []history.Event{
+		{T: 1 * ms, Type: inv, F: acq, Proc: "i1c0", Key: "k"},
+		{T: 2 * ms, Type: ok, F: acq, Proc: "i1c0", Key: "k", Token: 1},
+		{T: 3 * ms, Type: inv, F: acq, Proc: "i2c0", Key: "k"},
+		{T: 10 * ms, Type: inv, F: rel, Proc: "i1c0", Key: "k"},
+		{T: 11 * ms, Type: unsent, F: rel, Proc: "i1c0", Key: "k"},
+		{T: 20 * ms, Type: inv, F: acq, Proc: "i1c0", Key: "k"},
+		{T: 21 * ms, Type: ok, F: acq, Proc: "i1c0", Key: "k", Token: 2},
+		{T: 30 * ms, Type: history.Mark, F: history.MarkCrash, Proc: "i1"},
+		{T: 40 * ms, Type: ok, F: acq, Proc: "i2c0", Key: "k", Token: 3},
+		{T: 1000 * ms, Type: history.Mark, F: history.MarkCaseStop},
+		{T: 1000 * ms, Type: history.Mark, F: history.MarkCaseEnd},
+	} {
+		c.Add(&e)
+	}
+	c.Result()
+	if r := c.Linearizability(true); r.Verdict != checker.Ok || r.Fenced != checker.Ok {
+		t.Errorf("plain %s fenced %s, want ok ok", r.Verdict, r.Fenced)
+	}
+}
