@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -66,6 +67,32 @@ func TestNotSent(t *testing.T) {
 			if err == nil || errors.Is(err, ErrNotSent) != tc.notSent || errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld) {
 				t.Errorf("%s at %s: %v; want an error, not sent: %v", what, tc.addr, err, tc.notSent)
 			}
+		}
+	}
+}
+
+// TestPgLeaseNotSent: a postgres-lease operation that could not connect
+// never wrote its statement (ErrNotSent).
+func TestPgLeaseNotSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	cfg, err := pgx.ParseConfig("host=127.0.0.1 port=" + port + " user=postgres dbname=postgres sslmode=disable connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgLeaseLocker{cfg: cfg, ttl: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, aerr := p.Acquire(ctx, "k")
+	rerr := p.Release(ctx, &pgLeaseLease{key: "k", owner: "o"})
+	eerr := p.Extend(ctx, &pgLeaseLease{key: "k", owner: "o"})
+	for what, err := range map[string]error{"acquire": aerr, "release": rerr, "extend": eerr} {
+		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld) {
+			t.Errorf("%s: %v, want ErrNotSent", what, err)
 		}
 	}
 }

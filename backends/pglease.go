@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lockbench/lockbench/internal/config"
 )
 
@@ -118,10 +119,20 @@ func (p *pgLeaseLocker) ensure(ctx context.Context) error {
 	}
 	conn, err := pgx.ConnectConfig(ctx, p.cfg)
 	if err != nil {
-		return fmt.Errorf("connect to postgres-1: %w", err)
+		// the operation's statement was never written: not sent
+		return fmt.Errorf("connect to postgres-1: %w: %w", ErrNotSent, err)
 	}
 	p.conn = conn
 	return nil
+}
+
+// pgUnsent marks an error pgx guarantees came before any data was sent
+// (pgconn.SafeToRetry) as ErrNotSent.
+func pgUnsent(err error) error {
+	if pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
+	return err
 }
 
 // drop closes the connection after an error whose effect is unknown.
@@ -164,7 +175,7 @@ WHERE l.expires <= clock_timestamp()`, key, owner, p.ttl.Seconds())
 	case err != nil:
 		// The row may have been written before the error: unknown.
 		p.drop()
-		return nil, fmt.Errorf("postgres-lease acquire %s: %w", key, err)
+		return nil, fmt.Errorf("postgres-lease acquire %s: %w", key, pgUnsent(err))
 	}
 	return &pgLeaseLease{key: key, owner: owner, token: uint64(token), wd: NewWatchdog(p.validityLeft(sent))}, nil
 }
@@ -183,7 +194,7 @@ func (p *pgLeaseLocker) Release(ctx context.Context, lease Lease) error {
 	tag, err := p.conn.Exec(ctx, "DELETE FROM lockbench_lease WHERE k = $1 AND owner = $2", l.key, l.owner)
 	if err != nil {
 		p.drop()
-		return fmt.Errorf("postgres-lease release %s: %w", l.key, err)
+		return fmt.Errorf("postgres-lease release %s: %w", l.key, pgUnsent(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrNotHeld
@@ -215,7 +226,7 @@ ON CONFLICT (k) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, ex
 	tag, err := p.conn.Exec(ctx, q, args...)
 	if err != nil {
 		p.drop()
-		return fmt.Errorf("postgres-lease extend %s: %w", l.key, err)
+		return fmt.Errorf("postgres-lease extend %s: %w", l.key, pgUnsent(err))
 	}
 	if tag.RowsAffected() == 0 {
 		if l.wd != nil {

@@ -38,13 +38,14 @@ func (l linCase) Result() checker.LinResult {
 }
 
 const (
-	inv  = history.Invoke
-	ok   = history.OK
-	fail = history.Fail
-	info = history.Info
-	acq  = history.OpAcquire
-	rel  = history.OpRelease
-	lost = history.OpLost
+	inv    = history.Invoke
+	ok     = history.OK
+	fail   = history.Fail
+	info   = history.Info
+	unsent = history.Unsent
+	acq    = history.OpAcquire
+	rel    = history.OpRelease
+	lost   = history.OpLost
 )
 
 // TestLockModel checks the porcupine lock models on hand-made histories
@@ -71,6 +72,17 @@ func TestLockModel(t *testing.T) {
 			checker.Violation, checker.Violation},
 		{"token goes backwards", []step{{1, inv, acq, "a", 0}, {2, ok, acq, "a", 5}, {3, inv, rel, "a", 0}, {4, ok, rel, "a", 0},
 			{5, inv, acq, "b", 0}, {6, ok, acq, "b", 3}}, checker.Ok, checker.Violation},
+		// MODEL §8: an operation never sent is not in the service's
+		// history. A release not sent frees nothing (no lease: the next
+		// grant is two holders), where one of unknown outcome may have.
+		{"release not sent frees nothing", []step{{1, inv, acq, "a", 0}, {2, ok, acq, "a", 1}, {3, inv, rel, "a", 0}, {4, unsent, rel, "a", 0},
+			{5, inv, acq, "b", 0}, {6, ok, acq, "b", 2}}, checker.Violation, checker.Violation},
+		{"release of unknown outcome may have freed it", []step{{1, inv, acq, "a", 0}, {2, ok, acq, "a", 1}, {3, inv, rel, "a", 0}, {4, info, rel, "a", 0},
+			{5, inv, acq, "b", 0}, {6, ok, acq, "b", 2}}, checker.Ok, checker.Ok},
+		// an acquire never sent asks nothing of the service, where a
+		// refused one says the key was taken
+		{"acquire not sent while free", []step{{1, inv, acq, "b", 0}, {2, unsent, acq, "b", 0}, {3, inv, acq, "a", 0}, {4, ok, acq, "a", 1},
+			{5, inv, rel, "a", 0}, {6, unsent, rel, "a", 0}, {7, inv, rel, "a", 0}, {8, ok, rel, "a", 0}}, checker.Ok, checker.Ok},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,5 +222,36 @@ func TestUnknownOutcomesDecide(t *testing.T) {
 	c.Result()
 	if lin := c.Linearizability(true); lin.Verdict != checker.Violation {
 		t.Errorf("linearizability %s after %v, want violation", lin.Verdict, time.Since(start))
+	}
+}
+
+// TestRegrantAfterUnsentRelease: a release never sent leaves a's grant
+// with the service; a's next acquire is a grant anew to the same client,
+// whose R is its own hold's (the instance's death), not the first grant's.
+// b's grant after that death, within the first grant's lease, is legal: no
+// proof of a violation may take the first grant as still in force (seed
+// 558 of the simulator, after unsent appeared).
+func TestRegrantAfterUnsentRelease(t *testing.T) {
+	ms := int64(time.Millisecond)
+	c := checker.NewCase(history.CaseMeta{Name: "lin", Backend: "model", Fenced: true, Duration: 1000 * ms, LeaseNs: 500 * ms}, 0,
+		checker.WithLinearizability(10*time.Second))
+	for _, e := range []history.Event{
+		{T: 1 * ms, Type: inv, F: acq, Proc: "i1c0", Key: "k"},
+		{T: 2 * ms, Type: ok, F: acq, Proc: "i1c0", Key: "k", Token: 1},
+		{T: 3 * ms, Type: inv, F: acq, Proc: "i2c0", Key: "k"},
+		{T: 10 * ms, Type: inv, F: rel, Proc: "i1c0", Key: "k"},
+		{T: 11 * ms, Type: unsent, F: rel, Proc: "i1c0", Key: "k"},
+		{T: 20 * ms, Type: inv, F: acq, Proc: "i1c0", Key: "k"},
+		{T: 21 * ms, Type: ok, F: acq, Proc: "i1c0", Key: "k", Token: 2},
+		{T: 30 * ms, Type: history.Mark, F: history.MarkCrash, Proc: "i1"},
+		{T: 40 * ms, Type: ok, F: acq, Proc: "i2c0", Key: "k", Token: 3},
+		{T: 1000 * ms, Type: history.Mark, F: history.MarkCaseStop},
+		{T: 1000 * ms, Type: history.Mark, F: history.MarkCaseEnd},
+	} {
+		c.Add(&e)
+	}
+	c.Result()
+	if r := c.Linearizability(true); r.Verdict != checker.Ok || r.Fenced != checker.Ok {
+		t.Errorf("plain %s fenced %s, want ok ok", r.Verdict, r.Fenced)
 	}
 }

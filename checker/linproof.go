@@ -45,7 +45,8 @@ const describeTimeout = time.Second
 // another client's ok acquire A had completed, and completed before A's
 // grant could be taken back (its E, renewed by every ok extension that
 // completed before B was invoked, or its R), with no release of A's client
-// in between that could have freed it. Every order then puts B's grant
+// in between that could have freed it, and no grant anew to A's client that
+// could have replaced it. Every order then puts B's grant
 // while A's is held and not expirable.
 func grantProof(ops []*linOp, lease int64) bool {
 	var grants []*linOp
@@ -73,6 +74,12 @@ func grantProof(ops []*linOp, lease int64) bool {
 			switch {
 			case o.kind == history.OpRelease:
 				freed = true // it may have freed the key before b
+			case o.kind == history.OpAcquire && o != a:
+				// a grant anew to A's client (a re-entrant acquire, or one
+				// after a release never sent, which is no operation of the
+				// service) replaces A's grant, and with it what may take
+				// it back (its R: that hold's death, say)
+				freed = true
 			case o.kind == history.OpExtend && o.result == "ok" && o.ret < b.call:
 				from = max(from, o.call) // it surely renewed E before b
 			}

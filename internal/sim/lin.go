@@ -346,9 +346,20 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 				}
 				return f != nil && f.inv <= x.T(hi)
 			}
+			// regrant: a grant anew to g1's client invoked before event
+			// hi (re-entrant, or after a release never sent) may replace
+			// g1's grant, and with it what may take it back (its R)
+			regrant := func(hi int) bool {
+				for _, o := range all {
+					if o.op != g1.op && o.op.kind == "acquire" && o.op.client == g1.op.client && o.comp >= g1.inv && o.inv <= x.T(hi) {
+						return true
+					}
+				}
+				return false
+			}
 			r1 := x.rLenient(g1)
 			for _, g2 := range oks {
-				if g2.op.client != g1.op.client && g1.comp < g2.inv && g2.comp < min(eEff(g1, g2.compIdx), r1) && !blocked(g2.compIdx, nil) {
+				if g2.op.client != g1.op.client && g1.comp < g2.inv && g2.comp < min(eEff(g1, g2.compIdx), r1) && !blocked(g2.compIdx, nil) && !regrant(g2.compIdx) {
 					plain = fmt.Sprintf("%s: granted to %s [%d,%d] and to %s [%d,%d] with nothing between to free it", k, g1.op.client, g1.inv, g1.comp, g2.op.client, g2.inv, g2.comp)
 					break
 				}
@@ -360,7 +371,7 @@ func (x *evalCtx) proofs(los map[*opRec]*linOp) (plain, fenced string) {
 				op := r.op
 				other := op.kind == "release" && r.outcome == "ok" && op.client != g1.op.client
 				own := op.client == g1.op.client && r.outcome == "fail" && (op.kind == "release" || op.kind == "extend")
-				if (other || own) && g1.comp < r.inv && r.comp < min(eEff(g1, r.compIdx), r1) && !blocked(r.compIdx, r) {
+				if (other || own) && g1.comp < r.inv && r.comp < min(eEff(g1, r.compIdx), r1) && !blocked(r.compIdx, r) && !regrant(r.compIdx) {
 					plain = fmt.Sprintf("%s: %s of %s [%d,%d] %s while the grant of %s [%d,%d] was in force", k, op.kind, op.client, r.inv, r.comp, r.outcome, g1.op.client, g1.inv, g1.comp)
 				}
 			}
