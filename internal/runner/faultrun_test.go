@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -327,6 +328,7 @@ func (tc *testCase) faultEnds(t *testing.T) map[string]history.Event {
 // (by), and its heal is no failure (MODEL §10).
 func TestRunFaultPauseEndedByAKill(t *testing.T) {
 	tc := newTestCase(t, newFakeCluster("redis-1"))
+	tc.r.log = &lockedWriter{w: tc.r.log} // two faults log at once
 	tc.worker(t, 2, "redis-1")
 	pause := fault("pause", realFault(t, "pause"), "instance-2")
 	pause.For = 300 * time.Millisecond
@@ -367,4 +369,16 @@ func TestRunFaultPauseOfAProcessLost(t *testing.T) {
 	if r := tc.faultRecords(t)[0]; r.HealError == "" || !tc.dirty.Load() {
 		t.Errorf("record %+v, dirty %v: want the heal error recorded and the cluster dirty", r, tc.dirty.Load())
 	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
