@@ -168,6 +168,14 @@ func TestKnownHistories(t *testing.T) {
 		// it: its recovery was never watched, unknown, and said so (A7);
 		// the question was not asked, so the status stands.
 		{"heal-after-stop", "ok", checker.Ok, 0, checker.Ok},
+		// A pause whose stopped server kill-1, a kill of the same server
+		// begun inside the pause's window, ended: the fault-end names it
+		// (by) and the heal is a heal (MODEL §10).
+		{"pause-ended-by-kill", "ok", checker.Ok, 0, checker.Ok},
+		// The same heal naming a kill of another server: no fault of the
+		// case took the paused one away, the harness lost it, and the
+		// heal failed (A8): invalid, not "not live".
+		{"pause-ended-by-other-kill", "invalid", checker.Unknown, 0, checker.Unknown},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -338,6 +346,10 @@ func TestEdgeCaseDetails(t *testing.T) {
 	if fl := r.Liveness.Faults; r.Liveness.Verdict != checker.Unknown || len(fl) != 1 || fl[0].Verdict != checker.Undecided ||
 		fl[0].ClearMs != -1 || fl[0].RecoveredAfterMs != -1 || len(r.Liveness.Open) != 1 || !strings.Contains(r.Liveness.Open[0], "never watched") {
 		t.Errorf("heal-after-stop: %+v, want its recovery unknown and said", r.Liveness)
+	}
+	r = checkFile(t, "testdata/pause-ended-by-other-kill.jsonl")
+	if len(r.Invalid) != 1 || !strings.Contains(r.Invalid[0], "could not be healed (its heal says kill-1 ended its effect, but kill-1 killed zookeeper-2, not zookeeper-1)") {
+		t.Errorf("pause-ended-by-other-kill: %v", r.Invalid)
 	}
 	r = checkFile(t, "testdata/harness-degraded.jsonl")
 	h := r.Harness

@@ -134,6 +134,9 @@ func (c *Case) faultMark(e *history.Event) {
 			return
 		}
 		f.ended, f.end, f.healErr = true, e.T, e.Err
+		if e.By != "" && f.healErr == "" {
+			f.healErr = c.endedBy(f, e.By)
+		}
 		f.acqEnd = c.live.acquisitions
 		c.fig.faultMark(e.T)
 		c.fig.faultEnd(f.name, e.T)
@@ -164,6 +167,42 @@ func (c *Case) faultMark(e *history.Event) {
 			f.idle = "nothing used its target while it was in force"
 		}
 	}
+}
+
+// endedBy checks a heal's word that other faults (by: a comma-separated
+// list) ended f's effect before its heal could undo it (MODEL §10): each
+// must be a kill (or a power loss) of the case, of one of f's targets,
+// begun inside f's window. It returns "" when they all are, else why the
+// heal failed: a process gone that no fault of the case took away is the
+// harness's failure, not the lock's (A8).
+func (c *Case) endedBy(f *faultRec, by string) string {
+	for _, name := range strings.Split(by, ",") {
+		g := c.faults[name]
+		switch {
+		case g == nil:
+			return fmt.Sprintf("its heal says %s ended its effect, but the case has no fault %s: its process went away with no fault of the case taking it", name, name)
+		case g.typ != "kill" && g.typ != "power-loss":
+			return fmt.Sprintf("its heal says %s ended its effect, but %s is a %s, which ends no process", name, name, g.typ)
+		case !g.started || g.start < f.start || g.start > f.end:
+			return fmt.Sprintf("its heal says %s ended its effect, but %s did not begin inside its window: its process went away with no fault of the case taking it", name, name)
+		case !shareTarget(f, g):
+			return fmt.Sprintf("its heal says %s ended its effect, but %s killed %s, not %s", name, name, g.target, f.target)
+		}
+	}
+	return ""
+}
+
+// shareTarget reports whether two started faults have a concrete target in
+// common.
+func shareTarget(f, g *faultRec) bool {
+	for _, a := range f.targets() {
+		for _, b := range g.targets() {
+			if a == b {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // faultEffect applies what a fault does to instances (MODEL §4): an acting

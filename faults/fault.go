@@ -210,6 +210,20 @@ type Effect struct {
 	Heal func(ctx context.Context) (string, error)
 	// Emulated says how the fault was emulated rather than made, if it was.
 	Emulated string
+	// EndedBy names, once Heal returned, the fault of the case whose kill
+	// ended this one's effect before the heal could undo it (a pause whose
+	// stopped process a kill ended): the fault-end mark carries it
+	// (history.Event.By, checker/MODEL.md §10). "" when the heal undid it.
+	EndedBy string
+}
+
+// KillRecord is an Env that knows which fault of the case killed a
+// target's process: what a heal that finds the process gone asks before
+// it calls the heal done (checker/MODEL.md §10, A8).
+type KillRecord interface {
+	// KilledBy names the fault of the case that killed t's process at or
+	// after since, "" when none did.
+	KilledBy(t Target, since time.Time) string
 }
 
 // Fault is one configured failure.
@@ -340,7 +354,8 @@ func (i Info) Accepts(k Kind) bool {
 }
 
 // ErrGone says a target's process has exited: there is nothing left to
-// signal (a server killed while it was paused, before its restart).
+// signal (a server killed while it was paused, before its restart, or a
+// process the harness lost: KillRecord tells the two apart).
 var ErrGone = errors.New("nothing left to signal")
 
 var registry = config.NewRegistry[Info]("fault type")

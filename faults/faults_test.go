@@ -39,7 +39,12 @@ type testEnv struct {
 	peers   map[string][]string
 	fw      *firewall.Chain
 	dialer  *links.Dialer
+	// killedBy is which fault of the case killed a target
+	// (faults.KillRecord), as the runner's env records it.
+	killedBy map[string]string
 }
+
+func (e *testEnv) KilledBy(t faults.Target, _ time.Time) string { return e.killedBy[t.Name] }
 
 func (e *testEnv) Link(t faults.Target) (*toxiclient.Proxy, error) {
 	return e.toxi.Client.Proxy(t.Link())
@@ -360,10 +365,10 @@ func TestPauseIsSeenStoppedAndResumes(t *testing.T) {
 	}
 }
 
-// TestPauseOfAServerKilledWhileStopped: a kill whose window met the
-// pause's ended the stopped process; the pause's heal finds nothing left
-// stopped, which is a heal, not a failure (its effect ended inside its
-// window).
+// TestPauseOfAServerKilledWhileStopped: a kill of the case whose window
+// met the pause's ended the stopped process; the pause's heal finds
+// nothing left stopped, which is a heal, not a failure (its effect ended
+// inside its window), and it names the kill that ended it.
 func TestPauseOfAServerKilledWhileStopped(t *testing.T) {
 	env, _ := newEnv(t, false)
 	env.procs["redis-1"] = sleeper(t)
@@ -371,12 +376,33 @@ func TestPauseOfAServerKilledWhileStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env.killedBy = map[string]string{"redis-1": "kill-2"}
 	if err := env.Kill(faults.ParseTarget("redis-1")); err != nil {
 		t.Fatal(err)
 	}
 	obs, err := eff.Heal(context.Background())
-	if err != nil || !strings.Contains(obs, "killed while stopped") {
-		t.Fatalf("heal: %q %v", obs, err)
+	if err != nil || !strings.Contains(obs, "killed by kill-2 while stopped") || eff.EndedBy != "kill-2" {
+		t.Fatalf("heal: %q %v, ended by %q", obs, err, eff.EndedBy)
+	}
+}
+
+// TestPauseOfAServerLostWhileStopped: the stopped process exited with no
+// kill of the case (the host killed it): the harness lost a server the
+// scenario did not take away, and the pause's heal failed (A8), naming
+// no fault.
+func TestPauseOfAServerLostWhileStopped(t *testing.T) {
+	env, _ := newEnv(t, false)
+	env.procs["redis-1"] = sleeper(t)
+	eff, err := build(t, "pause", "").Start(context.Background(), env, faults.ParseTarget("redis-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.procs["redis-1"].Kill(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := eff.Heal(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no kill of this case ended it") || !errors.Is(err, faults.ErrGone) || eff.EndedBy != "" {
+		t.Fatalf("heal: %q %v, ended by %q; want a failed heal", obs, err, eff.EndedBy)
 	}
 }
 

@@ -44,6 +44,7 @@ func newPause(decode Decoder) (Fault, error) {
 
 func (p pause) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
 	watch := p.watch(ctx, env, target)
+	began := time.Now()
 	if err := env.Signal(target, syscall.SIGSTOP); err != nil {
 		watch.stop()
 		return nil, err
@@ -54,15 +55,25 @@ func (p pause) Start(ctx context.Context, env Env, target Target) (*Effect, erro
 		env.Signal(target, syscall.SIGCONT) // best effort: do not leave it half stopped
 		return nil, fmt.Errorf("SIGSTOP sent, but %s was not seen stopped within %s (%v)", target, stopWait, err)
 	}
+	eff := &Effect{Seen: fmt.Sprintf("every process of %s stopped", target), Check: watch.check}
 	resume := func(ctx context.Context) (string, error) {
 		if err := env.Signal(target, syscall.SIGCONT); err != nil {
-			if errors.Is(err, ErrGone) {
-				// Killed while stopped (a kill fault whose window met this
-				// one's): the stop ended with the process, inside this
-				// window, and nothing is left stopped.
-				return fmt.Sprintf("%s had exited before the resume (killed while stopped): nothing left stopped", target), nil
+			if !errors.Is(err, ErrGone) {
+				return "", err
 			}
-			return "", err
+			// The process exited while stopped. Only a kill of the case
+			// ended the stop inside this window (checker/MODEL.md §10);
+			// any other exit is a process the harness lost, which the
+			// scenario did not take away: the heal failed (A8).
+			killer := ""
+			if kr, ok := env.(KillRecord); ok {
+				killer = kr.KilledBy(target, began)
+			}
+			if killer == "" {
+				return "", fmt.Errorf("%s exited while stopped, and no kill of this case ended it: the harness lost a process the scenario did not take away (%w)", target, err)
+			}
+			eff.EndedBy = killer
+			return fmt.Sprintf("%s was killed by %s while stopped: nothing left stopped", target, killer), nil
 		}
 		running, err := wait.Until(ctx, 5*time.Millisecond, stopWait, func() (bool, error) {
 			s, err := env.Stopped(target)
@@ -80,7 +91,8 @@ func (p pause) Start(ctx context.Context, env Env, target Target) (*Effect, erro
 		}
 		return nil, &RoleLeftError{Msg: left}
 	}
-	return &Effect{Seen: fmt.Sprintf("every process of %s stopped", target), Check: watch.check, Heal: resume}, nil
+	eff.Heal = resume
+	return eff, nil
 }
 
 // holderLeft says, for a pause of an instance resolved from the holder

@@ -41,6 +41,7 @@ func AppendJSON(b []byte, e *Event) []byte {
 	b = optString(b, `,"fault":`, e.Fault)
 	b = optString(b, `,"target":`, e.Target)
 	b = optString(b, `,"observed":`, e.Observed)
+	b = optString(b, `,"by":`, e.By)
 	if e.Intended != 0 {
 		b = append(b, `,"intended":`...)
 		b = strconv.AppendInt(b, e.Intended, 10)
@@ -226,7 +227,7 @@ func (d *Decoder) fast(b []byte, e *Event) error {
 			var s []byte
 			s, i, err = str(b, i)
 			e.F = d.intern(s)
-		case "proc", "key", "fenced", "fault", "target":
+		case "proc", "key", "fenced", "fault", "target", "by":
 			var s []byte
 			s, i, err = str(b, i)
 			v := d.intern(s)
@@ -243,6 +244,8 @@ func (d *Decoder) fast(b []byte, e *Event) error {
 				}
 			case 't':
 				e.Target = v
+			case 'b':
+				e.By = v
 			}
 		case "err", "observed":
 			var s []byte

@@ -11,7 +11,7 @@ func randomEvent(r *rand.Rand) Event {
 	strs := []string{"", "i1c0", "k0", "acquire", "plain text", `with "quotes"`, "tab\there", "<html>&", "ünïcödé", "\u2028", "back\\slash", "\x01"}
 	pick := func() string { return strs[r.IntN(len(strs))] }
 	e := Event{T: r.Int64N(1 << 40), Type: []Type{Invoke, OK, Fail, Unsent, Info, Mark}[r.IntN(6)], F: pick(), Proc: pick(), Key: pick(),
-		Err: pick(), Fenced: pick(), Fault: pick(), Target: pick(), Observed: pick()}
+		Err: pick(), Fenced: pick(), Fault: pick(), Target: pick(), Observed: pick(), By: pick()}
 	if r.IntN(2) == 0 {
 		e.Token = r.Uint64N(1 << 50)
 	}

@@ -166,6 +166,10 @@ type Event struct {
 	Target string `json:"target,omitempty"` // fault marks: what it hit
 	// Observed says, on fault marks, what was seen of the fault's effect.
 	Observed string `json:"observed,omitempty"`
+	// By names, on a fault-end mark, the fault of the case whose kill
+	// ended this fault's effect before its heal could undo it (a pause
+	// whose stopped process a kill ended; checker/MODEL.md §10).
+	By string `json:"by,omitempty"`
 	// Intended is, on an open-loop acquire's invoke (and a dropped
 	// attempt), when the schedule wanted it to start: latency counts from
 	// there, so a slow lock cannot hide behind a slower rate.

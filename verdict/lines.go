@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/checker"
@@ -29,11 +30,15 @@ func (s *Summary) Verdicts() map[string]int {
 }
 
 // Availability says in a few words how live the lock was: the longest gap
-// (MODEL §11), and how soon it recovered after each fault healed.
+// (MODEL §11), and how soon it recovered after each fault healed; a
+// recovery the case could not tell is said to be unknown (unknown is
+// never silent, MODEL §11).
 func Availability(l checker.Liveness) string {
 	out := fmt.Sprintf("longest_gap=%.0fms", l.LongestGapMs)
 	for _, f := range l.Faults {
 		switch {
+		case f.Verdict == checker.Undecided:
+			out += fmt.Sprintf(" recovered_after_%s=unknown", f.Fault)
 		case f.RecoveredAfterMs >= 0:
 			out += fmt.Sprintf(" recovered_after_%s=%.0fms", f.Fault, f.RecoveredAfterMs)
 		case f.Verdict == checker.Unmet:
@@ -96,6 +101,11 @@ func CaseLines(c CaseSummary) []string {
 	}
 	for _, i := range r.Invalid {
 		out = append(out, "    invalid: "+i)
+	}
+	for _, o := range r.Liveness.Open {
+		if !slices.Contains(r.Invalid, o) { // an open question asked is already invalid
+			out = append(out, "    unknown: "+o)
+		}
 	}
 	for _, v := range c.Thresholds {
 		out = append(out, "    "+v.String())

@@ -59,6 +59,27 @@ type caseRun struct {
 	// arrive, up to a flush of the worker's emitter late).
 	storeSince map[string]int64
 	stats      history.HarnessStats
+	// killedBy is, for each server or instance a fault of the case
+	// killed, that fault's name (faults.KillRecord): a heal that finds
+	// the process gone asks it (checker/MODEL.md §10).
+	killMu   sync.Mutex
+	killedBy map[string]killRec
+}
+
+// killRec is a fault that killed a process, and when.
+type killRec struct {
+	fault string
+	at    time.Time
+}
+
+// noteKill records that fault kills target's process now.
+func (cr *caseRun) noteKill(target faults.Target, fault string) {
+	cr.killMu.Lock()
+	defer cr.killMu.Unlock()
+	if cr.killedBy == nil {
+		cr.killedBy = map[string]killRec{}
+	}
+	cr.killedBy[target.String()] = killRec{fault: fault, at: time.Now()}
 }
 
 func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error) {

@@ -170,10 +170,13 @@ func (e *faultEnv) Signal(t faults.Target, sig syscall.Signal) error {
 	return err
 }
 
-// Kill kills an instance, recording which fault did, or a server through
-// its deployment.
+// Kill kills an instance, or a server through its deployment, recording
+// which fault did (faults.KillRecord).
 func (e *faultEnv) Kill(t faults.Target) error {
 	n, err := e.node(t)
+	if err == nil {
+		e.cr.noteKill(t, e.fault)
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("kill: %w", err)
@@ -184,6 +187,17 @@ func (e *faultEnv) Kill(t faults.Target) error {
 		return n.w.proc.Kill(5 * time.Second)
 	}
 	return e.cr.acts.Kill(t.Name)
+}
+
+// KilledBy names the fault of the case that killed t's process at or
+// after since, "" when none did (faults.KillRecord).
+func (e *faultEnv) KilledBy(t faults.Target, since time.Time) string {
+	e.cr.killMu.Lock()
+	defer e.cr.killMu.Unlock()
+	if k, ok := e.cr.killedBy[t.String()]; ok && !k.at.Before(since) {
+		return k.fault
+	}
+	return ""
 }
 
 func (e *faultEnv) Restart(ctx context.Context, t faults.Target) error {
@@ -438,6 +452,7 @@ func (e *faultEnv) PowerLoss(t faults.Target) (int64, int, error) {
 	if !ok {
 		return 0, 0, errors.New("this case's servers have no disk layer")
 	}
+	e.cr.noteKill(t, e.fault) // a power loss kills the server's process
 	loss, err := dc.PowerLoss(t.Name)
 	return loss.Bytes, loss.Files, err
 }

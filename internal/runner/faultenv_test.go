@@ -27,8 +27,21 @@ func TestEnvActsOnServersThroughTheCluster(t *testing.T) {
 	if st, err := env.Stopped(srv("redis-1")); !st || err != nil {
 		t.Errorf("stopped: %v, %v", st, err)
 	}
+	before := time.Now()
 	if err := env.Kill(srv("redis-1")); err != nil {
 		t.Fatal(err)
+	}
+	// A heal that finds the server gone asks which fault of the case
+	// killed it, and since when (MODEL §10: only a kill inside its window
+	// ended it).
+	if by := env.KilledBy(srv("redis-1"), before); by != "f" {
+		t.Errorf("killed by %q, want f", by)
+	}
+	if by := env.KilledBy(srv("redis-1"), time.Now()); by != "" {
+		t.Errorf("a kill before the window counted: %q", by)
+	}
+	if by := env.KilledBy(srv("redis-2"), before); by != "" {
+		t.Errorf("a server nobody killed was killed by %q", by)
 	}
 	if err := env.healthy(srv("redis-1")); err == nil {
 		t.Error("a killed server is healthy")

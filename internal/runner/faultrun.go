@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,7 +126,9 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 	rec.EndNs = monoclock.Since(cr.r.base)
 	cr.healed(rec.EndNs)
 	cr.r.fault.Store("")
-	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError, Observed: healed})
+	// A heal that found the effect already ended by a kill of the case
+	// names it (checker/MODEL.md §10: the checker holds it to being one).
+	cr.r.m.emit(history.Event{Type: history.Mark, F: history.MarkFaultEnd, Fault: f.Name, Target: target, Err: rec.HealError, Observed: healed, By: eff.EndedBy})
 }
 
 // healWait bounds a fault's check and heal.
@@ -168,6 +171,7 @@ func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []fau
 	// The members heal at once: a member of a quorum restarted alone (a
 	// power loss or a kill of a whole etcd cluster) would wait for the
 	// others to answer before it does.
+	var all *faults.Effect
 	healAll := func(ctx context.Context) (string, error) {
 		errs := make([]error, len(effs))
 		out := make([]string, len(effs))
@@ -180,11 +184,17 @@ func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []fau
 			}()
 		}
 		wg.Wait()
-		var seen []string
-		for _, s := range out {
+		var seen, by []string
+		for i, s := range out {
 			if s != "" {
 				seen = append(seen, s)
 			}
+			if b := effs[i].EndedBy; b != "" && !slices.Contains(by, b) {
+				by = append(by, b)
+			}
+		}
+		if all != nil {
+			all.EndedBy = strings.Join(by, ",")
 		}
 		return strings.Join(seen, "; "), errors.Join(errs...)
 	}
@@ -231,7 +241,8 @@ func startAll(ctx context.Context, f faults.Fault, env faults.Env, targets []fau
 		}
 		return out, nil
 	}
-	return &faults.Effect{Seen: strings.Join(seen, "; "), Check: check, Heal: healAll, Emulated: emulated}, nil
+	all = &faults.Effect{Seen: strings.Join(seen, "; "), Check: check, Heal: healAll, Emulated: emulated}
+	return all, nil
 }
 
 func (r *run) recordFault(rec *layout.Fault) {

@@ -1,15 +1,19 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/internal/scenario"
 )
 
 // TestRunFaultRecordsWhatHappened: a fault applied, observed and healed
@@ -284,4 +288,97 @@ type effectsFault []*faults.Effect
 
 func (e effectsFault) Start(_ context.Context, _ faults.Env, t faults.Target) (*faults.Effect, error) {
 	return e[t.Name[0]-'a'], nil
+}
+
+// realFault builds a registered fault type with its default options.
+func realFault(t *testing.T, typ string) faults.Fault {
+	t.Helper()
+	info, err := faults.Lookup(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := info.New(func(any) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// faultEnds reads the fault-end marks the history holds, by fault.
+func (tc *testCase) faultEnds(t *testing.T) map[string]history.Event {
+	t.Helper()
+	if err := tc.r.m.flush(true); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]history.Event{}
+	rd := history.NewReader(bytes.NewReader(tc.history.Bytes()), "history")
+	for rd.Next() {
+		if e := rd.Event(); e.F == history.MarkFaultEnd {
+			out[e.Fault] = *e
+		}
+	}
+	if rd.Err() != nil {
+		t.Fatal(rd.Err())
+	}
+	return out
+}
+
+// TestRunFaultPauseEndedByAKill: a kill of the case ends the paused
+// instance inside the pause's window; the pause's fault-end names it
+// (by), and its heal is no failure (MODEL §10).
+func TestRunFaultPauseEndedByAKill(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	tc.r.log = &lockedWriter{w: tc.r.log} // two faults log at once
+	tc.worker(t, 2, "redis-1")
+	pause := fault("pause", realFault(t, "pause"), "instance-2")
+	pause.For = 300 * time.Millisecond
+	kill := fault("kill", realFault(t, "kill"), "instance-2")
+	kill.At, kill.For = 100*time.Millisecond, 0
+	var wg sync.WaitGroup
+	for k, f := range []*scenario.Fault{pause, kill} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tc.runFault(context.Background(), f, k, 0)
+		}()
+	}
+	wg.Wait()
+	end := tc.faultEnds(t)["pause-1"]
+	if end.Err != "" || end.By != "kill-1" || !strings.Contains(end.Observed, "killed by kill-1 while stopped") {
+		t.Errorf("the pause's fault-end: %+v, want healed, by kill-1", end)
+	}
+}
+
+// TestRunFaultPauseOfAProcessLost: the paused instance exits with no
+// kill of the case (something outside the scenario killed it): the
+// pause's heal failed, and its fault-end names no fault (A8).
+func TestRunFaultPauseOfAProcessLost(t *testing.T) {
+	tc := newTestCase(t, newFakeCluster("redis-1"))
+	w := tc.worker(t, 2, "redis-1")
+	pause := fault("pause", realFault(t, "pause"), "instance-2")
+	pause.For = 300 * time.Millisecond
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		w.proc.Kill(5 * time.Second)
+	}()
+	tc.runFault(context.Background(), pause, 0, 0)
+	end := tc.faultEnds(t)["pause-1"]
+	if !strings.Contains(end.Err, "no kill of this case ended it") || end.By != "" {
+		t.Errorf("the pause's fault-end: %+v, want a failed heal naming no fault", end)
+	}
+	if r := tc.faultRecords(t)[0]; r.HealError == "" || !tc.dirty.Load() {
+		t.Errorf("record %+v, dirty %v: want the heal error recorded and the cluster dirty", r, tc.dirty.Load())
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -190,9 +190,15 @@ func liveOracle(ol olane) map[string]string {
 	relAt := map[string]int64{}
 	waitFor := map[string]string{}
 	waitFrom := map[string]int64{}
+	// demand: waits, and a client's time away from a key it left for
+	// another and comes back to (MODEL §11)
+	demand := map[string][]ival{}
+	away := map[string]map[string]int64{} // client -> key -> since
 	endWait := func(c string, t int64) {
 		if k, ok := waitFor[c]; ok {
-			waits[k] = append(waits[k], clip(ival{waitFrom[c], t}, liveOf(instOf(c)))...)
+			w := clip(ival{waitFrom[c], t}, liveOf(instOf(c)))
+			waits[k] = append(waits[k], w...)
+			demand[k] = append(demand[k], w...)
 			delete(waitFor, c)
 		}
 	}
@@ -213,6 +219,7 @@ func liveOracle(ol olane) map[string]string {
 				for c := range waitFor {
 					endWait(c, e.T)
 				}
+				away = map[string]map[string]int64{} // nobody comes back now
 			case e.F == "case-end":
 				for c := range holding {
 					endHold(c, e.T)
@@ -221,6 +228,11 @@ func liveOracle(ol olane) map[string]string {
 				for c := range waitFor {
 					if d, ok := death[instOf(c)]; ok && d == e.T {
 						endWait(c, e.T)
+					}
+				}
+				for c := range away {
+					if d, ok := death[instOf(c)]; ok && d == e.T {
+						delete(away, c)
 					}
 				}
 				for c := range holding {
@@ -239,6 +251,14 @@ func liveOracle(ol olane) map[string]string {
 		case e.Type == "invoke" && e.F == "acquire" && e.T < stop:
 			if k, ok := waitFor[c]; ok && k != e.Key {
 				endWait(c, e.T)
+				if away[c] == nil {
+					away[c] = map[string]int64{}
+				}
+				away[c][k] = e.T
+			}
+			if since, ok := away[c][e.Key]; ok {
+				demand[e.Key] = append(demand[e.Key], clip(ival{since, e.T}, liveOf(instOf(c)))...)
+				delete(away[c], e.Key)
 			}
 			if _, ok := waitFor[c]; !ok {
 				waitFor[c], waitFrom[c] = e.Key, e.T
@@ -311,24 +331,30 @@ func liveOracle(ol olane) map[string]string {
 		}
 		return false
 	}
-	waitsIn := func(k string, h, e int64) bool { return len(clip(ival{h, e}, waits[k])) > 0 }
 	B := meta.Expect.Recov
 	u0 := meta.ExpiryBoundNs
 	judge := func(h, e int64) string {
 		rel, unmet, undecided := 0, false, false
 		for _, k := range ol.keys {
-			r := firstServed(k, h, e)
-			if r < 0 && !waitsIn(k, h, e) {
+			// d: the first demand in the window; a key not demanded has
+			// no recovery (A6), whoever held it
+			d := int64(-1)
+			for _, x := range clip(ival{h, e}, merge(demand[k])) {
+				d = x.s
+				break
+			}
+			if d < 0 {
 				continue
 			}
 			rel++
+			r := firstServed(k, d, e)
 			bound := e
 			if r >= 0 {
 				bound = r
 			}
-			// refused stretches: some live client waits, without a break
+			// refused stretches: unbroken demand in [d, r)
 			longest, afterU := int64(0), int64(0)
-			for _, x := range clip(ival{h, bound}, merge(waits[k])) {
+			for _, x := range clip(ival{d, bound}, merge(demand[k])) {
 				longest = max(longest, x.e-x.s)
 				if y := clip(ival{h + u0, e}, []ival{x}); len(y) > 0 {
 					afterU = max(afterU, y[0].e-y[0].s)
