@@ -62,7 +62,9 @@ func (c *jobClient) job(typ history.Type, job string, n int64, err string) histo
 }
 
 // attempt takes one job through the strategy, or waits the think time
-// when none is due.
+// when none is due. With a lock, the attempt begins once the job's lock is
+// held: a client that found it busy gave the job up before beginning (its
+// acquire is recorded, no attempt).
 func (c *jobClient) attempt(ctx context.Context) {
 	job, err := c.ex.Pick(ctx)
 	if err != nil {
@@ -72,10 +74,19 @@ func (c *jobClient) attempt(ctx context.Context) {
 		wait.Sleep(ctx, c.w.Think.Draw(c.r))
 		return
 	}
+	var lease backends.Lease
+	if c.lock {
+		var ok bool
+		if lease, ok = c.acquire(ctx, job, 0); !ok {
+			c.ex.Abandon(job)
+			wait.Sleep(ctx, c.w.Think.Draw(c.r))
+			return
+		}
+	}
 	c.tried[job]++
 	n := c.tried[job]
 	c.em.emit(c.job(history.Invoke, job, n, ""))
-	typ, why := c.steps(ctx, job, n)
+	typ, why := c.steps(ctx, job, n, lease)
 	if typ != history.OK {
 		c.ex.Abandon(job)
 	}
@@ -87,16 +98,11 @@ func (c *jobClient) attempt(ctx context.Context) {
 
 // steps runs an attempt's steps and returns its outcome: ok, the job
 // recorded complete; fail, no effect applied and the job given up; info,
-// unknown.
-func (c *jobClient) steps(ctx context.Context, job string, n int64) (history.Type, string) {
-	var lease backends.Lease
+// unknown. A lease (nil without a lock) is released at the end.
+func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backends.Lease) (history.Type, string) {
 	var lostOnce sync.Once
 	markLost := func() { lostOnce.Do(func() { c.em.emit(c.ev(history.OK, history.OpLost, job)) }) }
-	if c.lock {
-		var ok bool
-		if lease, ok = c.acquire(ctx, job, 0); !ok {
-			return history.Fail, "lock not acquired"
-		}
+	if lease != nil {
 		stop := make(chan struct{})
 		var watcher sync.WaitGroup
 		if lost := lease.Lost(); lost != nil {
