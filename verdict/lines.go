@@ -54,7 +54,7 @@ func (s *Summary) Lines() []string {
 			out = append(out, fmt.Sprintf("row %-20s %s: expected outcome in %d/%d trials (need %d), %d invalid", r.Row, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid))
 		}
 	}
-	return out
+	return append(out, s.JobsRowLines()...)
 }
 
 // CaseLines is one case's verdict line, with its unmet expectations,
