@@ -18,6 +18,9 @@ func randomEvent(r *rand.Rand) Event {
 	if r.IntN(3) == 0 {
 		e.Intended = r.Int64N(1 << 40)
 	}
+	if r.IntN(3) == 0 {
+		e.Attempt, e.Outcome = r.Int64N(1<<20), pick()
+	}
 	e.Lost, e.Reuse, e.Late = r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(2) == 0
 	if r.IntN(4) == 0 {
 		e.Meta = json.RawMessage(`{"name":"x","faults":[{"a":1}],"s":"}{"}`)
@@ -84,6 +87,26 @@ func BenchmarkDecodeEncodingJSON(b *testing.B) {
 		out = Event{}
 		if err := json.Unmarshal(line, &out); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestJobEventsValidate: the job record's rules (MODEL §1, §20).
+func TestJobEventsValidate(t *testing.T) {
+	d := NewDecoder()
+	for line, ok := range map[string]bool{
+		`{"t":1,"type":"invoke","f":"job","proc":"i1c0","key":"j0","attempt":1}`:                           true,
+		`{"t":1,"type":"invoke","f":"job","proc":"i1c0","key":"j0"}`:                                       false, // no attempt
+		`{"t":1,"type":"fail","f":"effect","proc":"i1c0","key":"j0","attempt":2,"outcome":"duplicate"}`:    true,
+		`{"t":1,"type":"mark","f":"sink-effect","proc":"i1c0","key":"j0","attempt":1,"outcome":"applied"}`: true,
+		`{"t":1,"type":"mark","f":"sink-effect","proc":"i1c0","key":"j0","attempt":1}`:                     false, // no outcome
+		`{"t":1,"type":"mark","f":"sink-effect","proc":"i1","key":"j0","attempt":1,"outcome":"applied"}`:   false, // not a client
+		`{"t":1,"type":"ok","f":"effect","proc":"i1c0","key":"j0","attempt":1,"outcome":"twice"}`:          false,
+		`{"t":1,"type":"ok","f":"effect","proc":"i1c0","key":"j0","attempt":-1}`:                           false,
+	} {
+		var e Event
+		if err := d.Decode([]byte(line), &e); (err == nil) != ok {
+			t.Errorf("%s: err %v, want ok %v", line, err, ok)
 		}
 	}
 }
