@@ -13,7 +13,7 @@ APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaket
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build build-kube kube-manifests bench bench-drivers quick known envelope stability envelope-twice perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim security test-loaded
+.PHONY: help setup apt-packages servers build build-kube kube-manifests bench bench-drivers quick known envelope stability envelope-twice perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim security test-loaded bench-jobs
 
 ## help: list the targets
 help:
@@ -223,6 +223,10 @@ known: setup build
 ## bench-drivers: the reference drivers beside the Go clients of the same servers, under the same faults (scenarios/drivers.yaml)
 bench-drivers: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/drivers.yaml
+
+## bench-jobs: jobs, not only the lock: the same jobs through the lock (unfenced, fenced, registered), an idempotency key, SKIP LOCKED queues and the controls, under a pause of the executor (scenarios/jobs.yaml, ~2.5 min)
+bench-jobs: setup build
+	./$(BIN) run -o $(RESULTS) scenarios/jobs.yaml
 
 ## envelope: the safety envelope (scenarios/envelope.yaml: every lease-based backend's holder paused 0.5-4 times its lease, 10 side-by-side trials a point)
 envelope: setup build

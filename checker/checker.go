@@ -154,6 +154,7 @@ type Result struct {
 	// Store judges a critical section run in the backend's own database
 	// (nil for the others); its lost increments count as lost updates.
 	Store    *Store   `json:"store,omitempty"`
+	Jobs     *Jobs    `json:"jobs,omitempty"` // a job workload's (MODEL §20); nil for the lock loop
 	Liveness Liveness `json:"liveness"`
 	Harness  Harness  `json:"harness"`
 
@@ -244,13 +245,14 @@ func (r *Result) unprove(lines int) {
 func (r *Result) TwoHolders() bool { return r.Violations > 0 }
 
 // Damaged reports whether a late write landed in the case (MODEL §17): a
-// stale write the fenced register accepted; for a store backend, a lost
+// stale write the fenced register accepted; a job's effect applied twice,
+// or stale (MODEL §20); for a store backend, a lost
 // or phantom increment; for a backend with neither tokens nor a store, a
 // lost update on the unfenced register. Two holders with no write are
 // unsafe, not damage.
 func (r *Result) Damaged() bool {
 	switch {
-	case r.Resource.StaleAccepted > 0:
+	case r.Resource.StaleAccepted > 0, r.Jobs != nil && r.Jobs.Duplicates+r.Jobs.StaleAccepted > 0:
 		return true
 	case r.Meta.Store:
 		return r.Store != nil && r.Store.Lost+r.Store.Phantom > 0
@@ -327,6 +329,7 @@ type Case struct {
 	lin     linCheck
 	harness harnessCheck
 	store   storeCheck
+	jobs    jobCheck
 	linRes  *LinResult
 }
 
@@ -375,7 +378,10 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	}
 	c.res.Case = meta.Name
 	c.res.Backend = meta.Backend
-	c.res.Expect = meta.Expect.WithDefaults(meta.Fenced, len(meta.Faults) > 0)
+	// A job workload's clients ask for a job's lock only while the job is
+	// to do: availability is not asked by default (MODEL §20); its lost
+	// jobs are.
+	c.res.Expect = meta.Expect.WithDefaults(meta.Fenced, len(meta.Faults) > 0 && meta.Jobs == nil)
 	if meta.Store && c.res.Expect.LostUpdates == nil && !c.res.Expect.Measure && !c.res.Expect.IsAny("lost_updates") {
 		no := false // the database is the resource: no update may be lost
 		c.res.Expect.LostUpdates = &no
@@ -390,6 +396,7 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	c.fig.init(start)
 	c.harness.init(meta)
 	c.store.init(meta)
+	c.jobs.init(meta, c.malformed)
 	for _, o := range opts {
 		o(c)
 	}
@@ -551,6 +558,7 @@ func (c *Case) judge(e *history.Event) {
 	c.live.advance(e.T)
 	if e.Type == history.Mark {
 		c.store.add(e)
+		c.jobs.sinkMark(e) // the sink's record counts whenever it comes (MODEL §20)
 		c.mark(e)
 		c.emit(e, true)
 		return
@@ -563,6 +571,7 @@ func (c *Case) judge(e *history.Event) {
 	}
 	c.store.add(e)
 	c.operation(cl, e)
+	c.jobs.op(e)
 	c.emit(e, true)
 }
 

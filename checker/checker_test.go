@@ -176,6 +176,22 @@ func TestKnownHistories(t *testing.T) {
 		// case took the paused one away, the harness lost it, and the
 		// heal failed (A8): invalid, not "not live".
 		{"pause-ended-by-other-kill", "invalid", checker.Unknown, 0, checker.Unknown},
+		// Jobs (MODEL §20). The lock's holder paused before its effect,
+		// its lease ran out, the next holder applied the job; the
+		// resumed one applied it too, with the lower token, after the
+		// higher one was read applied: a concurrent duplicate and a
+		// proven stale effect accepted.
+		{"jobs-pause-unfenced", "ok", checker.Violation, 1, checker.Ok},
+		// The same pause under an idempotency key: the second effect is
+		// refused as a duplicate (one attempt absorbed).
+		{"jobs-idempotency", "ok", checker.NotApplicable, 0, checker.Ok},
+		// A kill after the effect, before the completion: the queue hands
+		// the job out again, a sequential duplicate; a job whose effect
+		// had an unknown outcome and one never taken are lost.
+		{"jobs-sequential-lost", "violation", checker.NotApplicable, 0, checker.Ok},
+		// The sink's records could not all be read: invalid, lost jobs
+		// unknown, and the duplicate it did record still proven.
+		{"jobs-sink-unread", "violation", checker.NotApplicable, 0, checker.Unknown},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

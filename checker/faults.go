@@ -126,6 +126,7 @@ func (c *Case) faultMark(e *history.Event) {
 		c.harness.faultStart(e.T)
 		f.down = c.downKeys(f)
 		f.missed = c.missedAim(f)
+		c.jobs.faultStart(f)
 		c.live.faultStart(f, e.T)
 		c.faultEffect(f, e.T, true)
 	case history.MarkFaultEnd:
@@ -269,6 +270,9 @@ func (c *Case) missedAim(f *faultRec) bool {
 		name, ok := instanceOf(target)
 		if !ok {
 			return false // not an instance: the role named something else
+		}
+		if !keyed && c.jobs.inside(name) {
+			return false // a job workload's holder: a client in a job attempt (MODEL §20)
 		}
 		if in := c.insts[name]; in != nil {
 			for _, cl := range in.clients {

@@ -63,7 +63,10 @@ func (c *Case) Result() Result {
 		// MODEL §13 (A6): a question the run cannot answer, asked.
 		r.Invalid = append(r.Invalid, "the scenario expects mutual-exclusion violations of a lockless backend, where mutual exclusion does not apply: the expectation has no value to judge")
 	}
-	if r.AcquiresOK == 0 {
+	switch {
+	case c.jobs.on():
+		r.Jobs, r.Invalid = c.jobsResult(r.Invalid)
+	case r.AcquiresOK == 0:
 		r.Invalid = append(r.Invalid, "no lock was ever acquired: the run did no work")
 	}
 	if c.orderErrs > 0 {
@@ -235,6 +238,13 @@ func safety(r Result) (broken, missing []string) {
 	}
 	check(r.Expect.LostUpdates, r.Resource.LostUpdates, where)
 	check(r.Expect.TokenRegressions, r.TokenRegressions, "fencing-token regressions")
+	if j := r.Jobs; j != nil {
+		check(r.Expect.DuplicateEffects, j.Duplicates, "duplicate effects of a job")
+		check(r.Expect.StaleEffects, j.StaleAccepted, "stale effects accepted by the sink")
+		if j.Lost >= 0 {
+			check(r.Expect.LostJobs, j.Lost, "lost jobs (due, and no effect applied)")
+		}
+	}
 	// A gap at least this long is an outcome (a lock unavailable past
 	// its TTL), judged on the §11 longest gap.
 	if g := r.Expect.MinGapNs; g > 0 && r.Liveness.LongestGapMs*1e6 < float64(g) {

@@ -46,6 +46,11 @@ func AppendJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"intended":`...)
 		b = strconv.AppendInt(b, e.Intended, 10)
 	}
+	if e.Attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, e.Attempt, 10)
+	}
+	b = optString(b, `,"outcome":`, e.Outcome)
 	if len(e.Meta) > 0 {
 		b = append(b, `,"meta":`...)
 		b = appendRaw(b, e.Meta)
@@ -219,6 +224,12 @@ func (d *Decoder) fast(b []byte, e *Event) error {
 			e.Token = uint64(v)
 		case "intended":
 			e.Intended, i, err = num(b, i, true)
+		case "attempt":
+			e.Attempt, i, err = num(b, i, true)
+		case "outcome":
+			var s []byte
+			s, i, err = str(b, i)
+			e.Outcome = d.intern(s)
 		case "type":
 			var s []byte
 			s, i, err = str(b, i)

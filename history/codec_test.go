@@ -12,6 +12,9 @@ func randomEvent(r *rand.Rand) Event {
 	pick := func() string { return strs[r.IntN(len(strs))] }
 	e := Event{T: r.Int64N(1 << 40), Type: []Type{Invoke, OK, Fail, Unsent, Info, Mark}[r.IntN(6)], F: pick(), Proc: pick(), Key: pick(),
 		Err: pick(), Fenced: pick(), Fault: pick(), Target: pick(), Observed: pick(), By: pick()}
+	if r.IntN(3) == 0 {
+		e.Attempt, e.Outcome = r.Int64N(1<<20), pick()
+	}
 	if r.IntN(2) == 0 {
 		e.Token = r.Uint64N(1 << 50)
 	}
@@ -118,6 +121,26 @@ func TestUnsent(t *testing.T) {
 		}
 		if err == nil && got.Type != Unsent {
 			t.Errorf("%s: type %q", c.line, got.Type)
+		}
+	}
+}
+
+// TestJobEventsValidate: the job record's rules (MODEL §1, §20).
+func TestJobEventsValidate(t *testing.T) {
+	d := NewDecoder()
+	for line, ok := range map[string]bool{
+		`{"t":1,"type":"invoke","f":"job","proc":"i1c0","key":"j0","attempt":1}`:                           true,
+		`{"t":1,"type":"invoke","f":"job","proc":"i1c0","key":"j0"}`:                                       false, // no attempt
+		`{"t":1,"type":"fail","f":"effect","proc":"i1c0","key":"j0","attempt":2,"outcome":"duplicate"}`:    true,
+		`{"t":1,"type":"mark","f":"sink-effect","proc":"i1c0","key":"j0","attempt":1,"outcome":"applied"}`: true,
+		`{"t":1,"type":"mark","f":"sink-effect","proc":"i1c0","key":"j0","attempt":1}`:                     false, // no outcome
+		`{"t":1,"type":"mark","f":"sink-effect","proc":"i1","key":"j0","attempt":1,"outcome":"applied"}`:   false, // not a client
+		`{"t":1,"type":"ok","f":"effect","proc":"i1c0","key":"j0","attempt":1,"outcome":"twice"}`:          false,
+		`{"t":1,"type":"ok","f":"effect","proc":"i1c0","key":"j0","attempt":-1}`:                           false,
+	} {
+		var e Event
+		if err := d.Decode([]byte(line), &e); (err == nil) != ok {
+			t.Errorf("%s: err %v, want ok %v", line, err, ok)
 		}
 	}
 }

@@ -70,6 +70,24 @@ const (
 	// (Err StoreConflict: a compare-and-set found the data changed), info
 	// an unknown outcome.
 	OpStore = "store"
+	// OpJob is one attempt of a job (checker/MODEL.md §20): Key the job,
+	// Attempt the executor's attempt number of it. invoke: the client took
+	// the job up; ok: it recorded the job complete; fail: it certainly
+	// applied no effect and gave the job up (the lock was busy, the job
+	// was found done, the queue had nothing); info: unknown.
+	OpJob = "job"
+	// OpEffect is an attempt's one external effect sent to the effect
+	// sink: ok, the sink answered that it applied it; fail, that it
+	// refused it (Outcome says why); info, unknown. Token is the fencing
+	// token it carried (0: none).
+	OpEffect = "effect"
+)
+
+// Outcomes of an effect, as the effect sink recorded it (field Outcome).
+const (
+	OutcomeApplied   = "applied"   // the sink applied the effect
+	OutcomeDuplicate = "duplicate" // refused: the job's effect was already applied (an idempotency key)
+	OutcomeStale     = "stale"     // refused: its token was below one the sink had seen (a fence)
 )
 
 // StoreConflict is the Err of a store fail event that a compare-and-set
@@ -104,6 +122,13 @@ const (
 	// counter as the backend's own database holds it (Meta: a JSON object
 	// of key to value), for backends whose critical section runs there.
 	MarkStoreTotals = "store-totals"
+	// MarkSinkEffect is the effect sink's own record of one effect it
+	// committed (checker/MODEL.md §20), written by the coordinator, never
+	// by a worker: Proc the executor, Key the job, Attempt, Token, and
+	// Outcome (applied, duplicate or stale). Its time is when the
+	// coordinator read the committed record: the effect took effect
+	// before it.
+	MarkSinkEffect = "sink-effect"
 )
 
 // HarnessStats is what the coordinator measured of itself during a case.
@@ -128,6 +153,9 @@ type HarnessStats struct {
 	WorkerGoroutines int   `json:"worker_goroutines_max"`
 	WorkerFDs        int   `json:"worker_fds_max"`
 	WorkerHeapBytes  int64 `json:"worker_heap_bytes_max"`
+	// SinkError says why the effect sink's records could not all be read
+	// (a job workload, MODEL §20): its jobs cannot be judged.
+	SinkError string `json:"sink_error,omitempty"`
 }
 
 // Fenced-side outcomes of a resource request (field Fenced).
@@ -173,8 +201,14 @@ type Event struct {
 	// Intended is, on an open-loop acquire's invoke (and a dropped
 	// attempt), when the schedule wanted it to start: latency counts from
 	// there, so a slow lock cannot hide behind a slower rate.
-	Intended int64           `json:"intended,omitempty"`
-	Meta     json.RawMessage `json:"meta,omitempty"` // case-start: CaseMeta
+	Intended int64 `json:"intended,omitempty"`
+	// Attempt is, on job and effect operations and sink-effect marks, the
+	// executor's attempt number of the job (1-based).
+	Attempt int64 `json:"attempt,omitempty"`
+	// Outcome is, on a sink-effect mark (and an effect's completion), what
+	// the sink did with the effect: applied, duplicate or stale.
+	Outcome string          `json:"outcome,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"` // case-start: CaseMeta
 }
 
 // CaseMeta describes a case at its start, so that a history alone is enough
@@ -239,6 +273,22 @@ type CaseMeta struct {
 	// Sweep is, for a case expanded from swept values, which case and
 	// which point it stands for.
 	Sweep *SweepPoint `json:"sweep,omitempty"`
+	// Jobs describes a job workload (checker/MODEL.md §20); nil for the
+	// lock loop.
+	Jobs *JobsMeta `json:"jobs,omitempty"`
+}
+
+// JobsMeta describes a case's jobs: Count jobs j0 .. j<Count-1>, job n
+// due n×EveryNs after the case's start, run through Strategy; a job with
+// no applied effect GraceNs after it fell due (and after the last heal)
+// is lost.
+type JobsMeta struct {
+	Strategy string `json:"strategy"`
+	Count    int    `json:"count"`
+	EveryNs  int64  `json:"every_ns"`
+	GraceNs  int64  `json:"grace_ns"`
+	// Lock: the strategy takes the case's backend's lock around each job.
+	Lock bool `json:"lock,omitempty"`
 }
 
 // SweepPoint is one point of a swept case: its case as written, the axes'
@@ -320,11 +370,19 @@ type Expectation struct {
 	// judged, and no default applies to them (MODEL §13). In a scenario
 	// file: "violations: any".
 	Any []string `json:"any,omitempty" yaml:"-"`
+	// DuplicateEffects, StaleEffects and LostJobs are a job workload's
+	// outcomes (MODEL §20): a job's effect applied twice or more; an
+	// effect applied with a token below one already applied for its job;
+	// a job due that never had its effect. Unset: not judged.
+	DuplicateEffects *bool `json:"duplicate_effects,omitempty" yaml:"duplicate_effects"`
+	StaleEffects     *bool `json:"stale_effects_accepted,omitempty" yaml:"stale_effects_accepted"`
+	LostJobs         *bool `json:"lost_jobs,omitempty" yaml:"lost_jobs"`
 }
 
 // AnyOutcomes are the outcomes an expectation may leave to any
 // (Expectation.Any), by their JSON names.
-var AnyOutcomes = []string{"violations", "stale_writes_accepted", "lost_updates", "token_regressions", "leases_lost", "available"}
+var AnyOutcomes = []string{"violations", "stale_writes_accepted", "lost_updates", "token_regressions", "leases_lost", "available",
+	"duplicate_effects", "stale_effects_accepted", "lost_jobs"}
 
 // IsAny reports whether e leaves the named outcome to any.
 func (e Expectation) IsAny(name string) bool {
@@ -343,6 +401,7 @@ func (e Expectation) anyConflict() error {
 		"violations": e.Violations != nil, "stale_writes_accepted": e.StaleAccepted != nil,
 		"lost_updates": e.LostUpdates != nil, "token_regressions": e.TokenRegressions != nil,
 		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil,
+		"duplicate_effects": e.DuplicateEffects != nil, "stale_effects_accepted": e.StaleEffects != nil, "lost_jobs": e.LostJobs != nil,
 	}
 	for _, a := range e.Any {
 		isSet, known := set[a]

@@ -143,12 +143,15 @@ var ops = map[string][]Type{
 	OpLost:           {OK},
 	OpResource:       {Info},
 	OpDropped:        {OK},
+	OpJob:            {Invoke, OK, Fail, Info},
+	OpEffect:         {Invoke, OK, Fail, Info},
 }
 
 var marks = map[string]bool{
 	MarkCaseStart: true, MarkCaseStop: true, MarkCaseEnd: true, MarkFaultStart: true, MarkFaultEnd: true,
 	MarkFaultError: true, MarkFaultUnobserved: true, MarkFaultIdle: true, MarkCrash: true,
 	MarkResRead: true, MarkResWrite: true, MarkHarness: true, MarkStoreTotals: true,
+	MarkSinkEffect: true,
 }
 
 // validate holds an event to the record's language (checker/MODEL.md §1).
@@ -174,6 +177,14 @@ func (e *Event) validate() error {
 	default:
 		return fmt.Errorf("fenced: %q is not accepted, rejected or stale", e.Fenced)
 	}
+	if e.Attempt < 0 {
+		return fmt.Errorf("negative attempt %d", e.Attempt)
+	}
+	switch e.Outcome {
+	case "", OutcomeApplied, OutcomeDuplicate, OutcomeStale:
+	default:
+		return fmt.Errorf("outcome: %q is not applied, duplicate or stale", e.Outcome)
+	}
 	if e.Type == Mark {
 		if !marks[e.F] {
 			return fmt.Errorf("unknown mark %q", e.F)
@@ -190,6 +201,10 @@ func (e *Event) validate() error {
 		case MarkResRead, MarkResWrite:
 			if !isProc(e.Proc, true) || e.Key == "" {
 				return fmt.Errorf("%s mark needs a client proc i<N>c<M> and a key (proc %q, key %q)", e.F, e.Proc, e.Key)
+			}
+		case MarkSinkEffect:
+			if !isProc(e.Proc, true) || e.Key == "" || e.Attempt < 1 || e.Outcome == "" {
+				return fmt.Errorf("sink-effect mark needs a client proc i<N>c<M>, a job key, an attempt >= 1 and an outcome (proc %q, key %q, attempt %d, outcome %q)", e.Proc, e.Key, e.Attempt, e.Outcome)
 			}
 		}
 		return nil
@@ -212,6 +227,9 @@ func (e *Event) validate() error {
 	}
 	if e.Key == "" && e.F != OpResource {
 		return fmt.Errorf("%s %s of %s has no key", e.Type, e.F, e.Proc)
+	}
+	if (e.F == OpJob || e.F == OpEffect) && e.Attempt < 1 {
+		return fmt.Errorf("%s %s of %s on %s has no attempt (>= 1)", e.Type, e.F, e.Proc, e.Key)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (s *Summary) Lines() []string {
 			out = append(out, fmt.Sprintf("row %-20s %s: expected outcome in %d/%d trials (need %d), %d invalid", r.Row, r.Verdict, r.Met, r.Trials, r.Need, r.Invalid))
 		}
 	}
-	return out
+	return append(out, s.JobsRowLines()...)
 }
 
 // CaseLines is one case's verdict line, with its unmet expectations,
@@ -96,6 +96,9 @@ func CaseLines(c CaseSummary) []string {
 	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%s stale_accepted=%d lost=%s stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%s",
 		r.Case, r.Backend, statusWords[r.Status], violations, r.Resource.StaleAccepted, lost, r.Resource.StaleRejected,
 		r.TokenRegressions, r.AcquiresOK, Availability(r.Liveness), m.AcquiresPerSec, p99)}
+	if j := r.Jobs; j != nil {
+		out = append(out, "    "+JobsLine(j))
+	}
 	for _, u := range r.Unmet {
 		out = append(out, "    unmet: "+u)
 	}
@@ -129,4 +132,20 @@ func (s *Summary) Tally() string {
 		parts = append(parts, fmt.Sprintf("%d threshold(s) failed", n))
 	}
 	return fmt.Sprintf("%d row(s) from %d case(s): %s", len(s.Rows), len(s.Cases), strings.Join(parts, ", "))
+}
+
+// JobsLine is a job workload's figures in one line (MODEL §20): an
+// unknown count is "?", a latency with no sample "—".
+func JobsLine(j *checker.Jobs) string {
+	lost, touchedLost := fmt.Sprint(j.Lost), fmt.Sprint(j.TouchedLost)
+	if j.Lost < 0 {
+		lost, touchedLost = "?", "?"
+	}
+	p50, p99 := "—", "—"
+	if j.LatencyP50Ms != nil {
+		p50, p99 = fmt.Sprintf("%.0fms", *j.LatencyP50Ms), fmt.Sprintf("%.0fms", *j.LatencyP99Ms)
+	}
+	return fmt.Sprintf("jobs %s: %d due, duplicates=%d (concurrent=%d sequential=%d unsplit=%d) stale_accepted=%d stale_refused=%d absorbed=%d lost=%s | touched=%d %v duplicated=%d lost=%s | attempts=%d effects_after_lost=%d | p50=%s p99=%s jobs/s=%.1f",
+		j.Strategy, j.Due, j.Duplicates, j.Concurrent, j.Sequential, j.Unsplit, j.StaleAccepted, j.RefusedStale, j.RefusedDuplicate, lost,
+		j.Touched, j.TouchedPhases, j.TouchedDuplicated, touchedLost, j.Attempts, j.EffectsAfterLost, p50, p99, j.PerSec)
 }

@@ -60,7 +60,7 @@ func printSchedule(w io.Writer, path string, sc *scenario.Scenario) {
 	for _, c := range sc.Cases {
 		wl := c.Workload
 		var servers []string
-		for _, s := range c.Backend.Servers() {
+		for _, s := range c.Servers() {
 			servers = append(servers, s.Name)
 		}
 		srv := "none (in-process)"

@@ -37,6 +37,7 @@ var layer = map[string]int{
 	"drivers":           0, // the reference drivers' sources, embedded
 	"backends":          3, "backends/driver": 3, "faults": 3, "internal/cluster": 3, "internal/resource": 3, "internal/targets": 3,
 	"internal/workload": 3, // what the clients do: the worker's input, below the scenario
+	"jobs":              3, // the job strategies and their effect sink, beside the backends
 	"internal/scenario": 4, "internal/worker": 4, "internal/sim": 4,
 	"internal/worlds": 4, // the enumerating oracle: tests only (TestWorldsTestOnly)
 	"internal/runner": 5, "internal/perf": 6,

@@ -122,7 +122,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 		}
 	}()
 	if from == "" {
-		if err := cl.Start(ctx, c.Backend.Servers()); err != nil {
+		if err := cl.Start(ctx, c.Servers()); err != nil {
 			return err
 		}
 	}
@@ -140,11 +140,18 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 			return err
 		}
 	}
+	sink, err := cr.prepareSink(ctx)
+	if err != nil {
+		return err
+	}
+	if sink != nil {
+		defer sink.close(ctx) // on an error; a second close does nothing
+	}
 	if err := cr.awaitReady(ctx, logDir); err != nil {
 		return err
 	}
 	info := layout.RunCase{Name: c.Name, Backend: c.BackendName, Slot: cl.Slot.N, Proxied: plan.names(c), StartupS: startup.Seconds(),
-		Servers: serverKinds(c.Backend.Servers()), Reused: from, PlanSeeds: cr.planSeeds()}
+		Servers: serverKinds(c.Servers()), Reused: from, PlanSeeds: cr.planSeeds()}
 	for _, w := range cr.sortedWorkers() {
 		if ct := w.proc.Container(); ct != "" {
 			info.Containers = append(info.Containers, ct)
@@ -163,6 +170,11 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	}
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseStart, Meta: meta})
 	cr.start = monoclock.Since(r.base)
+	if sink != nil {
+		if err := sink.start(ctx); err != nil {
+			return err
+		}
+	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	for _, w := range cr.sortedWorkers() {
 		if _, err := io.WriteString(w.stdin, "start\n"); err != nil {
@@ -193,10 +205,17 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	// instance can hear its stop and release what it holds.
 	stopFaults()
 	fwg.Wait()
-	cr.watchRecovery(ctx)
+	if sink == nil {
+		cr.watchRecovery(ctx)
+	} else {
+		sink.graceAfterHeal(ctx) // a job workload's question is its jobs, not the lock's recovery (MODEL §20)
+	}
 	r.m.emit(history.Event{Type: history.Mark, F: history.MarkCaseStop})
 	if err := cr.stopWorkers(ctx); err != nil {
 		return err
+	}
+	if sink != nil {
+		sink.close(ctx)
 	}
 	cr.storeTotals(ctx)
 	cr.stats.CoordinatorCPU = (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()

@@ -118,7 +118,7 @@ func (cr *caseRun) startWorker(n history.Instance, routes []links.Route, logDir 
 	resAddr := cr.res.Addr()
 	cfg := worker.Config{Base: cr.r.base, Instance: n, Seed: cr.planSeed(cr.laneOf(n)), PlanInstance: history.Instance(cr.trialInstance(n)), Backend: cr.c.BackendName,
 		Options: cr.c.Options, Endpoints: cr.cl.Endpoints(), Routes: routes, Source: cr.cl.InstanceIP(int(n)), Mark: cr.cl.InstanceMark(int(n)),
-		Resource: resAddr, Workload: cr.c.Workload.ForInstance(cr.trialInstance(n))}
+		Resource: resAddr, Workload: cr.c.Workload.ForInstance(cr.trialInstance(n)), Strategy: cr.c.StrategyName, StrategyOptions: cr.c.StrategyOptions}
 	if t := cr.r.sc.Targets; t != nil {
 		cfg.Auth = t.Auth
 	}
@@ -219,9 +219,10 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.ReadCloser) {
 				}
 				cr.liveMu.Unlock()
 			}
-			if e.F == history.OpStore {
-				// A critical section run in the backend's database never
-				// reaches the resource: its events say who is inside.
+			if e.F == history.OpStore || e.F == history.OpJob {
+				// A critical section run in the backend's database, or a
+				// job's attempt, never reaches the resource: its events
+				// say who is inside.
 				cr.liveMu.Lock()
 				if e.Type == history.Invoke {
 					cr.storing[e.Proc] = e.Key

@@ -64,6 +64,7 @@ type Case struct {
 	Network     string // the scenario's
 	Options     []byte // the backend options as YAML, decoded again by workers
 	Backend     backends.Backend
+	JobStrategy // a job workload's (jobs.go)
 	Workload    workload.Workload
 	Faults      []*Fault
 	// Expect is what the file says; history.Expectation.WithDefaults
@@ -181,7 +182,7 @@ func (c *Case) Meta() history.CaseMeta {
 		}
 		m.Faults = append(m.Faults, sa)
 	}
-	return m
+	return c.jobsMeta(m)
 }
 
 // file mirrors the YAML layout.
@@ -206,6 +207,8 @@ type caseDoc struct {
 	Nemesis    *nemesisDoc `yaml:"nemesis"`
 	Thresholds []yaml.Node `yaml:"thresholds"`
 	PlanSeed   uint64      `yaml:"plan_seed"`
+
+	StrategyDoc `yaml:",inline"` // jobs.go
 }
 
 // Load reads and validates the scenario file at path. A non-nil error is
@@ -440,7 +443,9 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 			c.Thresholds = append(c.Thresholds, src)
 		}
 	}
-	if cd.Backend == "" {
+	if !parseStrategy(errs, c, &cd, where, line) {
+		return nil
+	} else if cd.Backend == "" {
 		errs.add(n.Line, where+".backend", "missing (known: %s)", backendNames())
 		return nil
 	}

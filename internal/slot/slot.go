@@ -217,6 +217,30 @@ func uidOf(pid string) (int, bool) {
 	return 0, false
 }
 
+// Hold takes slot n itself when nobody holds it (a run cleaning what a
+// killed run left on a free slot holds it meanwhile), opened as Acquire
+// opens a slot's lock: no link followed, no other user's lock honoured.
+func Hold(n int) (*Slot, bool) {
+	if n < 0 || n >= Slots {
+		return nil, false
+	}
+	dir := SlotDir()
+	if err := safeDir(dir, 0o755); err != nil {
+		return nil, false
+	}
+	path := filepath.Join(dir, fmt.Sprintf("slot-%d.lock", n))
+	fd, err := syscall.Open(path, syscall.O_CREAT|syscall.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil || heldElsewhere(n) {
+		f.Close()
+		return nil, false
+	}
+	return &Slot{N: n, f: f, legacy: holdLegacy(n)}, true
+}
+
 // Release gives the slot back; safe to call more than once.
 func (s *Slot) Release() {
 	if s != nil && s.f != nil {

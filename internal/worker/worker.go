@@ -72,6 +72,10 @@ type Config struct {
 	PlanInstance history.Instance `json:"plan_instance,omitempty"`
 	Backend      string           `json:"backend"`
 	Options      []byte           `json:"options"` // backend options, YAML
+	// Strategy and StrategyOptions (YAML) are a job workload's strategy
+	// (package jobs); "" runs the lock loop.
+	Strategy        string `json:"strategy,omitempty"`
+	StrategyOptions []byte `json:"strategy_options,omitempty"`
 	// Endpoints maps server names to real addresses; Routes say how this
 	// instance reaches each (directly or through a fault's proxy).
 	Endpoints map[string]string `json:"endpoints"`
@@ -198,7 +202,27 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		clients[c] = cl
 	}
 	var wg sync.WaitGroup
-	if w.Rate != nil {
+	if cfg.Strategy != "" {
+		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		jcs, err := openJobs(jctx, cfg, dialer.DialContext, clients)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("worker %d: strategy %s: %w", cfg.Instance, cfg.Strategy, err)
+		}
+		for _, jc := range jcs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer jc.ex.Close()
+				cctx, cancel := clientContext(ctx)
+				defer cancel()
+				wait.Sleep(cctx, w.StartAfter.D())
+				for !stopping.Load() && cctx.Err() == nil {
+					jc.attempt(cctx)
+				}
+			}()
+		}
+	} else if w.Rate != nil {
 		openLoop(ctx, &wg, clients, cfg, em, &stopping)
 	} else {
 		for _, cl := range clients {

@@ -83,6 +83,50 @@ type Workload struct {
 	// instance number within the case (within each trial, when trials run
 	// side by side). A later override wins over an earlier one.
 	Overrides []Override `yaml:"overrides" json:"overrides,omitempty"`
+	// Jobs, when its count is set, makes the clients run jobs through the
+	// case's strategy instead of the lock loop (checker/MODEL.md §20).
+	Jobs Jobs `yaml:"jobs" json:"jobs,omitzero"`
+}
+
+// Jobs is a job workload: Count one-off jobs j0 .. j<Count-1>, job n due
+// n×Every after the case's start, each with one external effect applied
+// to the effect sink. A client that took a job works Hold before its
+// effect, the effect's transaction lasts Effect, and it works After
+// before it records the job complete: the three phases a fault can meet.
+type Jobs struct {
+	Count  int             `yaml:"count" json:"count"`
+	Every  config.Duration `yaml:"every" json:"every"`
+	Effect config.Duration `yaml:"effect" json:"effect"`
+	After  config.Duration `yaml:"after" json:"after"`
+	// Grace is how long after a job fell due (and after the last heal)
+	// the case waits before a job with no effect counts as lost.
+	Grace config.Duration `yaml:"grace" json:"grace"`
+}
+
+// On reports whether the workload is a job workload.
+func (j Jobs) On() bool { return j.Count > 0 }
+
+func (j Jobs) validate() []Problem {
+	var p []Problem
+	add := func(field, format string, args ...any) {
+		p = append(p, Problem{"jobs." + field, fmt.Sprintf(format, args...)})
+	}
+	if j.Count < 0 || j.Count > 100_000 {
+		add("count", "%d is outside 0..100000", j.Count)
+	}
+	if !j.On() {
+		return p
+	}
+	if j.Every <= 0 {
+		add("every", "must be a positive duration, got %s", j.Every)
+	}
+	if j.Effect < 0 || j.After < 0 {
+		add("effect", "effect and after must not be negative")
+	}
+	if j.Grace <= 0 {
+		add("grace", "must be a positive duration, got %s", j.Grace)
+	}
+	return p
 }
 
 // Override is what some instances do differently.
@@ -329,6 +373,15 @@ func (w *Workload) Validate() []Problem {
 	}
 	if w.Rate != nil {
 		p = append(p, w.Rate.validate(w.Duration.D())...)
+	}
+	p = append(p, w.Jobs.validate()...)
+	if w.Jobs.On() {
+		if w.Rate != nil {
+			add("jobs", "a job workload is closed-loop: no rate")
+		}
+		if last := w.Jobs.Every.D()*time.Duration(w.Jobs.Count-1) + w.Jobs.Grace.D(); last >= w.Duration.D() {
+			add("jobs", "the last job falls due at %s and needs its grace %s: longer than duration %s", w.Jobs.Every.D()*time.Duration(w.Jobs.Count-1), w.Jobs.Grace, w.Duration)
+		}
 	}
 	if w.FencingCheck != "" {
 		switch {

@@ -1,0 +1,168 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/wait"
+	"github.com/lockbench/lockbench/jobs"
+)
+
+// This file is a job workload's coordinator side (checker/MODEL.md §20):
+// it prepares the effect sink, puts the case's jobs on its list once the
+// case has started, and copies the sink's own records of the effects it
+// committed into the history as sink-effect marks, as they commit and once
+// more after every client stopped. No worker writes those marks: the
+// sink's side is the proof of what ran.
+
+// sinkPoll is how often the coordinator reads the sink's new records.
+const sinkPoll = 100 * time.Millisecond
+
+// sinkWatch is a case's connection to its effect sink.
+type sinkWatch struct {
+	cr     *caseRun
+	addr   string
+	conn   *pgx.Conn // nil after a failure: the next read connects again
+	tr     jobs.Tracker
+	err    error // the last read's failure: the jobs cannot be judged
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// prepareSink makes the sink's tables and clears the case's rows, before
+// any worker starts; nil for a case without jobs.
+func (cr *caseRun) prepareSink(ctx context.Context) (*sinkWatch, error) {
+	if cr.c.Strategy == nil {
+		return nil, nil
+	}
+	addr, ok := cr.cl.Endpoints()[jobs.SinkServer]
+	if !ok {
+		return nil, fmt.Errorf("jobs: the cluster has no %s for the effect sink", jobs.SinkServer)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := jobs.Connect(pctx, addr, cr.sinkCreds())
+	if err != nil {
+		return nil, err
+	}
+	if err := jobs.Prepare(pctx, conn, cr.keyPrefix()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return &sinkWatch{cr: cr, addr: addr, conn: conn, tr: jobs.Tracker{Prefix: cr.keyPrefix()}}, nil
+}
+
+// start publishes the jobs (due from now, the case having started) and
+// reads the sink's records every sinkPoll.
+func (s *sinkWatch) start(ctx context.Context) error {
+	j := s.cr.c.Workload.Jobs
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := jobs.Publish(pctx, s.conn, s.cr.keyPrefix(), j.Count, j.Every.D())
+	cancel()
+	if err != nil {
+		return err
+	}
+	s.stop = make(chan struct{})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(sinkPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				// Not cancelled mid-query: pgx closes a connection whose
+				// query a context cancelled.
+				s.read(context.WithoutCancel(ctx), false)
+			}
+		}
+	}()
+	return nil
+}
+
+// read copies the records committed since the last read into the history;
+// all reads every record of the case (the last read). A failure is kept
+// (the last read's says whether the record is whole) and the connection
+// made again at the next read: a sink that a fault paused answers later.
+func (s *sinkWatch) read(ctx context.Context, all bool) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if s.conn == nil || s.conn.IsClosed() {
+		conn, err := jobs.Connect(rctx, s.addr, s.cr.sinkCreds())
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.conn = conn
+	}
+	recs, err := s.tr.Next(rctx, s.conn, all)
+	s.err = err
+	if err != nil {
+		s.conn.Close(context.Background())
+		s.conn = nil
+		return
+	}
+	for _, r := range recs {
+		s.cr.r.m.emit(r.Event())
+	}
+}
+
+// graceAfterHeal waits out the grace after the last heal (a job that a fault held
+// back has that long to get its effect).
+func (s *sinkWatch) graceAfterHeal(ctx context.Context) {
+	s.cr.liveMu.Lock()
+	last := s.cr.lastHeal
+	s.cr.liveMu.Unlock()
+	if last == 0 {
+		return
+	}
+	if more := time.Duration(last + int64(s.cr.c.Workload.Jobs.Grace) - monoclock.Since(s.cr.r.base)); more > 0 {
+		fmt.Fprintf(s.cr.r.log, "  jobs: running %s more, the grace after the last heal\n", more.Round(time.Millisecond))
+		wait.Sleep(ctx, more)
+	}
+}
+
+// close stops the polling, reads every record of the case once more (no
+// client runs any more) and records a failure of that read in the
+// harness's stats: the case's jobs cannot then be judged.
+func (s *sinkWatch) close(ctx context.Context) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.stop != nil {
+		close(s.stop)
+		s.wg.Wait()
+	}
+	for try := 0; try < 3; try++ {
+		if s.read(context.WithoutCancel(ctx), true); s.err == nil {
+			break
+		}
+	}
+	if s.err != nil {
+		s.cr.stats.SinkError = s.err.Error()
+	}
+	if s.conn != nil {
+		s.conn.Close(context.Background())
+		s.conn = nil
+	}
+}
+
+// sinkCreds are the credentials of a sink lockbench did not start (nil:
+// its own).
+func (cr *caseRun) sinkCreds() *backends.Credentials {
+	if t := cr.r.sc.Targets; t != nil {
+		return t.Auth["postgres"]
+	}
+	return nil
+}
