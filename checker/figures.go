@@ -243,8 +243,6 @@ func (f *figures) faultEnd(name string, t int64) {
 	}
 }
 
-func (f *figures) violation() { f.seg().violations++ }
-
 // completed records an acquire counted by MODEL §3 that completed with
 // typ after lat: a latency sample whatever its outcome (MODEL §15), an
 // acquisition when it is ok.

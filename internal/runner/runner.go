@@ -365,9 +365,6 @@ func versions(cases []*scenario.Case, external bool) map[string]string {
 	return v
 }
 
-// errStopped is the cause used when a case ends normally.
-var errStopped = errors.New("case finished")
-
 // caseWritten writes out what the merger holds of the case that just ended
 // and hands the history written since the last case to fn.
 func (r *run) caseWritten(hf *os.File, fn func([]byte)) {

@@ -159,7 +159,6 @@ type gen struct{ rng *rand.Rand }
 func (g *gen) f() float64               { return g.rng.Float64() }
 func (g *gen) p(p float64) bool         { return g.rng.Float64() < p }
 func (g *gen) n(n int) int              { return g.rng.IntN(n) }
-func (g *gen) span(lo, hi int64) int64  { return lo + g.rng.Int64N(hi-lo+1) }
 func (g *gen) pick(ss ...string) string { return ss[g.rng.IntN(len(ss))] }
 func (g *gen) ms(lo, hi float64) int64  { return int64((lo + (hi-lo)*g.f()) * 1e6) }
 func (g *gen) weighted(ws ...float64) int { // index by weight
