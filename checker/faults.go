@@ -263,7 +263,8 @@ func (c *Case) downKeys(f *faultRec) map[string]bool {
 func (c *Case) missedAim(f *faultRec) bool {
 	role, _, _ := strings.Cut(f.scheduled, "@")
 	key, keyed := strings.CutPrefix(role, "holder-of:")
-	if role != "holder" && !keyed {
+	phase, executor := AimedPhase(f.scheduled)
+	if role != "holder" && !keyed && !executor {
 		return false
 	}
 	for _, target := range f.targets() {
@@ -271,8 +272,11 @@ func (c *Case) missedAim(f *faultRec) bool {
 		if !ok {
 			return false // not an instance: the role named something else
 		}
-		if !keyed && c.jobs.inside(name) {
-			return false // a job workload's holder: a client in a job attempt (MODEL §20)
+		if !keyed && c.jobs.inside(name, phase) {
+			return false // a job workload's holder or executor: a client in a job attempt, in the phase aimed at (MODEL §20)
+		}
+		if executor {
+			continue
 		}
 		if in := c.insts[name]; in != nil {
 			for _, cl := range in.clients {

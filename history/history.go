@@ -289,6 +289,22 @@ type JobsMeta struct {
 	GraceNs  int64  `json:"grace_ns"`
 	// Lock: the strategy takes the case's backend's lock around each job.
 	Lock bool `json:"lock,omitempty"`
+	// First is the number of the case's first job: a lane of trials run
+	// side by side has jobs j<First> .. j<First+Count-1>, job n due
+	// (n-First)×EveryNs after the start (checker/MODEL.md §14, §20).
+	First int `json:"first,omitempty"`
+	// Periodic: one job due once per period across every replica (a
+	// cron): job n is the run of period n, and every client fires at each
+	// period's due time instead of polling for jobs not done (MODEL §20).
+	Periodic bool `json:"periodic,omitempty"`
+	// Variant names the strategy with its options as the scenario wrote
+	// them ("lock {fenced: true}"): one row of the jobs decision view.
+	Variant string `json:"variant,omitempty"`
+	// Family is the strategy's family (lock, dedupe, queue, broker,
+	// leader): a case of the family that expects duplicate effects is
+	// the control of the family's other cases in its fault class (MODEL
+	// §20: a cell whose control showed nothing is vacuous).
+	Family string `json:"family,omitempty"`
 }
 
 // SweepPoint is one point of a swept case: its case as written, the axes'

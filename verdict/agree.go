@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -22,8 +23,12 @@ type Agreement struct {
 	// Cells are every decision cell (backend × class) present in two runs
 	// or more.
 	Cells []CellAgreement `json:"cells"`
+	// JobCells are every jobs decision cell (strategy × class) present
+	// in two runs or more (MODEL §21).
+	JobCells []JobCellAgreement `json:"job_cells,omitempty"`
 	// Flipped and Disjoint count the rows whose verdict differed and the
-	// rows and cells whose two-holders or damage intervals did not
+	// rows and cells whose two-holders or damage intervals (for job
+	// cells, duplicated jobs per job touched and per job) did not
 	// overlap.
 	Flipped  int `json:"flipped"`
 	Disjoint int `json:"disjoint"`
@@ -47,6 +52,18 @@ type CellAgreement struct {
 	TwoHolders []*Rate `json:"two_holders"`
 	Damage     []*Rate `json:"damage"`
 	Disjoint   bool    `json:"disjoint"`
+}
+
+// JobCellAgreement is one jobs decision cell across runs: its outcome
+// and its duplicated jobs per job touched and per job in each.
+type JobCellAgreement struct {
+	Variant  string   `json:"variant"`
+	Backend  string   `json:"backend"`
+	Class    string   `json:"class"`
+	Outcomes []string `json:"outcomes"`
+	Touched  []*Rate  `json:"touched_duplicated"`
+	Jobs     []*Rate  `json:"jobs_duplicated"`
+	Disjoint bool     `json:"disjoint"`
 }
 
 // Agree compares the summaries of runs of one profile.
@@ -143,7 +160,45 @@ func Agree(runs ...*Summary) *Agreement {
 		}
 		a.Cells = append(a.Cells, *ca)
 	}
+	a.agreeJobs(runs)
 	return a
+}
+
+// agreeJobs compares the jobs decision cells (MODEL §21): their rates of
+// duplicated jobs, per job touched and per job, must overlap.
+func (a *Agreement) agreeJobs(runs []*Summary) {
+	idx := map[string]int{}
+	for i, s := range runs {
+		for _, row := range NewJobDecision(s).Rows {
+			for _, class := range slices.Sorted(maps.Keys(row.Cells)) {
+				c := row.Cells[class]
+				k := row.Variant + "\x00" + row.Backend + "\x00" + class
+				j, ok := idx[k]
+				if !ok {
+					a.JobCells = append(a.JobCells, JobCellAgreement{Variant: row.Variant, Backend: row.Backend, Class: class,
+						Outcomes: make([]string, len(runs)), Touched: make([]*Rate, len(runs)), Jobs: make([]*Rate, len(runs))})
+					j = len(a.JobCells) - 1
+					idx[k] = j
+				}
+				ja := &a.JobCells[j]
+				ja.Outcomes[i] = c.Outcome
+				if t := c.TouchedDuplicated; t.Of > 0 {
+					ja.Touched[i] = &t
+				}
+				if jr := c.Duplicated; jr.Of > 0 {
+					ja.Jobs[i] = &jr
+				}
+			}
+		}
+	}
+	a.JobCells = slices.DeleteFunc(a.JobCells, func(c JobCellAgreement) bool { return present(c.Touched) < 2 && present(c.Jobs) < 2 })
+	for i := range a.JobCells {
+		c := &a.JobCells[i]
+		c.Disjoint = disjoint(c.Touched) || disjoint(c.Jobs)
+		if c.Disjoint {
+			a.Disjoint++
+		}
+	}
 }
 
 // classRank orders classes as the decision view does, unknown ones last.
@@ -219,6 +274,11 @@ func (a *Agreement) Lines() []string {
 	for _, c := range a.Cells {
 		if c.Disjoint {
 			out = append(out, fmt.Sprintf("cell %s × %s: intervals disjoint: two holders %s; damage %s", c.Backend, c.Class, rates(c.TwoHolders), rates(c.Damage)))
+		}
+	}
+	for _, c := range a.JobCells {
+		if c.Disjoint {
+			out = append(out, fmt.Sprintf("jobs cell %s on %s × %s: intervals disjoint: duplicated per job touched %s; per job %s", c.Variant, c.Backend, c.Class, rates(c.Touched), rates(c.Jobs)))
 		}
 	}
 	return out

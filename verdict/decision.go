@@ -140,6 +140,9 @@ func NewDecision(sums ...*Summary) *Decision {
 				trials[c.Digest] = true
 			}
 			r := c.Check
+			if r.Meta.Jobs != nil {
+				continue // a job workload: the jobs decision view's (MODEL §21)
+			}
 			b := r.Backend
 			ri, ok := rowIdx[b]
 			if !ok {

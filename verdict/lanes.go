@@ -45,6 +45,11 @@ func (s *laneSplit) metas() []history.CaseMeta {
 			m.Name = fmt.Sprintf("%s.l%d", s.meta.Name, l+1)
 		}
 		m.Clients = s.meta.Clients / s.meta.Lanes
+		if j := s.meta.Jobs; j != nil {
+			lj := *j
+			lj.First = j.First + l*j.Count
+			m.Jobs = &lj
+		}
 		m.Faults = nil
 		for _, f := range s.meta.Faults {
 			// Its own faults, and those the batch shares (a fault of no
@@ -98,7 +103,7 @@ func (s *laneSplit) route(e *history.Event) []delivery {
 			return all(e, "") // a shared fault, met by every lane (or one it names no fault of: malformed)
 		case history.MarkStoreTotals:
 			return s.totals(e)
-		case history.MarkCrash, history.MarkResRead, history.MarkResWrite:
+		case history.MarkCrash, history.MarkResRead, history.MarkResWrite, history.MarkSinkEffect:
 			return s.byProc(e)
 		}
 		return all(e, "")
@@ -153,8 +158,20 @@ func (s *laneSplit) laneOfProc(proc string) int {
 	return l
 }
 
-// laneOfKey maps "k5" to its lane (0-based; -1: none).
+// laneOfKey maps "k5" to its lane (0-based; -1: none), and a job "j70" of
+// a job workload to the lane of its job (MODEL §14: lane l has jobs
+// j(l·N) .. j(l·N+N-1)).
 func (s *laneSplit) laneOfKey(key string) int {
+	if j := s.meta.Jobs; j != nil && strings.HasPrefix(key, "j") {
+		n, err := strconv.Atoi(key[1:])
+		if err != nil || n < j.First || j.Count < 1 || key[1:] != strconv.Itoa(n) {
+			return -1
+		}
+		if l := (n - j.First) / j.Count; l < s.meta.Lanes {
+			return l
+		}
+		return -1
+	}
 	n, err := strconv.Atoi(strings.TrimPrefix(key, "k"))
 	if err != nil || !strings.HasPrefix(key, "k") || n < 0 || s.meta.Keys < 1 || key[1:] != strconv.Itoa(n) {
 		return -1
