@@ -106,15 +106,15 @@ type JobFault struct {
 	Duplicated int            `json:"duplicated"`
 }
 
-// Phases an exposure's fault can meet an attempt in.
+// Phases an exposure's fault can meet an attempt in (history's).
 const (
-	PhaseBefore = "before-effect"
-	PhaseDuring = "during-effect"
-	PhaseAfter  = "after-effect"
+	PhaseBefore = history.PhaseBefore
+	PhaseDuring = history.PhaseDuring
+	PhaseAfter  = history.PhaseAfter
 )
 
 // Phases lists them in the order of an attempt.
-var Phases = []string{PhaseBefore, PhaseDuring, PhaseAfter}
+var Phases = history.JobPhases
 
 // jobsIn is what result needs of its case.
 type jobsIn struct {

@@ -49,6 +49,11 @@ const (
 	RoleHolder   = "holder"
 	RoleHolderOf = "holder-of:" // followed by a key
 	RoleWaiter   = "a-waiter"
+	// RoleExecutor is a job workload's instance with a client inside a
+	// job attempt; executor@<phase> (before-effect, during-effect,
+	// after-effect) one whose client is at that phase of its attempt,
+	// held there until the fault has taken effect (checker/MODEL.md §20).
+	RoleExecutor = "executor"
 	RoleLeader   = "leader"
 	RoleFollower = "follower"
 	RoleMaster   = "master"

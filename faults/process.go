@@ -105,7 +105,7 @@ func (p pause) Start(ctx context.Context, env Env, target Target) (*Effect, erro
 // sections are looked at.
 func holderLeft(env Env, target Target) string {
 	rk, ok := env.(RoleKeeper)
-	if !ok || target.Kind != Instance || (target.From != RoleHolder && !strings.HasPrefix(target.From, RoleHolderOf)) {
+	if !ok || target.Kind != Instance || (target.From != RoleHolder && target.From != RoleExecutor && !strings.HasPrefix(target.From, RoleHolderOf)) {
 		return ""
 	}
 	time.Sleep(holderSettle)

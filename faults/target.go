@@ -16,6 +16,9 @@ import (
 //	leader | follower | master   a server role, resolved at injection (Server)
 //	instance-2                a worker instance (Instance)
 //	holder | a-waiter | holder-of:KEY   an instance role (Instance)
+//	executor | executor@PHASE a job workload's instance role: a client in
+//	                          a job attempt (at before-effect,
+//	                          during-effect or after-effect) (Instance)
 //	link:redis-1              a link every instance shares: a server's
 //	                          client link, a server-side link (etcd-1-peer,
 //	                          redis-1-repl) or the resource (Link)
@@ -171,9 +174,29 @@ func role(s string) bool {
 }
 
 // instanceRole reports whether s names an instance role: holder, a-waiter,
-// holder-of:KEY.
+// holder-of:KEY, executor, executor@PHASE.
 func instanceRole(s string) bool {
-	return s == RoleHolder || s == RoleWaiter || strings.HasPrefix(s, RoleHolderOf)
+	_, executor := executorPhase(s)
+	return s == RoleHolder || s == RoleWaiter || strings.HasPrefix(s, RoleHolderOf) || executor
+}
+
+// executorPhase is the phase of an executor role ("" for executor alone);
+// false for any other name.
+func executorPhase(s string) (string, bool) {
+	role, phase, scoped := strings.Cut(s, "@")
+	if role != RoleExecutor || (scoped && phase == "") {
+		return "", false
+	}
+	return phase, true
+}
+
+// Phase is the phase an executor role aims at ("" for any phase), and
+// false for any other target.
+func (t Target) Phase() (string, bool) {
+	if t.Kind != Instance {
+		return "", false
+	}
+	return executorPhase(t.Name)
 }
 
 // Targets writes a set of targets as a scenario's record does: their

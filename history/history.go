@@ -307,6 +307,18 @@ type JobsMeta struct {
 	Family string `json:"family,omitempty"`
 }
 
+// The phases of a job attempt a fault can meet (checker/MODEL.md §20):
+// before its effect was sent, during it (sent, not answered), after it
+// (answered; the job not yet recorded complete).
+const (
+	PhaseBefore = "before-effect"
+	PhaseDuring = "during-effect"
+	PhaseAfter  = "after-effect"
+)
+
+// JobPhases lists them in the order of an attempt.
+var JobPhases = []string{PhaseBefore, PhaseDuring, PhaseAfter}
+
 // SweepPoint is one point of a swept case: its case as written, the axes'
 // labels and values ("for", "1.1×lease"), and each value as a number for
 // plots (seconds for a duration, the multiple for ttl_x, the position in

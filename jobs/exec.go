@@ -40,13 +40,19 @@ func (b *base) op(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // pickDue is the list's check: a job due and not recorded done, at random
 // among them (so that clients spread over the jobs due), read outside any
-// lock or transaction of the job.
+// lock or transaction of the job. Of a periodic job it is the latest
+// period due, done or not: a replica's timer fires at each period.
 func (b *base) pickDue(ctx context.Context) (string, error) {
 	octx, cancel := b.op(ctx)
 	defer cancel()
 	var id string
-	err := b.conn.QueryRow(octx, `SELECT id FROM lockbench_sink_jobs WHERE NOT done AND due <= clock_timestamp() AND id LIKE $1
-		ORDER BY random() LIMIT 1`, likePrefix(b.env.Prefix)).Scan(&id)
+	q := `SELECT id FROM lockbench_sink_jobs WHERE NOT done AND due <= clock_timestamp() AND id LIKE $1 AND n >= $2 AND n < $3
+		ORDER BY random() LIMIT 1`
+	if b.env.Periodic {
+		q = `SELECT id FROM lockbench_sink_jobs WHERE due <= clock_timestamp() AND id LIKE $1 AND n >= $2 AND n < $3
+		ORDER BY due DESC LIMIT 1`
+	}
+	err := b.conn.QueryRow(octx, q, likePrefix(b.env.Prefix), b.env.First, b.env.First+b.env.Count).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNoJob
 	}
@@ -84,10 +90,19 @@ func (b *base) effect(ctx context.Context, apply func(ctx context.Context, tx pg
 	if !wait.Sleep(octx, b.env.Effect) {
 		return "", fmt.Errorf("effect: %w", octx.Err())
 	}
+	b.hold(octx)
 	if err := tx.Commit(octx); err != nil {
 		return "", fmt.Errorf("effect: commit: %w", err)
 	}
 	return outcome, nil
+}
+
+// hold waits, inside the effect's transaction, where a fault aimed at the
+// during-effect phase holds the executor (Env.Hold).
+func (b *base) hold(ctx context.Context) {
+	if b.env.Hold != nil {
+		b.env.Hold(ctx)
+	}
 }
 
 // plain applies the effect unguarded: the sink applies whatever reaches it.

@@ -27,6 +27,8 @@ var sinkDDL = []string{
 		attempt int NOT NULL, token numeric NOT NULL DEFAULT 0, outcome text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
 	`CREATE TABLE IF NOT EXISTS lockbench_sink_fence (job text PRIMARY KEY, token numeric NOT NULL)`,
 	`CREATE TABLE IF NOT EXISTS lockbench_sink_keys (job text PRIMARY KEY)`,
+	// n is the job's number: a side-by-side trial takes its own.
+	`ALTER TABLE lockbench_sink_jobs ADD COLUMN IF NOT EXISTS n int NOT NULL DEFAULT 0`,
 }
 
 // sinkConfig is the pgx configuration of a connection to the sink.
@@ -72,15 +74,16 @@ func Prepare(ctx context.Context, conn *pgx.Conn, prefix string) error {
 	return nil
 }
 
-// Publish puts the case's jobs on the list: job n (id prefix+"j<n>") due
-// n×every from now, by the sink's clock. The coordinator calls it once the
-// case has started.
-func Publish(ctx context.Context, conn *pgx.Conn, prefix string, count int, every time.Duration) error {
-	_, err := conn.Exec(ctx, `INSERT INTO lockbench_sink_jobs (id, due)
-		SELECT $1 || 'j' || g, clock_timestamp() + g * ($2::bigint * interval '1 microsecond')
-		FROM generate_series(0, $3::int - 1) AS g`, prefix, every.Microseconds(), count)
+// Publish puts the case's jobs on the list: for each of its lanes (trials
+// side by side; 1 for a case of one) count jobs, job n (id
+// prefix+"j<n>") due (n mod count)×every from now, by the sink's clock.
+// The coordinator calls it once the case has started.
+func Publish(ctx context.Context, conn *pgx.Conn, prefix string, lanes, count int, every time.Duration) error {
+	_, err := conn.Exec(ctx, `INSERT INTO lockbench_sink_jobs (id, due, n)
+		SELECT $1 || 'j' || g, clock_timestamp() + (g % $3::int) * ($2::bigint * interval '1 microsecond'), g
+		FROM generate_series(0, $3::int * $4::int - 1) AS g`, prefix, every.Microseconds(), count, max(lanes, 1))
 	if err != nil {
-		return fmt.Errorf("sink: publish %d jobs: %w", count, err)
+		return fmt.Errorf("sink: publish %d jobs: %w", count*max(lanes, 1), err)
 	}
 	return nil
 }

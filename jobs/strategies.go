@@ -24,7 +24,7 @@ type VisibilityOptions struct {
 }
 
 func init() {
-	Register(Info{Name: "lock", Lock: true, Options: LockOptions{},
+	Register(Info{Name: "lock", Lock: true, Family: "lock", Options: LockOptions{},
 		Summary: "the case's lock around each job (key: the job's id), the job list read outside it; the effect unfenced, fenced by the lock's token, or after a completion record checked under the lock",
 		New: func(decode backends.Decoder) (Strategy, error) {
 			var o LockOptions
@@ -33,19 +33,19 @@ func init() {
 			}
 			return lockStrategy{o}, nil
 		}})
-	Register(Info{Name: "no-lock", Unsafe: true,
+	Register(Info{Name: "no-lock", Unsafe: true, Family: "none",
 		Summary: "at-least-once: every client runs any job due that the list does not say done, nothing guarding the effect (the control)",
 		New:     noOptions(func(b base) Executor { return &listExec{base: b} })})
-	Register(Info{Name: "idempotency-key",
+	Register(Info{Name: "idempotency-key", Family: "dedupe",
 		Summary: "no lock: the effect inserts the job's key in its own transaction (INSERT … ON CONFLICT DO NOTHING), so the sink refuses a second effect as a duplicate",
 		New:     noOptions(func(b base) Executor { return &keyedExec{listExec{base: b}} })})
-	Register(Info{Name: "check-then-insert", Unsafe: true,
+	Register(Info{Name: "check-then-insert", Unsafe: true, Family: "dedupe",
 		Summary: "the seeds' createPayment: find the job's effect, insert it if none, no constraint (the known-unsafe control: two finds can both see none)",
 		New:     noOptions(func(b base) Executor { return &findExec{listExec{base: b}} })})
-	Register(Info{Name: "skip-locked",
+	Register(Info{Name: "skip-locked", Family: "queue",
 		Summary: "a PostgreSQL queue: the job's row taken with FOR UPDATE SKIP LOCKED, its effect and its completion in that one transaction",
 		New:     noOptions(func(b base) Executor { return &queueExec{base: b} })})
-	Register(Info{Name: "skip-locked-visibility", Options: VisibilityOptions{},
+	Register(Info{Name: "skip-locked-visibility", Family: "queue", Options: VisibilityOptions{},
 		Summary: "a PostgreSQL queue, the common variant: the row taken with SKIP LOCKED and a visibility timeout in a short transaction, the effect outside it; a job not completed in time is handed out again",
 		New: func(decode backends.Decoder) (Strategy, error) {
 			o := VisibilityOptions{Visibility: config.Duration(500 * time.Millisecond)}
@@ -171,7 +171,7 @@ func (e *queueExec) Pick(ctx context.Context) (string, error) {
 	}
 	var id string
 	err = tx.QueryRow(octx, `SELECT id FROM lockbench_sink_jobs WHERE state = 'pending' AND due <= clock_timestamp() AND id LIKE $1
-		ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED`, likePrefix(e.env.Prefix)).Scan(&id)
+		AND n >= $2 AND n < $3 ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED`, likePrefix(e.env.Prefix), e.env.First, e.env.First+e.env.Count).Scan(&id)
 	if err != nil {
 		_ = tx.Rollback(context.Background())
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -192,6 +192,9 @@ func (e *queueExec) Effect(ctx context.Context, job string, n int, token uint64)
 	outcome, err := e.plain(job, n, token)(octx, e.tx)
 	if err == nil && !waitEffect(octx, e.env.Effect) {
 		err = octx.Err()
+	}
+	if err == nil {
+		e.hold(octx)
 	}
 	if err != nil {
 		return "", fmt.Errorf("effect: %w", err)
@@ -238,10 +241,10 @@ func (e *visibleExec) Pick(ctx context.Context) (string, error) {
 	defer cancel()
 	var id string
 	err := e.conn.QueryRow(octx, `UPDATE lockbench_sink_jobs SET state = 'taken', visible_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
-		WHERE id = (SELECT id FROM lockbench_sink_jobs WHERE due <= clock_timestamp() AND id LIKE $1
+		WHERE id = (SELECT id FROM lockbench_sink_jobs WHERE due <= clock_timestamp() AND id LIKE $1 AND n >= $3 AND n < $4
 			AND (state = 'pending' OR (state = 'taken' AND visible_at <= clock_timestamp()))
 			ORDER BY due LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING id`, likePrefix(e.env.Prefix), e.vt.Microseconds()).Scan(&id)
+		RETURNING id`, likePrefix(e.env.Prefix), e.vt.Microseconds(), e.env.First, e.env.First+e.env.Count).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNoJob
 	}

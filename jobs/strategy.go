@@ -54,6 +54,16 @@ type Env struct {
 	OpTimeout time.Duration
 	// Executor is the client's name (i<N>c<M>), as the sink records it.
 	Executor string
+	// First and Count are the jobs the client takes: j<First> ..
+	// j<First+Count-1> (a side-by-side trial's own).
+	First, Count int
+	// Periodic: the jobs are the periods of one periodic job; a strategy
+	// that reads the job list takes the latest period due, done or not
+	// (a replica's timer fires; it does not look at a list).
+	Periodic bool
+	// Hold, when set, is called inside the effect's transaction before it
+	// commits (the during-effect phase a fault may be aimed at).
+	Hold func(ctx context.Context)
 }
 
 // Strategy is a configured way of running jobs.
@@ -105,6 +115,11 @@ type Info struct {
 	Lock bool
 	// Unsafe marks a known-unsafe control, there to show the failure.
 	Unsafe bool
+	// Family groups the strategies one control stands for (checker/MODEL.md
+	// §21): a case of the family that expects duplicate effects shows,
+	// under its fault, the failure the family's other strategies claim
+	// to prevent (lock, dedupe, queue, broker, leader; none for no-lock).
+	Family string
 	// Options is the zero value of its options struct (yaml and doc
 	// tags), for bench list; nil: none.
 	Options any

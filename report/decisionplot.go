@@ -161,6 +161,9 @@ func init() {
 		Caption:  "The decision view as an image (2× resolution, to paste into a design document): the colour and the words in each cell say the same thing; \"2 holders k/n\" is in how many of the cell's decided trials two clients believed they held the lock, with its 95% interval; a pale cell marked ? rests on fewer than 10 fault exposures; \"during/after\" count acquisitions while the fault was in force and after it healed, \"gap\" is the longest time a client waited with nobody holding the lock.",
 		Contents: "the decision view as an image (2× resolution), to paste into a design document",
 		Draw: func(base string, s *verdict.Summary) (bool, error) {
+			if s.Decision == nil || len(s.Decision.Rows) == 0 {
+				return false, nil // a run of job workloads only: the jobs decision view's
+			}
 			return true, WriteDecisionPlot(base, s.Decision)
 		},
 	})

@@ -31,6 +31,7 @@ type Slot string
 // The report's slots, in the order the report shows them.
 const (
 	SlotDecision Slot = "decision" // under the decision view's table
+	SlotJobs     Slot = "jobs"     // under the jobs decision view's table
 	SlotEnvelope Slot = "envelope" // under the safety envelope's table, when there is one
 	SlotSafety   Slot = "safety"   // before the safety table, whatever the run
 	SlotLatency  Slot = "latency"  // under the latency table
@@ -51,7 +52,7 @@ func registerFigure(f Figure) {
 }
 
 // slots are the slots in the report's order.
-var slots = []Slot{SlotDecision, SlotEnvelope, SlotSafety, SlotLatency}
+var slots = []Slot{SlotJobs, SlotDecision, SlotEnvelope, SlotSafety, SlotLatency}
 
 // Figures returns the registered figures, in the report's order.
 func Figures() []Figure { return slices.Clone(registry) }

@@ -85,6 +85,9 @@ func WriteAllFigures(dir string, s *verdict.Summary) error { return writeAll(dir
 
 func writeAll(dir string, s *verdict.Summary, every bool) error {
 	s.Decision = verdict.NewDecision(s)
+	if jd := verdict.NewJobDecision(s); len(jd.Rows) > 0 {
+		s.JobDecision = jd
+	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
@@ -181,13 +184,28 @@ func writeReport(w io.Writer, s *verdict.Summary, pl drawn) error {
 	if d == nil {
 		d = verdict.NewDecision(s)
 	}
-	b.WriteString("## Decision view\n\n")
-	b.WriteString("Which lock is safe under which class of fault, and what it costs: backends down, the fault classes this run exercised across, each cell summing up every case (and trial) of that backend in that class. " + DecisionLegend + " The last columns are the cost when nothing goes wrong: acquire latency and throughput of the busiest case without faults, and the hand-off latency (a holder's release to the next holder's grant).\n\n")
-	if err := WriteDecisionMarkdown(&b, d); err != nil {
-		return err
+	jd := s.JobDecision
+	if jd == nil {
+		jd = verdict.NewJobDecision(s)
 	}
-	b.WriteString("\n")
-	writeFigures(&b, SlotDecision, pl.figs)
+	if len(jd.Rows) > 0 {
+		b.WriteString("## Jobs decision view\n\n")
+		b.WriteString("Which way of running a job takes effect exactly once under which class of fault, and what it costs (checker/MODEL.md §21): job strategies down, the fault classes across, each cell summing up every case (and trial) of that strategy in that class, judged from the effect sink's own record. " + JobDecisionLegend + "\n\n")
+		if err := WriteJobDecisionMarkdown(&b, jd); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		writeFigures(&b, SlotJobs, pl.figs)
+	}
+	if len(d.Rows) > 0 || len(jd.Rows) == 0 {
+		b.WriteString("## Decision view\n\n")
+		b.WriteString("Which lock is safe under which class of fault, and what it costs: backends down, the fault classes this run exercised across, each cell summing up every case (and trial) of that backend in that class. " + DecisionLegend + " The last columns are the cost when nothing goes wrong: acquire latency and throughput of the busiest case without faults, and the hand-off latency (a holder's release to the next holder's grant).\n\n")
+		if err := WriteDecisionMarkdown(&b, d); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		writeFigures(&b, SlotDecision, pl.figs)
+	}
 	if pl.figs[EnvelopePlot] {
 		b.WriteString("## Safety envelope\n\n")
 		if err := writeEnvelopeTable(&b, s); err != nil {

@@ -20,6 +20,9 @@ type Summary struct {
 	Conditions *Conditions `json:"conditions,omitempty"`
 	// Decision is the backends × fault classes view of the run.
 	Decision *Decision `json:"decision,omitempty"`
+	// JobDecision is the job strategies × fault classes view of the
+	// run's job workloads (MODEL §21), when it has any.
+	JobDecision *JobDecision `json:"job_decision,omitempty"`
 	// Warnings about the history itself (a truncated last line).
 	Warnings []string      `json:"warnings,omitempty"`
 	Cases    []CaseSummary `json:"cases"`

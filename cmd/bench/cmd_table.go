@@ -17,7 +17,7 @@ import (
 )
 
 func tableCmd() *command {
-	c := newCommand("table", "RESULTS_DIR...", "print one table over several results folders (known answers, decision view, safety, latency)", 1, -1)
+	c := newCommand("table", "RESULTS_DIR...", "print one table over several results folders (known answers, decision view, jobs decision view, safety, latency)", 1, -1)
 	c.long = `Re-checks the history of each folder and prints one aligned Markdown
 table over all of them:
   -view known     one row per scenario row: verdict over trials, counts,
@@ -25,9 +25,10 @@ table over all of them:
                   (docs/known-answers.md's table); exit 102 if a row
                   was not reproduced
   -view decision  backends × fault classes (the report's decision view)
+  -view jobs      job strategies × fault classes (the jobs decision view)
   -view safety    every case's safety counts
   -view latency   every case's throughput, latency, hand-off latency and barges`
-	view := c.fs.String("view", "known", "known, decision, safety or latency")
+	view := c.fs.String("view", "known", "known, decision, jobs, safety or latency")
 	c.exec = func(_ context.Context, cio cmdIO, args []string) error {
 		var sums []*verdict.Summary
 		// A folder named twice (results/latest beside the folder it links
@@ -62,12 +63,14 @@ table over all of them:
 			return knownTable(cio.stdout, args, sums)
 		case "decision":
 			return report.WriteDecisionMarkdown(cio.stdout, verdict.NewDecision(sums...))
+		case "jobs":
+			return report.WriteJobDecisionMarkdown(cio.stdout, verdict.NewJobDecision(sums...))
 		case "safety":
 			return report.WriteSafetyTable(cio.stdout, sums...)
 		case "latency":
 			return report.WriteLatencyTable(cio.stdout, sums...)
 		}
-		return exitcode.With(fmt.Errorf("-view %q: want known, decision, safety or latency", *view), exitcode.Config)
+		return exitcode.With(fmt.Errorf("-view %q: want known, decision, jobs, safety or latency", *view), exitcode.Config)
 	}
 	return c
 }

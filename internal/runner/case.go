@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +63,9 @@ type caseRun struct {
 	// the process gone asks it (checker/MODEL.md §10).
 	killMu   sync.Mutex
 	killedBy map[string]killRec
+	// gates are the arms of faults aimed at a job's phase (gates.go),
+	// under liveMu.
+	gates gateState
 }
 
 // killRec is a fault that killed a process, and when.
@@ -97,7 +99,8 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 			return err
 		}
 	}
-	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, acts: liveCluster{cl}, plan: plan, workers: map[history.Instance]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}, storeSince: map[string]int64{}, served: map[string]int64{}, reusedFrom: from}
+	cr := &caseRun{r: r, c: c, idx: idx, cl: cl, acts: liveCluster{cl}, plan: plan, workers: map[history.Instance]*workerProc{}, waiting: map[string]bool{}, storing: map[string]string{}, storeSince: map[string]int64{}, served: map[string]int64{}, reusedFrom: from,
+		gates: gateState{wait: map[string]chan phaseHit{}, held: map[string]phaseHit{}}}
 	defer func() {
 		// Teardown runs on success, error, interrupt and panic alike.
 		cr.killWorkers()
@@ -177,7 +180,7 @@ func (r *run) runCase(ctx context.Context, c *scenario.Case, idx int) (err error
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	for _, w := range cr.sortedWorkers() {
-		if _, err := io.WriteString(w.stdin, "start\n"); err != nil {
+		if err := w.send("start"); err != nil {
 			return fmt.Errorf("start %s: %w", w.name, err)
 		}
 	}

@@ -66,6 +66,9 @@ func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choic
 		src = -(cr.idx*1000 + 500 + k)
 		t0 = cr.r.m.addSource(src)
 		eff, err = startAll(context.WithoutCancel(ctx), f.Fault, env, targets)
+		if met := cr.releaseGate(f.Name); met != "" && err == nil {
+			rec.Observed = append(rec.Observed, met)
+		}
 		if err == nil {
 			if attempt > 1 {
 				rec.Observed = append(rec.Observed, fmt.Sprintf("the %s was resolved %d times: %d had left the role when the fault took effect", targets[0].From, attempt, attempt-1))
@@ -148,6 +151,13 @@ func (cr *caseRun) resolve(ctx context.Context, f *scenario.Fault, choice uint64
 		// role is resolved once, for every link of the set.
 		return cr.resolveScope(ctx, f.Targets, f.Lane, choice)
 	case first.IsRole():
+		if phase, ok := first.Phase(); ok && phase != "" {
+			t, err := cr.resolvePhase(ctx, first, phase, f.Lane, f.Name)
+			if err != nil {
+				return nil, err
+			}
+			return []faults.Target{t}, nil
+		}
 		t, err := cr.resolveRole(ctx, first, f.Lane, choice)
 		if err != nil {
 			return nil, err

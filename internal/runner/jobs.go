@@ -63,7 +63,7 @@ func (cr *caseRun) prepareSink(ctx context.Context) (*sinkWatch, error) {
 func (s *sinkWatch) start(ctx context.Context) error {
 	j := s.cr.c.Workload.Jobs
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := jobs.Publish(pctx, s.conn, s.cr.keyPrefix(), j.Count, j.Every.D())
+	err := jobs.Publish(pctx, s.conn, s.cr.keyPrefix(), s.cr.c.Lanes, j.Count, j.Every.D())
 	cancel()
 	if err != nil {
 		return err

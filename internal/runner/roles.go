@@ -231,7 +231,7 @@ func (cr *caseRun) plays(t faults.Target) bool {
 		return true
 	}
 	role := faults.Target{Kind: faults.Instance, Name: t.From}
-	if _, keyed := role.Key(); t.Kind != faults.Instance || (t.From != faults.RoleHolder && !keyed) {
+	if _, keyed := role.Key(); t.Kind != faults.Instance || (t.From != faults.RoleHolder && t.From != faults.RoleExecutor && !keyed) {
 		return true // only the holders' roles can be left this fast
 	}
 	return slices.Contains(cr.holders(role, 0), t.Instance)

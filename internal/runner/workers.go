@@ -33,6 +33,7 @@ type workerProc struct {
 	log    string // its log file
 	proc   *procgroup.Process
 	stdin  io.WriteCloser
+	sendMu sync.Mutex // one writer of stdin at a time
 	routes []links.Route
 	ready  chan error
 	done   chan struct{} // its stream has ended and been accounted for
@@ -125,6 +126,7 @@ func (cr *caseRun) startWorker(n history.Instance, routes []links.Route, logDir 
 	cfg.KeyPrefix = cr.keyPrefix()
 	if l := cr.laneOf(n); l > 0 {
 		cfg.KeyOffset = (l - 1) * cr.c.Workload.Keys.Count
+		cfg.JobsFirst = (l - 1) * cr.c.Workload.Jobs.Count
 	}
 	line, err := json.Marshal(cfg)
 	if err != nil {
@@ -180,6 +182,9 @@ func (cr *caseRun) readWorker(w *workerProc, src int, stdout io.ReadCloser) {
 			}
 			cr.r.m.advance(src, e.T)
 		case worker.MarkTick, worker.MarkStopped:
+			cr.r.m.advance(src, e.T)
+		case worker.MarkAtPhase:
+			cr.atPhase(w, &e)
 			cr.r.m.advance(src, e.T)
 		case worker.MarkReport:
 			var rep worker.Report
@@ -283,7 +288,7 @@ func (cr *caseRun) stopWorkers(ctx context.Context) error {
 		w.stop = true
 		w.mu.Unlock()
 		if w.proc.Alive() {
-			if _, err := io.WriteString(w.stdin, "stop\n"); err != nil {
+			if err := w.send("stop"); err != nil {
 				fmt.Fprintf(cr.r.log, "  %s: send stop: %v\n", w.name, err)
 			}
 		}

@@ -1,9 +1,13 @@
 package scenario
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/history"
-	"strings"
 
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/jobs"
@@ -109,10 +113,26 @@ func (c *Case) jobsMeta(m history.CaseMeta) history.CaseMeta {
 		return m
 	}
 	j := c.Workload.Jobs
-	m.Jobs = &history.JobsMeta{Strategy: c.StrategyName, Count: j.Count, EveryNs: int64(j.Every), GraceNs: int64(j.Grace), Lock: jobs.TakesLock(c.Strategy)}
+	m.Jobs = &history.JobsMeta{Strategy: c.StrategyName, Count: j.Count, EveryNs: int64(j.Every), GraceNs: int64(j.Grace), Lock: jobs.TakesLock(c.Strategy),
+		Periodic: j.Periodic, Variant: c.Variant()}
 	m.Lockless = !m.Jobs.Lock
 	if info, err := jobs.Lookup(c.StrategyName); err == nil {
 		m.Control = info.Unsafe || (info.Lock && m.Control)
+		m.Jobs.Family = info.Family
 	}
 	return m
+}
+
+// Variant names the case's strategy with its options, as one row of the
+// jobs decision view: "lock", "lock {fenced: true}".
+func (c *Case) Variant() string {
+	var opts map[string]any
+	if len(c.StrategyOptions) == 0 || yaml.Unmarshal(c.StrategyOptions, &opts) != nil || len(opts) == 0 {
+		return c.StrategyName
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		parts = append(parts, fmt.Sprintf("%s: %v", k, opts[k]))
+	}
+	return c.StrategyName + " {" + strings.Join(parts, ", ") + "}"
 }

@@ -508,7 +508,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
 		serverLinks[l] = true
 	}
-	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose, oneMember: backends.OneMember(c.Backend)}
+	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose, oneMember: backends.OneMember(c.Backend), jobs: c.Workload.Jobs.On()}
 	if ext != nil && !compose {
 		sc.controlled = ext.Controlled
 		sc.controlHas = func(server, field string) bool { return ext.Control[server].Has(field) }

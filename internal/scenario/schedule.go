@@ -26,6 +26,7 @@ type scheduleCtx struct {
 	external    bool // the servers are not lockbench's (bench run -targets)
 	compose     bool // the servers are containers lockbench controls
 	oneMember   bool // the backend's instances talk to one member at a time
+	jobs        bool // a job workload: the executor roles have clients to aim at
 	// mode is the deployment mode of the case (cluster.Mode): what it can
 	// do to each class of target.
 	mode cluster.Mode

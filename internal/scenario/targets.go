@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -109,6 +110,15 @@ func (sc scheduleCtx) checkRole(role faults.Target) string {
 	targets, kindOfServer, keys := sc.targets, sc.serverKinds, sc.keys
 	if role.Kind == faults.Server && role.Name == faults.RoleConnectedMember {
 		return sc.checkConnected(role)
+	}
+	if phase, ok := role.Phase(); ok {
+		switch {
+		case !sc.jobs:
+			return fmt.Sprintf("role %q aims at a client inside a job attempt: the workload runs no jobs (jobs.count)", role)
+		case phase != "" && !slices.Contains(history.JobPhases, phase):
+			return fmt.Sprintf("role %q: no phase %q (phases: %s)", role, phase, strings.Join(history.JobPhases, ", "))
+		}
+		return ""
 	}
 	if key, ok := role.Key(); ok {
 		if n, ok := workload.ParseKey(key); !ok || n >= keys {
@@ -261,7 +271,7 @@ func sortedKeys(m map[string]faults.Kind) string {
 		}
 	}
 	sort.Strings(ks)
-	return strings.Join(append(ks, "link:<server>@instance-N", faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleLeader, faults.RoleFollower, faults.RoleMaster), ", ")
+	return strings.Join(append(ks, "link:<server>@instance-N", faults.RoleHolder, faults.RoleHolderOf+"<key>", faults.RoleWaiter, faults.RoleExecutor+"[@<phase>]", faults.RoleLeader, faults.RoleFollower, faults.RoleMaster), ", ")
 }
 
 // targets lists the concrete target names of a case's cluster, and the

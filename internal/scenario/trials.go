@@ -110,9 +110,6 @@ func sideBySide(errs *Errors, i int, tn *yaml.Node, c *Case, t trialsDoc) []*Cas
 	case c.nemesis != nil:
 		errs.add(tn.Line, field, "a nemesis draws its own schedule; run its trials one after another")
 		return nil
-	case c.Strategy != nil:
-		errs.add(tn.Line, field, "a job workload's trials share one job list and sink: run them one after another (side by side is not supported yet)")
-		return nil
 	}
 	for _, f := range c.Faults {
 		lanes := 0

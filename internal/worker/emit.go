@@ -58,7 +58,9 @@ func (em *emitter) emit(e history.Event) {
 	// A store's beginning and end say who is inside a critical section
 	// run in the backend's database: the coordinator aims holder faults
 	// by them, so they go out at once rather than within flushEvery.
-	now := len(em.buf) > 128<<10 || e.F == history.OpStore
+	// So does a client at an armed phase (gates.go): the fault waits
+	// for it.
+	now := len(em.buf) > 128<<10 || e.F == history.OpStore || e.F == MarkAtPhase
 	em.mu.Unlock()
 	if now {
 		select {

@@ -27,10 +27,18 @@ type jobClient struct {
 	lock bool
 	// tried counts this client's attempts of each job: attempt numbers.
 	tried map[string]int64
+	// gates hold the client at an armed phase (gates.go); job and n are
+	// the attempt in flight, for the gate inside the effect.
+	gates *gates
+	job   string
+	n     int64
+	// periodic: each period is tried once (last is the latest tried).
+	periodic bool
+	last     string
 }
 
 // openJobs opens the case's strategy for each client.
-func openJobs(ctx context.Context, cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), clients []*client) ([]*jobClient, error) {
+func openJobs(ctx context.Context, cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), clients []*client, g *gates) ([]*jobClient, error) {
 	st, err := jobs.New(cfg.Strategy, func(v any) error { return config.DecodeStrictBytes(cfg.StrategyOptions, v, 0) })
 	if err != nil {
 		return nil, err
@@ -40,9 +48,13 @@ func openJobs(ctx context.Context, cfg Config, dial func(ctx context.Context, ne
 		creds = cfg.Auth["postgres"]
 	}
 	out := make([]*jobClient, len(clients))
+	jw := cfg.Workload.Jobs
 	for i, cl := range clients {
+		jc := &jobClient{client: cl, lock: jobs.TakesLock(st), tried: map[string]int64{}, gates: g, periodic: jw.Periodic}
 		env := jobs.Env{Sink: cfg.Endpoints[jobs.SinkServer], Dial: dial, Creds: creds, Prefix: cfg.KeyPrefix,
-			Effect: cfg.Workload.Jobs.Effect.D(), OpTimeout: cfg.Workload.OpTimeout.D(), Executor: cl.proc}
+			Effect: jw.Effect.D(), OpTimeout: cfg.Workload.OpTimeout.D(), Executor: cl.proc,
+			First: cfg.JobsFirst, Count: jw.Count, Periodic: jw.Periodic,
+			Hold: func(ctx context.Context) { g.at(ctx, history.PhaseDuring, jc.proc, jc.job, jc.n) }}
 		ex, err := st.Open(ctx, env)
 		if err != nil {
 			for _, o := range out[:i] {
@@ -50,12 +62,13 @@ func openJobs(ctx context.Context, cfg Config, dial func(ctx context.Context, ne
 			}
 			return nil, err
 		}
-		out[i] = &jobClient{client: cl, ex: ex, lock: jobs.TakesLock(st), tried: map[string]int64{}}
+		jc.ex = ex
+		out[i] = jc
 	}
 	return out, nil
 }
 
-func (c *jobClient) job(typ history.Type, job string, n int64, err string) history.Event {
+func (c *jobClient) jobEvent(typ history.Type, job string, n int64, err string) history.Event {
 	e := c.ev(typ, history.OpJob, job)
 	e.Attempt, e.Err = n, err
 	return e
@@ -67,6 +80,9 @@ func (c *jobClient) job(typ history.Type, job string, n int64, err string) histo
 // acquire is recorded, no attempt).
 func (c *jobClient) attempt(ctx context.Context) {
 	job, err := c.ex.Pick(ctx)
+	if err == nil && c.periodic && job == c.last {
+		err = jobs.ErrNoJob // this period was tried: wait for the next
+	}
 	if err != nil {
 		if !errors.Is(err, jobs.ErrNoJob) && ctx.Err() == nil {
 			c.lg.Printf("%s: %v", c.proc, err)
@@ -74,6 +90,7 @@ func (c *jobClient) attempt(ctx context.Context) {
 		wait.Sleep(ctx, c.w.Think.Draw(c.r))
 		return
 	}
+	c.last = job
 	var lease backends.Lease
 	if c.lock {
 		var ok bool
@@ -85,12 +102,13 @@ func (c *jobClient) attempt(ctx context.Context) {
 	}
 	c.tried[job]++
 	n := c.tried[job]
-	c.em.emit(c.job(history.Invoke, job, n, ""))
+	c.job, c.n = job, n
+	c.em.emit(c.jobEvent(history.Invoke, job, n, ""))
 	typ, why := c.steps(ctx, job, n, lease)
 	if typ != history.OK {
 		c.ex.Abandon(job)
 	}
-	c.em.emit(c.job(typ, job, n, why))
+	c.em.emit(c.jobEvent(typ, job, n, why))
 	if typ != history.OK {
 		wait.Sleep(ctx, c.w.Think.Draw(c.r))
 	}
@@ -138,6 +156,7 @@ func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backen
 		}
 		token = lease.Token()
 	}
+	c.gates.at(ctx, history.PhaseBefore, c.proc, job, n)
 	inv := c.ev(history.Invoke, history.OpEffect, job)
 	inv.Attempt, inv.Token = n, token
 	c.em.emit(inv)
@@ -159,6 +178,7 @@ func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backen
 	default:
 		c.em.emit(e)
 	}
+	c.gates.at(ctx, history.PhaseAfter, c.proc, job, n)
 	wait.Sleep(ctx, c.w.Jobs.After.D()) // the work after the effect, before its completion is recorded
 	if err := c.ex.Complete(ctx, job); err != nil {
 		return history.Info, err.Error()

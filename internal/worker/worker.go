@@ -55,7 +55,7 @@ const (
 )
 
 // ControlMarks are the control marks, for the coordinator's decoder.
-var ControlMarks = map[string]bool{MarkReady: true, MarkTick: true, MarkReport: true, MarkStopped: true}
+var ControlMarks = map[string]bool{MarkReady: true, MarkTick: true, MarkReport: true, MarkStopped: true, MarkAtPhase: true}
 
 // Config is everything a worker needs, sent by the coordinator.
 type Config struct {
@@ -97,6 +97,9 @@ type Config struct {
 	// KeyPrefix is put before every key the backend sees (runs against a
 	// shared, existing cluster keep to their own keys).
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	// JobsFirst is the number of the instance's trial's first job: a
+	// side-by-side trial's jobs are its own.
+	JobsFirst int `json:"jobs_first,omitempty"`
 }
 
 // Report is what a worker tells the coordinator every ReportEvery.
@@ -165,13 +168,19 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		}
 	}
 	var stopping atomic.Bool
+	g := newGates(em)
 	go func() {
 		for in.Scan() {
 			if in.Text() == "stop" {
 				break
 			}
+			g.command(in.Text())
 		}
 		stopping.Store(true)
+		// Nothing is armed any more: a client waiting at a phase goes on.
+		for in.Scan() {
+			g.command(in.Text())
+		}
 	}()
 	res := resource.NewMux(cfg.Resource, dialer.DialContext)
 	defer res.Close()
@@ -204,7 +213,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	var wg sync.WaitGroup
 	if cfg.Strategy != "" {
 		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		jcs, err := openJobs(jctx, cfg, dialer.DialContext, clients)
+		jcs, err := openJobs(jctx, cfg, dialer.DialContext, clients, g)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("worker %d: strategy %s: %w", cfg.Instance, cfg.Strategy, err)

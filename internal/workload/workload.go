@@ -101,6 +101,11 @@ type Jobs struct {
 	// Grace is how long after a job fell due (and after the last heal)
 	// the case waits before a job with no effect counts as lost.
 	Grace config.Duration `yaml:"grace" json:"grace"`
+	// Periodic makes the jobs one periodic job (a cron) due once per
+	// period across every replica: job n is period n's run, and every
+	// client fires once at each period's due time (plus its think time)
+	// instead of polling for jobs not done.
+	Periodic bool `yaml:"periodic" json:"periodic,omitempty"`
 }
 
 // On reports whether the workload is a job workload.
