@@ -396,7 +396,10 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 	c.fig.init(start)
 	c.harness.init(meta)
 	c.store.init(meta)
-	c.jobs.init(meta, c.malformed)
+	c.jobs.init(meta, c.malformed, func(inst string) bool {
+		in := c.insts[inst]
+		return in != nil && in.dead
+	})
 	for _, o := range opts {
 		o(c)
 	}

@@ -141,13 +141,13 @@ func (j *jobCheck) result(in jobsIn) *Jobs {
 		}
 		return math.MaxInt64 // open: the attempt never ended in the record
 	}
-	firstOK := map[string]int64{}
+	firstOK := map[string]int64{} // each job's earliest ok completion
 	for _, a := range j.order {
 		r.Attempts++
 		switch a.endType {
 		case history.OK:
 			r.AttemptsOK++
-			if _, seen := firstOK[a.job]; !seen {
+			if t, seen := firstOK[a.job]; !seen || a.end < t {
 				firstOK[a.job] = a.end
 			}
 		case history.Fail:

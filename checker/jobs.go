@@ -56,6 +56,9 @@ type jobCheck struct {
 	// malformed is the case's: a job event outside the record's rules
 	// makes the history malformed (MODEL §3, §20).
 	malformed func(format string, args ...any)
+	// dead reports whether an instance has died (its attempt in flight
+	// ended then, MODEL §20).
+	dead func(inst string) bool
 }
 
 // touch is an attempt a fault met at its start, and the phase it was in.
@@ -64,8 +67,8 @@ type touch struct {
 	phase string
 }
 
-func (j *jobCheck) init(meta history.CaseMeta, malformed func(format string, args ...any)) {
-	j.malformed = malformed
+func (j *jobCheck) init(meta history.CaseMeta, malformed func(format string, args ...any), dead func(inst string) bool) {
+	j.malformed, j.dead = malformed, dead
 	j.meta = meta.Jobs
 	j.attempts = map[attemptKey]*attempt{}
 	j.open = map[string]*attempt{}
@@ -231,8 +234,8 @@ func (j *jobCheck) faultStart(f *faultRec) {
 	}
 	insts := faultInstances(f)
 	for _, a := range j.open {
-		if insts != nil && !insts[a.inst] {
-			continue
+		if (insts != nil && !insts[a.inst]) || j.dead(a.inst) {
+			continue // not its target, or ended by its instance's death
 		}
 		j.touch[f] = append(j.touch[f], touch{a, phaseOf(a)})
 	}
@@ -258,7 +261,7 @@ func AimedPhase(target string) (phase string, ok bool) {
 // holder) a fault aims at (MODEL §10).
 func (j *jobCheck) inside(inst, phase string) bool {
 	for _, a := range j.open {
-		if a.inst == inst && (phase == "" || phaseOf(a) == phase) {
+		if a.inst == inst && !j.dead(a.inst) && (phase == "" || phaseOf(a) == phase) {
 			return true
 		}
 	}
