@@ -180,7 +180,7 @@ fuzz-short:
 ORACLE_SEEDS ?= 10000
 ## sim: the checker against the simulator's ground truth on SIM_SEEDS seeds (default 10000, about 5 min here), then against every world of ORACLE_SEEDS small histories (internal/worlds, default 10000)
 sim:
-	SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 120m -run '^TestAgainstChecker$$' ./internal/sim
+	SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 120m -run '^Test(Jobs)?AgainstChecker$$' ./internal/sim
 	set -o pipefail; ORACLE_SEEDS=$(ORACLE_SEEDS) $(GO) test -count=1 -timeout 30m -v -run '^TestEveryWorld$$' ./internal/worlds | grep -v '^=== '
 
 ## fuzz: the simulator's SIM_SEEDS seeds, then fuzz the parsers, the decoders and the simulator's seed (FUZZTIME each, default 10m)

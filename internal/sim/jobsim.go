@@ -68,6 +68,7 @@ type jfault struct {
 	start, end      int64
 	armed           bool // waiting for a client at its phase
 	mark            bool // the harness marks it unobserved
+	marked          bool
 }
 
 // jattempt is one attempt, as it really happened.
@@ -740,6 +741,11 @@ func (jc *jobCase) startFault(f *jfault, in *jinst, target string) {
 	switch {
 	case f.typ == "kill" && in != nil:
 		in.dead, in.deathT = true, now
+		if f.mark {
+			// A kill marked unobserved does not act (MODEL §4): in the
+			// record the instance dies at its crash mark.
+			in.deathT = now + 1e6
+		}
 		for _, c := range jc.clients {
 			if a := c.cur; c.inst == in && a != nil && jc.st.queue && jc.st.visibility == 0 && jc.takenBy[a.job] == a {
 				delete(jc.taken, a.job) // its transaction rolled back with its connection
@@ -753,9 +759,7 @@ func (jc *jobCase) startFault(f *jfault, in *jinst, target string) {
 		in.pausedFrom, in.pausedTo = now, end
 	}
 	if f.mark {
-		jc.at(now+f.dur/2+1, nil, func() {
-			jc.emit(jc.w.now, newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "fault-unobserved").Str("fault", f.name).Str("target", target).Str("err", "no effect seen").End())
-		})
+		jc.at(now+f.dur/2+1, nil, func() { jc.unobserved(f) })
 	}
 	jc.at(end, nil, func() {
 		if f.end == 0 {
@@ -764,8 +768,21 @@ func (jc *jobCase) startFault(f *jfault, in *jinst, target string) {
 	})
 }
 
+// unobserved marks, once, inside its window, a fault whose effect the
+// harness did not see.
+func (jc *jobCase) unobserved(f *jfault) {
+	if f.marked || f.end > 0 {
+		return
+	}
+	f.marked = true
+	jc.emit(jc.w.now, newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "fault-unobserved").Str("fault", f.name).Str("target", f.resolved).Str("err", "no effect seen").End())
+}
+
 // heal ends a fault's window now.
 func (jc *jobCase) heal(f *jfault) {
+	if f.mark {
+		jc.unobserved(f)
+	}
 	f.end = jc.w.now
 	if f.typ == "pause" && f.inst > 0 {
 		in := jc.insts[f.inst-1]
