@@ -36,6 +36,62 @@ var observed = map[string]func(c *CaseSummary) (float64, bool){
 	"stale_writes_rejected": count(func(c *CaseSummary) int { return c.Check.Resource.StaleRejected }),
 	"token_regressions":     count(func(c *CaseSummary) int { return c.Check.TokenRegressions }),
 	"leases_lost":           count(func(c *CaseSummary) int { return c.Check.LeasesLost }),
+	// A job workload's (MODEL §20).
+	"duplicate_effects":      jobCount(func(j *checker.Jobs) int { return j.Duplicates }),
+	"jobs_duplicated":        jobCount(func(j *checker.Jobs) int { return j.DuplicatedJobs }),
+	"stale_effects_accepted": jobCount(func(j *checker.Jobs) int { return j.StaleAccepted }),
+	"lost_jobs":              jobCount(func(j *checker.Jobs) int { return j.Lost }),
+	"stuck_max":              jobMs(func(j *checker.Jobs) *float64 { return j.StuckMaxMs }),
+	"completion_p50":         jobMs(func(j *checker.Jobs) *float64 { return j.LatencyP50Ms }),
+	"completion_p99":         jobMs(func(j *checker.Jobs) *float64 { return j.LatencyP99Ms }),
+	"jobs_per_s": func(c *CaseSummary) (float64, bool) {
+		return c.jobValue(func(j *checker.Jobs) float64 { return j.PerSec })
+	},
+	"periods_missed":     jobCount(func(j *checker.Jobs) int { return j.PeriodsMissed }),
+	"delay_p50":          jobMs(func(j *checker.Jobs) *float64 { return j.DelayP50Ms }),
+	"delay_p99":          jobMs(func(j *checker.Jobs) *float64 { return j.DelayP99Ms }),
+	"most_in_one_period": jobCount(func(j *checker.Jobs) int { return j.MostInPeriod }),
+	"served_stale":       jobCount(func(j *checker.Jobs) int { return j.ServedStale }),
+	"served_fresh":       jobCount(func(j *checker.Jobs) int { return j.ServedFresh }),
+	"wait_p99":           jobMs(func(j *checker.Jobs) *float64 { return j.WaitP99Ms }),
+}
+
+// jobMetrics are a job workload's figures (none in a case of the lock
+// loop); true for those read from the sink's own records, which no worker
+// writes (MODEL §20, A4): they keep their value in a record that lost
+// worker lines.
+var jobMetrics = map[string]bool{"duplicate_effects": true, "jobs_duplicated": true, "lost_jobs": true, "most_in_one_period": true,
+	"stale_effects_accepted": false, "stuck_max": false, "completion_p50": false, "completion_p99": false, "jobs_per_s": false,
+	"periods_missed": false, "delay_p50": false, "delay_p99": false, "served_stale": false, "served_fresh": false, "wait_p99": false}
+
+// jobValue is a job figure of a job workload's case; none for the lock
+// loop.
+func (c *CaseSummary) jobValue(get func(j *checker.Jobs) float64) (float64, bool) {
+	if c.Check.Jobs == nil {
+		return 0, false
+	}
+	return get(c.Check.Jobs), true
+}
+
+// jobCount is a job count; a negative one (unknown: the sink's record not
+// whole) has no value.
+func jobCount(get func(j *checker.Jobs) int) func(*CaseSummary) (float64, bool) {
+	return func(c *CaseSummary) (float64, bool) {
+		if c.Check.Jobs == nil || get(c.Check.Jobs) < 0 {
+			return 0, false
+		}
+		return float64(get(c.Check.Jobs)), true
+	}
+}
+
+// jobMs is a job duration, none without a sample.
+func jobMs(get func(j *checker.Jobs) *float64) func(*CaseSummary) (float64, bool) {
+	return func(c *CaseSummary) (float64, bool) {
+		if c.Check.Jobs == nil || get(c.Check.Jobs) == nil {
+			return 0, false
+		}
+		return *get(c.Check.Jobs), true
+	}
 }
 
 // mutexMetrics are the figures of mutual exclusion (MODEL §6): a
@@ -52,7 +108,7 @@ func resourceMetric(metric string, c *CaseSummary) bool {
 	case "lost_updates":
 		return !c.Check.Meta.Store
 	}
-	return false
+	return jobMetrics[metric]
 }
 
 // noValue says why the case gives metric no value (MODEL §19), or "".
@@ -62,11 +118,18 @@ func noValue(metric string, c *CaseSummary) string {
 		return "the history was cut short"
 	case r.Meta.Lockless && mutexMetrics[metric]:
 		return "n/a: a lockless backend takes no lock"
+	case r.Jobs == nil && hasKey(jobMetrics, metric):
+		return "n/a: not a job workload"
 	case r.Unproven != nil && !resourceMetric(metric, c):
 		// A4: the lost lines could have moved it either way.
 		return fmt.Sprintf("%d worker line(s) lost: the figure is open", r.Unproven.Lines)
 	}
 	return ""
+}
+
+func hasKey(m map[string]bool, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func latency(of func(*CaseSummary) checker.Percentiles, pick func(checker.Percentiles) float64) func(*CaseSummary) (float64, bool) {

@@ -60,3 +60,32 @@ func TestDurationThresholds(t *testing.T) {
 		t.Errorf("exit code %d, want %d (a threshold failed, safety as expected)", got, exitcode.Threshold)
 	}
 }
+
+// TestJobThresholds: a job figure gates a job workload's case, has no
+// value in a case of the lock loop, and none when unknown (lost jobs of a
+// sink not read whole) or without a sample.
+func TestJobThresholds(t *testing.T) {
+	for _, m := range threshold.Metrics() {
+		jobsDoc := len(m.Doc) > 5 && (m.Doc[:5] == "jobs:" || (len(m.Doc) > 14 && m.Doc[:14] == "periodic jobs:"))
+		if _, ok := jobMetrics[m.Name]; ok != jobsDoc {
+			t.Errorf("metric %s: in jobMetrics %v, documented as a job figure %v", m.Name, ok, jobsDoc)
+		}
+	}
+	p99 := 42.0
+	jobs := &checker.Jobs{Duplicates: 3, Lost: -1, LatencyP99Ms: &p99}
+	c := &CaseSummary{Check: checker.Result{Jobs: jobs, Meta: history.CaseMeta{Thresholds: []string{"duplicate_effects == 0", "lost_jobs == 0", "completion_p99 < 50ms", "delay_p99 < 1s"}}}}
+	c.evaluate()
+	want := []struct {
+		pass, noValue bool
+	}{{false, false}, {false, true}, {true, false}, {false, true}}
+	for i, v := range c.Thresholds {
+		if v.Pass != want[i].pass || (v.NoValue != "") != want[i].noValue {
+			t.Errorf("%s: pass %v no value %q, want pass %v no value %v", v.Source, v.Pass, v.NoValue, want[i].pass, want[i].noValue)
+		}
+	}
+	lock := &CaseSummary{Check: checker.Result{Meta: history.CaseMeta{Thresholds: []string{"duplicate_effects == 0"}}}}
+	lock.evaluate()
+	if v := lock.Thresholds[0]; v.Pass || v.NoValue == "" {
+		t.Errorf("a job figure in a case of the lock loop: pass %v, no value %q", v.Pass, v.NoValue)
+	}
+}

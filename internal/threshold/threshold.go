@@ -73,6 +73,23 @@ func init() {
 	def("stale_writes_rejected", Count, "late writes the fenced resource stopped")
 	def("token_regressions", Count, "acquisitions whose fencing token was not above the highest granted before")
 	def("leases_lost", Count, "lease-lost signals")
+	// A job workload's figures (checker/MODEL.md §20); no value in a
+	// case of the lock loop.
+	def("duplicate_effects", Count, "jobs: effects the sink applied beyond each job's first")
+	def("jobs_duplicated", Count, "jobs: jobs whose effect was applied twice or more")
+	def("stale_effects_accepted", Count, "jobs: effects applied below a token already applied for their job")
+	def("lost_jobs", Count, "jobs: due jobs with no applied effect")
+	def("stuck_max", Duration, "jobs: the longest a job stayed with a paused or dead executor before it was taken up or done")
+	def("completion_p50", Duration, "jobs: completion latency p50 (a job's due time to its first completion)")
+	def("completion_p99", Duration, "jobs: completion latency p99")
+	def("jobs_per_s", Rate, "jobs: jobs with an applied effect per second")
+	def("periods_missed", Count, "periodic jobs: due periods with no applied effect sent before the next period")
+	def("delay_p50", Duration, "periodic jobs: delay from a period's due time to its first applied effect, p50")
+	def("delay_p99", Duration, "periodic jobs: that delay's p99")
+	def("most_in_one_period", Count, "periodic jobs: the most effects applied for one period (recomputations of one expiry)")
+	def("served_stale", Count, "periodic jobs: tries served without recomputing and without an attempt (the lock was busy)")
+	def("served_fresh", Count, "periodic jobs: tries that made an attempt and applied nothing (found it done, absorbed)")
+	def("wait_p99", Duration, "periodic jobs: how long a try served without recomputing waited, p99")
 }
 
 // Metrics lists the metrics a threshold may use, sorted by name.
