@@ -224,7 +224,7 @@ known: setup build
 bench-drivers: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/drivers.yaml
 
-## bench-jobs: jobs, not only the lock: the same jobs through the lock (unfenced, fenced, registered), an idempotency key, SKIP LOCKED queues and the controls, under a pause of the executor (scenarios/jobs.yaml, ~2.5 min)
+## bench-jobs: jobs, not only the lock: every job strategy without faults and with the executor paused and killed at each phase of a job, 24 exposures per fault cell (scenarios/jobs.yaml, ~3 min); bench table -view jobs
 bench-jobs: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/jobs.yaml
 

@@ -139,6 +139,10 @@ func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backen
 			watcher.Wait()
 		})
 	}
+	// A fault aimed before the effect meets the job taken (its lock
+	// held), its work and the checks before the effect not yet done: where
+	// a pause or a death most often finds an executor.
+	c.gates.at(ctx, history.PhaseBefore, c.proc, job, n)
 	wait.Sleep(ctx, c.w.Hold.Draw(c.r)) // the work before the effect
 	if reg, ok := c.ex.(jobs.Registrar); ok {
 		done, err := reg.Done(ctx, job)
@@ -156,7 +160,6 @@ func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backen
 		}
 		token = lease.Token()
 	}
-	c.gates.at(ctx, history.PhaseBefore, c.proc, job, n)
 	inv := c.ev(history.Invoke, history.OpEffect, job)
 	inv.Attempt, inv.Token = n, token
 	c.em.emit(inv)
