@@ -15,9 +15,8 @@ import (
 type Jobs struct {
 	Strategy string `json:"strategy"`
 	// Variant and Family are the meta's (history.JobsMeta).
-	Variant  string `json:"variant,omitempty"`
-	Family   string `json:"family,omitempty"`
-	Periodic bool   `json:"periodic,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	Family  string `json:"family,omitempty"`
 	// Count is the case's jobs; Due those due early enough to be judged
 	// lost (their grace ended before the stop).
 	Count int `json:"count"`
@@ -74,25 +73,31 @@ type Jobs struct {
 	LatencyP50Ms *float64 `json:"completion_p50_ms,omitempty"`
 	LatencyP99Ms *float64 `json:"completion_p99_ms,omitempty"`
 	PerSec       float64  `json:"jobs_per_s"`
-	// Periodic is a periodic job's (MODEL §20): the due periods with no
-	// applied effect sent before the next period fell due (-1: unknown),
-	// the delay from each period's due time to its first applied effect,
-	// the most effects applied for one period, and the clients' tries of
-	// the periods: how many, how many were served without recomputing —
-	// stale (no attempt: the lock was busy) or fresh (an attempt that
-	// applied nothing: found done, absorbed) — and how long those waited.
-	PeriodsMissed int      `json:"periods_missed,omitempty"`
-	DelayP50Ms    *float64 `json:"delay_p50_ms,omitempty"`
-	DelayP99Ms    *float64 `json:"delay_p99_ms,omitempty"`
-	MostInPeriod  int      `json:"most_in_one_period,omitempty"`
-	Tries         int      `json:"tries,omitempty"`
-	ServedStale   int      `json:"served_stale,omitempty"`
-	ServedFresh   int      `json:"served_fresh,omitempty"`
-	WaitP50Ms     *float64 `json:"wait_p50_ms,omitempty"`
-	WaitP99Ms     *float64 `json:"wait_p99_ms,omitempty"`
+	// Periods are a periodic job's figures (MODEL §20); nil for one-off
+	// jobs.
+	Periods *JobPeriods `json:"periods,omitempty"`
 	// SinkWhole: the sink's records were all read (the harness says no
 	// read failed): what it does not show did not happen.
 	SinkWhole bool `json:"sink_whole"`
+}
+
+// JobPeriods are a periodic job's figures (MODEL §20): the due periods
+// with no applied effect sent before the next period fell due (-1:
+// unknown), the delay from each period's due time to its first applied
+// effect, the most effects applied for one period, and the clients' tries
+// of the periods: how many, how many were served without recomputing —
+// stale (no attempt: the lock was busy) or fresh (an attempt that applied
+// nothing: found done, absorbed) — and how long those waited.
+type JobPeriods struct {
+	Missed      int      `json:"periods_missed"`
+	DelayP50Ms  *float64 `json:"delay_p50_ms,omitempty"`
+	DelayP99Ms  *float64 `json:"delay_p99_ms,omitempty"`
+	MostInOne   int      `json:"most_in_one_period"`
+	Tries       int      `json:"tries"`
+	ServedStale int      `json:"served_stale"`
+	ServedFresh int      `json:"served_fresh"`
+	WaitP50Ms   *float64 `json:"wait_p50_ms,omitempty"`
+	WaitP99Ms   *float64 `json:"wait_p99_ms,omitempty"`
 }
 
 // JobFault is one fault counted in an exposure of a job workload: the
@@ -131,7 +136,7 @@ func (j *jobCheck) result(in jobsIn) *Jobs {
 		return nil
 	}
 	m := j.meta
-	r := &Jobs{Strategy: m.Strategy, Variant: m.Variant, Family: m.Family, Periodic: m.Periodic, Count: m.Count, SinkWhole: in.whole}
+	r := &Jobs{Strategy: m.Strategy, Variant: m.Variant, Family: m.Family, Count: m.Count, SinkWhole: in.whole}
 	end := func(a *attempt) int64 {
 		if a.end >= 0 {
 			return a.end
@@ -197,7 +202,7 @@ func (j *jobCheck) result(in jobsIn) *Jobs {
 		r.PerSec = float64(len(applied)) / (float64(in.stop-in.start) / 1e9)
 	}
 	if m.Periodic {
-		j.periodic(r, in, applied)
+		r.Periods = j.periodic(in, applied)
 	}
 	return r
 }
@@ -322,8 +327,9 @@ func (j *jobCheck) stuckFor(a *attempt, f *faultRec, insts map[string]bool, appl
 }
 
 // periodic judges a periodic job's periods and tries (MODEL §20).
-func (j *jobCheck) periodic(r *Jobs, in jobsIn, applied map[string][]sinkRec) {
+func (j *jobCheck) periodic(in jobsIn, applied map[string][]sinkRec) *JobPeriods {
 	m := j.meta
+	r := &JobPeriods{}
 	var delays []float64
 	open := false
 	for n := m.First; n < m.First+m.Count; n++ {
@@ -332,7 +338,7 @@ func (j *jobCheck) periodic(r *Jobs, in jobsIn, applied map[string][]sinkRec) {
 			continue
 		}
 		recs := applied["j"+strconv.Itoa(n)]
-		r.MostInPeriod = max(r.MostInPeriod, len(recs))
+		r.MostInOne = max(r.MostInOne, len(recs))
 		onTime, unknown := false, false
 		first := int64(-1)
 		for _, s := range recs {
@@ -354,14 +360,14 @@ func (j *jobCheck) periodic(r *Jobs, in jobsIn, applied map[string][]sinkRec) {
 			if unknown {
 				open = true
 			}
-			r.PeriodsMissed++
+			r.Missed++
 		}
 		if first >= 0 {
 			delays = append(delays, float64(first-due)/1e6)
 		}
 	}
 	if open || !in.whole {
-		r.PeriodsMissed = -1
+		r.Missed = -1
 	}
 	r.DelayP50Ms, r.DelayP99Ms = percentiles(delays)
 	var waits []float64
@@ -386,6 +392,7 @@ func (j *jobCheck) periodic(r *Jobs, in jobsIn, applied map[string][]sinkRec) {
 		}
 	}
 	r.WaitP50Ms, r.WaitP99Ms = percentiles(waits)
+	return r
 }
 
 // percentiles are the p50 and p99 of samples (MODEL §20: by rank, no

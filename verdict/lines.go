@@ -141,11 +141,22 @@ func JobsLine(j *checker.Jobs) string {
 	if j.Lost < 0 {
 		lost, touchedLost = "?", "?"
 	}
-	p50, p99 := "—", "—"
-	if j.LatencyP50Ms != nil {
-		p50, p99 = fmt.Sprintf("%.0fms", *j.LatencyP50Ms), fmt.Sprintf("%.0fms", *j.LatencyP99Ms)
+	ms := func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.0fms", *p)
 	}
-	return fmt.Sprintf("jobs %s: %d due, duplicates=%d (concurrent=%d sequential=%d unsplit=%d) stale_accepted=%d stale_refused=%d absorbed=%d lost=%s | touched=%d %v duplicated=%d lost=%s | attempts=%d effects_after_lost=%d | p50=%s p99=%s jobs/s=%.1f",
+	line := fmt.Sprintf("jobs %s: %d due, duplicates=%d (concurrent=%d sequential=%d unsplit=%d) stale_accepted=%d stale_refused=%d absorbed=%d lost=%s | touched=%d %v duplicated=%d lost=%s stuck=%d (max %s, %d never taken up) | attempts=%d effects_after_lost=%d | p50=%s p99=%s jobs/s=%.1f",
 		j.Strategy, j.Due, j.Duplicates, j.Concurrent, j.Sequential, j.Unsplit, j.StaleAccepted, j.RefusedStale, j.RefusedDuplicate, lost,
-		j.Touched, j.TouchedPhases, j.TouchedDuplicated, touchedLost, j.Attempts, j.EffectsAfterLost, p50, p99, j.PerSec)
+		j.Touched, j.TouchedPhases, j.TouchedDuplicated, touchedLost, j.Stuck, ms(j.StuckMaxMs), j.StuckOpen, j.Attempts, j.EffectsAfterLost, ms(j.LatencyP50Ms), ms(j.LatencyP99Ms), j.PerSec)
+	if p := j.Periods; p != nil {
+		missed := fmt.Sprint(p.Missed)
+		if p.Missed < 0 {
+			missed = "?"
+		}
+		line += fmt.Sprintf(" | periods: run twice=%d missed=%s delay p50=%s p99=%s most in one=%d | tries=%d served stale=%d fresh=%d wait p50=%s p99=%s",
+			j.DuplicatedJobs, missed, ms(p.DelayP50Ms), ms(p.DelayP99Ms), p.MostInOne, p.Tries, p.ServedStale, p.ServedFresh, ms(p.WaitP50Ms), ms(p.WaitP99Ms))
+	}
+	return line
 }

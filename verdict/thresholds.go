@@ -47,13 +47,13 @@ var observed = map[string]func(c *CaseSummary) (float64, bool){
 	"jobs_per_s": func(c *CaseSummary) (float64, bool) {
 		return c.jobValue(func(j *checker.Jobs) float64 { return j.PerSec })
 	},
-	"periods_missed":     jobCount(func(j *checker.Jobs) int { return j.PeriodsMissed }),
-	"delay_p50":          jobMs(func(j *checker.Jobs) *float64 { return j.DelayP50Ms }),
-	"delay_p99":          jobMs(func(j *checker.Jobs) *float64 { return j.DelayP99Ms }),
-	"most_in_one_period": jobCount(func(j *checker.Jobs) int { return j.MostInPeriod }),
-	"served_stale":       jobCount(func(j *checker.Jobs) int { return j.ServedStale }),
-	"served_fresh":       jobCount(func(j *checker.Jobs) int { return j.ServedFresh }),
-	"wait_p99":           jobMs(func(j *checker.Jobs) *float64 { return j.WaitP99Ms }),
+	"periods_missed":     periodCount(func(p *checker.JobPeriods) int { return p.Missed }),
+	"delay_p50":          periodMs(func(p *checker.JobPeriods) *float64 { return p.DelayP50Ms }),
+	"delay_p99":          periodMs(func(p *checker.JobPeriods) *float64 { return p.DelayP99Ms }),
+	"most_in_one_period": periodCount(func(p *checker.JobPeriods) int { return p.MostInOne }),
+	"served_stale":       periodCount(func(p *checker.JobPeriods) int { return p.ServedStale }),
+	"served_fresh":       periodCount(func(p *checker.JobPeriods) int { return p.ServedFresh }),
+	"wait_p99":           periodMs(func(p *checker.JobPeriods) *float64 { return p.WaitP99Ms }),
 }
 
 // jobMetrics are a job workload's figures (none in a case of the lock
@@ -82,6 +82,28 @@ func jobCount(get func(j *checker.Jobs) int) func(*CaseSummary) (float64, bool) 
 		}
 		return float64(get(c.Check.Jobs)), true
 	}
+}
+
+// periodCount is a periodic job's count; none for one-off jobs, nor when
+// unknown.
+func periodCount(get func(p *checker.JobPeriods) int) func(*CaseSummary) (float64, bool) {
+	return jobCount(func(j *checker.Jobs) int {
+		if j.Periods == nil {
+			return -1
+		}
+		return get(j.Periods)
+	})
+}
+
+// periodMs is a periodic job's duration; none for one-off jobs, nor
+// without a sample.
+func periodMs(get func(p *checker.JobPeriods) *float64) func(*CaseSummary) (float64, bool) {
+	return jobMs(func(j *checker.Jobs) *float64 {
+		if j.Periods == nil {
+			return nil
+		}
+		return get(j.Periods)
+	})
 }
 
 // jobMs is a job duration, none without a sample.

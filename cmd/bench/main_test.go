@@ -296,6 +296,8 @@ func TestFlagsAfterArguments(t *testing.T) {
 func TestValidateShippedScenarios(t *testing.T) {
 	files, _ := filepath.Glob("../../scenarios/*.yaml")
 	known, _ := filepath.Glob("../../scenarios/known/*.yaml")
+	usecases, _ := filepath.Glob("../../scenarios/usecases/*.yaml")
+	known = append(known, usecases...)
 	files = append(files, known...)
 	if len(files) < 5 {
 		t.Fatalf("found only %d scenario files", len(files))

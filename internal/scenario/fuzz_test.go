@@ -14,6 +14,8 @@ import (
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("../../scenarios/*.yaml")
 	known, _ := filepath.Glob("../../scenarios/known/*.yaml")
+	usecases, _ := filepath.Glob("../../scenarios/usecases/*.yaml")
+	known = append(known, usecases...)
 	for _, p := range append(files, known...) {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)

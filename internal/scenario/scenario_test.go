@@ -177,6 +177,8 @@ var located = regexp.MustCompile(`^bad\.yaml:\d+: `)
 func TestShippedScenariosParse(t *testing.T) {
 	files, err := filepath.Glob("../../scenarios/*.yaml")
 	known, _ := filepath.Glob("../../scenarios/known/*.yaml")
+	usecases, _ := filepath.Glob("../../scenarios/usecases/*.yaml")
+	known = append(known, usecases...)
 	files = append(files, known...)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenario files found: %v", err)

@@ -278,12 +278,14 @@ func compareJobFigures(add func(where, field string, want, got any), where strin
 	if math.Abs(w.PerSec-g.PerSec) > 1e-9*max(1, w.PerSec) {
 		add(where, "jobs.jobs_per_s", w.PerSec, g.PerSec)
 	}
-	if !w.Periodic {
+	add(where, "jobs.periods", w.Periodic, g.Periods != nil)
+	if !w.Periodic || g.Periods == nil {
 		return
 	}
-	add(where, "jobs.periods_missed", w.PeriodsMissed, g.PeriodsMissed)
-	add(where, "jobs.most_in_one_period", w.MostInPeriod, g.MostInPeriod)
-	add(where, "jobs.delay p50/p99", optMs(w.DelayP50Ms)+" "+optMs(w.DelayP99Ms), optMs(g.DelayP50Ms)+" "+optMs(g.DelayP99Ms))
-	add(where, "jobs.tries (all, stale, fresh)", fmt.Sprint(w.Tries, w.ServedStale, w.ServedFresh), fmt.Sprint(g.Tries, g.ServedStale, g.ServedFresh))
-	add(where, "jobs.wait p50/p99", optMs(w.WaitP50Ms)+" "+optMs(w.WaitP99Ms), optMs(g.WaitP50Ms)+" "+optMs(g.WaitP99Ms))
+	p := g.Periods
+	add(where, "jobs.periods.periods_missed", w.PeriodsMissed, p.Missed)
+	add(where, "jobs.periods.most_in_one_period", w.MostInPeriod, p.MostInOne)
+	add(where, "jobs.periods.delay p50/p99", optMs(w.DelayP50Ms)+" "+optMs(w.DelayP99Ms), optMs(p.DelayP50Ms)+" "+optMs(p.DelayP99Ms))
+	add(where, "jobs.periods.tries (all, stale, fresh)", fmt.Sprint(w.Tries, w.ServedStale, w.ServedFresh), fmt.Sprint(p.Tries, p.ServedStale, p.ServedFresh))
+	add(where, "jobs.periods.wait p50/p99", optMs(w.WaitP50Ms)+" "+optMs(w.WaitP99Ms), optMs(p.WaitP50Ms)+" "+optMs(p.WaitP99Ms))
 }
