@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 )
 
 // This file simulates runs of job workloads (checker/MODEL.md §20, §21):
@@ -128,39 +127,39 @@ type jclient struct {
 
 // jobCase is one simulated case (a batch of lanes, or one trial).
 type jobCase struct {
-	name, row                 string
-	trial, trials, need       int
-	lanes, laneInsts          int
-	insts                     []*jinst
-	clients                   []*jclient
-	st                        jstrategy
-	count                     int   // jobs per lane
-	every, grace, dur         int64 // ns
-	effect, before, after     int64
-	think                     int64
-	periodic                  bool
-	faults                    []*jfault
-	start, stop, end          int64
-	expectDup, expectStale    string // "true", "false", "any", ""
-	expectLost                string
-	attempts                  []*jattempt
-	commits                   []*jcommit
-	tries                     map[string]*jtry
-	tryOrder                  []*jtry
-	sinkError, badLines       bool
-	sinkCut                   int64 // with a sink error: commits read after this are never read
-	lastRead                  int64
-	locks                     map[string]*jlock
-	done                      map[string]bool  // recorded complete
-	taken                     map[string]int64 // queue: taken until (0: free; -1: until its attempt ends)
-	takenBy                   map[string]*jattempt
-	tokens                    map[string]uint64 // per job: the last token granted
-	fenceHi                   map[string]uint64 // the highest token the sink applied per job
-	applied                   map[string]int
-	w                         *jworld
-	events                    []jline
-	seq                       int64
-	rng                       *rand.Rand
+	name, row              string
+	trial, trials, need    int
+	lanes, laneInsts       int
+	insts                  []*jinst
+	clients                []*jclient
+	st                     jstrategy
+	count                  int   // jobs per lane
+	every, grace, dur      int64 // ns
+	effect, before, after  int64
+	think                  int64
+	periodic               bool
+	faults                 []*jfault
+	start, stop, end       int64
+	expectDup, expectStale string // "true", "false", "any", ""
+	expectLost             string
+	attempts               []*jattempt
+	commits                []*jcommit
+	tries                  map[string]*jtry
+	tryOrder               []*jtry
+	sinkError, badLines    bool
+	sinkCut                int64 // with a sink error: commits read after this are never read
+	lastRead               int64
+	locks                  map[string]*jlock
+	done                   map[string]bool  // recorded complete
+	taken                  map[string]int64 // queue: taken until (0: free; -1: until its attempt ends)
+	takenBy                map[string]*jattempt
+	tokens                 map[string]uint64 // per job: the last token granted
+	fenceHi                map[string]uint64 // the highest token the sink applied per job
+	applied                map[string]int
+	w                      *jworld
+	events                 []jline
+	seq                    int64
+	rng                    *rand.Rand
 }
 
 // jlock is a job's lock at the model service.
@@ -407,412 +406,6 @@ func (jc *jobCase) ev(typ, f, proc, key string) *obj {
 }
 
 func (jc *jobCase) emitObj(o *obj) { jc.emit(jc.w.now, o.End()) }
-
-// jobDue reports whether job n of lane l is due at t, and the job's key.
-func (jc *jobCase) dueAt(n int) int64 { return jc.start + int64(n%jc.count)*jc.every }
-
-// laneJobs are lane l's job numbers.
-func (jc *jobCase) laneJobs(l int) (int, int) { return (l - 1) * jc.count, l * jc.count }
-
-// pick is a client looking for a job through the strategy.
-func (jc *jobCase) pick(c *jclient) {
-	if c.stop {
-		return
-	}
-	now := jc.w.now
-	lo, hi := jc.laneJobs(c.inst.lane)
-	var cands []string
-	switch {
-	case jc.periodic && !jc.st.queue:
-		// The latest period due, done or not: a replica's timer fires.
-		for n := hi - 1; n >= lo; n-- {
-			if jc.dueAt(n) <= now {
-				cands = []string{"j" + strconv.Itoa(n)}
-				break
-			}
-		}
-	case jc.st.queue:
-		for n := lo; n < hi; n++ {
-			job := "j" + strconv.Itoa(n)
-			if jc.dueAt(n) > now || jc.done[job] {
-				continue
-			}
-			if t, ok := jc.taken[job]; ok && (t < 0 || t > now) {
-				continue
-			}
-			cands = append(cands, job)
-			break // the oldest due
-		}
-	default:
-		for n := lo; n < hi; n++ {
-			job := "j" + strconv.Itoa(n)
-			if jc.dueAt(n) <= now && !jc.done[job] {
-				cands = append(cands, job)
-			}
-		}
-	}
-	if len(cands) == 0 || (jc.periodic && cands[0] == c.last) {
-		jc.at(now+jc.think/2+jc.rng.Int64N(jc.think), c, func() { jc.pick(c) })
-		return
-	}
-	job := cands[jc.rng.IntN(len(cands))]
-	c.last = job
-	if jc.st.queue {
-		if jc.st.visibility > 0 {
-			jc.taken[job] = now + jc.st.visibility
-		} else {
-			jc.taken[job] = -1
-		}
-	}
-	if !jc.st.lock {
-		jc.begin(c, job, -1, -1, 0)
-		return
-	}
-	inv := now
-	jc.emitObj(jc.ev("invoke", "acquire", c.proc, job))
-	jc.try(c, job, inv, -1, false)
-	jc.at(now+int64(1+jc.rng.IntN(2))*1e6, c, func() {
-		t := jc.w.now
-		l := jc.locks[job]
-		if l != nil && l.holder != "" && l.expiry > t {
-			jc.emitObj(jc.ev("fail", "acquire", c.proc, job).Str("err", "held"))
-			jc.try(c, job, -1, t, false)
-			jc.at(t+jc.think/2+jc.rng.Int64N(jc.think), c, func() { jc.pick(c) })
-			return
-		}
-		jc.tokens[job]++
-		tok := jc.tokens[job]
-		jc.locks[job] = &jlock{holder: c.proc, expiry: t + jc.st.leaseNs}
-		jc.emitObj(jc.ev("ok", "acquire", c.proc, job).Uint("token", tok))
-		jc.try(c, job, -1, t, false)
-		jc.begin(c, job, inv, t, tok)
-	})
-}
-
-// try notes a periodic job's try (MODEL §20): its first invoke, its last
-// completion.
-func (jc *jobCase) try(c *jclient, job string, inv, comp int64, attempted bool) {
-	if !jc.periodic {
-		return
-	}
-	k := c.proc + "\x00" + job
-	t := jc.tries[k]
-	if t == nil {
-		t = &jtry{proc: c.proc, job: job, start: jc.w.now, end: -1}
-		jc.tries[k] = t
-		jc.tryOrder = append(jc.tryOrder, t)
-	}
-	if inv >= 0 {
-		t.end = -1
-	}
-	if comp >= 0 {
-		t.end = comp
-	}
-	t.attempted = t.attempted || attempted
-}
-
-// begin starts an attempt of job.
-func (jc *jobCase) begin(c *jclient, job string, acqInv, acqEnd int64, token uint64) {
-	c.tried[job]++
-	a := &jattempt{proc: c.proc, job: job, n: c.tried[job], inst: c.inst.n, start: jc.w.now, end: -1, effInv: -1, effEnd: -1,
-		lostAt: -1, token: token, acquireT: acqInv, acquireE: acqEnd, phase: "before-effect"}
-	c.cur = a
-	jc.attempts = append(jc.attempts, a)
-	if jc.st.queue {
-		jc.takenBy[job] = a
-	}
-	jc.emitObj(jc.ev("invoke", "job", c.proc, job).Int("attempt", a.n))
-	jc.try(c, job, jc.w.now, -1, true)
-	jc.at(jc.w.now+jc.before/2+jc.rng.Int64N(jc.before), c, func() { jc.beforeEffect(c, a) })
-}
-
-// beforeEffect: the work before the effect is done; the checks, then the
-// effect.
-func (jc *jobCase) beforeEffect(c *jclient, a *jattempt) {
-	now := jc.w.now
-	if jc.st.lock {
-		if l := jc.locks[a.job]; l == nil || l.holder != c.proc || l.expiry <= now {
-			// The library tells the resumed executor its lease is gone;
-			// it goes on (abort_on_lost: false).
-			if jc.rng.IntN(2) == 0 {
-				a.lostAt = now
-				jc.emitObj(jc.ev("ok", "lost", c.proc, a.job))
-			}
-		}
-	}
-	if jc.st.register && jc.registerDone(a.job) {
-		jc.finishAttempt(c, a, "fail", "found done")
-		return
-	}
-	if jc.gate(c, a, "before-effect", func() { jc.sendEffect(c, a) }) {
-		return
-	}
-	jc.sendEffect(c, a)
-}
-
-// registerDone is the register's check (or the find of check-then-insert:
-// an applied effect committed).
-func (jc *jobCase) registerDone(job string) bool {
-	if jc.st.lock {
-		return jc.done[job]
-	}
-	return jc.applied[job] > 0
-}
-
-// gate: a fault armed for phase takes this client (MODEL §20): it waits
-// there until the fault has taken effect. It reports whether it did.
-func (jc *jobCase) gate(c *jclient, a *jattempt, phase string, then func()) bool {
-	a.phase = phase
-	for _, f := range jc.faults {
-		if !f.armed || f.phase != phase || f.lane != c.inst.lane {
-			continue
-		}
-		f.armed = false
-		a.held = true
-		ts := jc.w.now + int64(1+jc.rng.IntN(3))*1e6
-		leave := ts
-		if jc.rng.IntN(25) == 0 {
-			leave = jc.w.now // the harness let it go early: the fault may miss its aim
-		}
-		jc.at(ts, nil, func() { jc.startFault(f, c.inst, fmt.Sprintf("instance-%d", c.inst.n)) })
-		jc.at(leave+1, c, func() { a.held = false; then() })
-		return true
-	}
-	return false
-}
-
-// sendEffect sends the effect; the sink commits it after the effect's
-// time (or never, sometimes), and answers.
-func (jc *jobCase) sendEffect(c *jclient, a *jattempt) {
-	a.effInv = jc.w.now
-	a.phase = "during-effect"
-	jc.emitObj(jc.ev("invoke", "effect", c.proc, a.job).Int("attempt", a.n).Uint("token", a.token))
-	jc.at(jc.w.now+jc.effect, c, func() {
-		if jc.gate(c, a, "during-effect", func() { jc.commit(c, a) }) {
-			return
-		}
-		jc.commit(c, a)
-	})
-}
-
-// commit is the sink committing the effect (or its transaction lost).
-func (jc *jobCase) commit(c *jclient, a *jattempt) {
-	now := jc.w.now
-	if jc.rng.IntN(20) == 0 {
-		// The transaction never committed: unknown to the client.
-		jc.at(now+2e6, c, func() {
-			a.effEnd, a.effType = jc.w.now, "info"
-			jc.emitObj(jc.ev("info", "effect", c.proc, a.job).Int("attempt", a.n).Uint("token", a.token).Str("err", "timeout"))
-			jc.finishAttempt(c, a, "info", "effect of unknown outcome")
-		})
-		return
-	}
-	outcome := "applied"
-	switch {
-	case jc.st.keyed && jc.applied[a.job] > 0:
-		outcome = "duplicate"
-	case jc.st.fenced && a.token < jc.fenceHi[a.job]:
-		outcome = "stale"
-	}
-	if outcome == "applied" {
-		jc.applied[a.job]++
-		if jc.st.fenced {
-			jc.fenceHi[a.job] = max(jc.fenceHi[a.job], a.token)
-		}
-	}
-	cm := &jcommit{a: a, t: now, outcome: outcome, read: -1, seq: len(jc.commits)}
-	a.commit = cm
-	jc.commits = append(jc.commits, cm)
-	lost := jc.rng.IntN(15) == 0 // the answer never came back
-	jc.at(now+int64(1+jc.rng.IntN(2))*1e6, c, func() {
-		a.effEnd = jc.w.now
-		a.phase = "after-effect"
-		o := jc.ev("ok", "effect", c.proc, a.job).Int("attempt", a.n).Uint("token", a.token)
-		switch {
-		case lost:
-			a.effType = "info"
-			jc.emitObj(jc.ev("info", "effect", c.proc, a.job).Int("attempt", a.n).Uint("token", a.token).Str("err", "timeout"))
-			jc.finishAttempt(c, a, "info", "effect of unknown outcome")
-			return
-		case outcome == "stale":
-			a.effType = "fail"
-			jc.emitObj(jc.ev("fail", "effect", c.proc, a.job).Int("attempt", a.n).Uint("token", a.token).Str("outcome", outcome))
-			jc.finishAttempt(c, a, "fail", "stale")
-			return
-		case outcome == "duplicate":
-			a.effType = "fail"
-			o = jc.ev("fail", "effect", c.proc, a.job).Int("attempt", a.n).Uint("token", a.token)
-		default:
-			a.effType = "ok"
-		}
-		jc.emitObj(o.Str("outcome", outcome))
-		next := func() {
-			jc.at(jc.w.now+jc.after, c, func() {
-				if jc.rng.IntN(25) == 0 {
-					jc.finishAttempt(c, a, "info", "complete: timeout")
-					return
-				}
-				jc.done[a.job] = true
-				jc.finishAttempt(c, a, "ok", "")
-			})
-		}
-		if jc.gate(c, a, "after-effect", next) {
-			return
-		}
-		next()
-	})
-}
-
-// end ends an attempt: its completion, the lock's release, the next pick.
-func (jc *jobCase) finishAttempt(c *jclient, a *jattempt, typ, why string) {
-	a.end, a.endType = jc.w.now, typ
-	c.cur = nil
-	o := jc.ev(typ, "job", c.proc, a.job).Int("attempt", a.n)
-	if why != "" {
-		o.Str("err", why)
-	}
-	jc.emitObj(o)
-	jc.try(c, a.job, -1, jc.w.now, true)
-	if jc.st.queue && jc.takenBy[a.job] == a {
-		if typ != "ok" && jc.st.visibility == 0 {
-			delete(jc.taken, a.job) // rolled back: the job is free again
-		}
-	}
-	if jc.st.lock {
-		jc.emitObj(jc.ev("invoke", "release", c.proc, a.job))
-		l := jc.locks[a.job]
-		jc.at(jc.w.now+1e6, c, func() {
-			if l != nil && l.holder == c.proc && l.expiry > jc.w.now {
-				l.holder = ""
-				jc.emitObj(jc.ev("ok", "release", c.proc, a.job))
-			} else {
-				jc.emitObj(jc.ev("fail", "release", c.proc, a.job).Str("err", "not held"))
-			}
-			jc.at(jc.w.now+jc.think/2+jc.rng.Int64N(jc.think), c, func() { jc.pick(c) })
-		})
-		return
-	}
-	jc.at(jc.w.now+jc.think/2+jc.rng.Int64N(jc.think), c, func() { jc.pick(c) })
-}
-
-// fireFault is a fault's scheduled time: one aimed at a phase arms its
-// lane's instances; any other resolves and starts.
-func (jc *jobCase) fireFault(f *jfault) {
-	if jc.w.now >= jc.stop {
-		jc.faultError(f, "the case ended before the fault's time")
-		return
-	}
-	if f.aimed {
-		f.armed = true
-		return
-	}
-	var in *jinst
-	if n, err := strconv.Atoi(trimPrefix(f.target, "instance-")); err == nil {
-		in = jc.insts[n-1]
-	}
-	if len(f.target) > len("link:postgres-1@instance-") && f.target[:len("link:postgres-1@instance-")] == "link:postgres-1@instance-" {
-		n, _ := strconv.Atoi(f.target[len("link:postgres-1@instance-"):])
-		f.inst = n
-	}
-	jc.startFault(f, in, f.target)
-}
-
-func trimPrefix(s, p string) string {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return ""
-}
-
-// startFault applies a fault: its start mark, and what it does to an
-// instance; its heal after its window.
-func (jc *jobCase) startFault(f *jfault, in *jinst, target string) {
-	now := jc.w.now
-	if in != nil && in.dead {
-		jc.faultError(f, "no such process") // its instance is gone
-		return
-	}
-	f.started, f.start, f.resolved = true, now, target
-	if in != nil {
-		f.inst = in.n
-	}
-	jc.emit(now, newObj(nil).Int("t", now).Str("type", "mark").Str("f", "fault-start").Str("fault", f.name).Str("target", target).End())
-	end := now + f.dur
-	switch {
-	case f.typ == "kill" && in != nil:
-		in.dead, in.deathT = true, now
-		if f.mark {
-			// A kill marked unobserved does not act (MODEL §4): in the
-			// record the instance dies at its crash mark.
-			in.deathT = now + 1e6
-		}
-		for _, c := range jc.clients {
-			if a := c.cur; c.inst == in && a != nil && jc.st.queue && jc.st.visibility == 0 && jc.takenBy[a.job] == a {
-				delete(jc.taken, a.job) // its transaction rolled back with its connection
-			}
-		}
-		jc.at(now+1e6, nil, func() {
-			jc.emit(jc.w.now, newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "crash").Str("proc", fmt.Sprintf("i%d", in.n)).Str("err", "signal: killed").End())
-		})
-		end = now + 2e6
-	case f.typ == "pause" && in != nil:
-		in.pausedFrom, in.pausedTo = now, end
-	}
-	if f.mark {
-		jc.at(now+f.dur/2+1, nil, func() { jc.unobserved(f) })
-	}
-	jc.at(end, nil, func() {
-		if f.end == 0 {
-			jc.heal(f)
-		}
-	})
-}
-
-// unobserved marks, once, inside its window, a fault whose effect the
-// harness did not see.
-func (jc *jobCase) unobserved(f *jfault) {
-	if f.marked || f.end > 0 {
-		return
-	}
-	f.marked = true
-	jc.emit(jc.w.now, newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "fault-unobserved").Str("fault", f.name).Str("target", f.resolved).Str("err", "no effect seen").End())
-}
-
-// heal ends a fault's window now.
-func (jc *jobCase) heal(f *jfault) {
-	if f.mark {
-		jc.unobserved(f)
-	}
-	f.end = jc.w.now
-	if f.typ == "pause" && f.inst > 0 {
-		in := jc.insts[f.inst-1]
-		in.pausedTo = min(in.pausedTo, f.end)
-	}
-	jc.emit(jc.w.now, newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "fault-end").Str("fault", f.name).Str("target", f.resolved).End())
-}
-
-// faultError marks a fault that could not be applied.
-func (jc *jobCase) faultError(f *jfault, why string) {
-	jc.emit(jc.w.now, newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "fault-error").Str("fault", f.name).Str("target", f.target).Str("err", why).End())
-}
-
-// readSink copies the committed effects not yet read into sink-effect
-// marks (all: the last read); with a sink error, the records committed
-// after the cut are never read.
-func (jc *jobCase) readSink(all bool) {
-	for _, cm := range jc.commits {
-		if cm.read >= 0 || cm.t >= jc.w.now || (jc.sinkError && cm.t >= jc.sinkCut) {
-			continue
-		}
-		jc.w.now++
-		cm.read = jc.w.now
-		a := cm.a
-		o := newObj(nil).Int("t", jc.w.now).Str("type", "mark").Str("f", "sink-effect").Str("proc", a.proc).Str("key", a.job).
-			Uint("token", a.token).Int("attempt", a.n).Str("outcome", cm.outcome)
-		jc.emit(jc.w.now, o.End())
-	}
-	_ = all
-}
 
 // metaLine is the case-start mark.
 func (jc *jobCase) metaLine() []byte {
