@@ -37,6 +37,11 @@ func TestParseTarget(t *testing.T) {
 		{"redis-1@instance-2", Target{Kind: Server, Name: "redis-1@instance-2"}, false, false},
 		// instance-02 is not instance-2: the name must round-trip.
 		{"instance-02", Target{Kind: Instance, Name: "instance-02"}, false, true},
+		// A job workload's executor, at any phase or at one.
+		{"executor", Target{Kind: Instance, Name: "executor"}, true, true},
+		{"executor@during-effect", Target{Kind: Instance, Name: "executor@during-effect"}, true, true},
+		// Without its phase it is a (bad) server name.
+		{"executor@", Target{Kind: Server, Name: "executor@"}, false, false},
 	} {
 		t.Run(tt.in, func(t *testing.T) {
 			got := ParseTarget(tt.in)
@@ -98,4 +103,16 @@ func FuzzTarget(f *testing.F) {
 			t.Errorf("ParseTarget(%q).String() = %q", s, got)
 		}
 	})
+}
+
+// TestPhase: the phase an executor role aims at; none for other targets.
+func TestPhase(t *testing.T) {
+	for _, tt := range []struct {
+		in, phase string
+		ok        bool
+	}{{"executor", "", true}, {"executor@after-effect", "after-effect", true}, {"holder", "", false}, {"instance-2", "", false}, {"link:redis-1@executor", "", false}} {
+		if phase, ok := ParseTarget(tt.in).Phase(); phase != tt.phase || ok != tt.ok {
+			t.Errorf("%s: Phase() = %q, %v, want %q, %v", tt.in, phase, ok, tt.phase, tt.ok)
+		}
+	}
 }

@@ -145,6 +145,9 @@ func TestParseBad(t *testing.T) {
 		{"case too long", base("    backend: local\n    workload: {duration: 25h}\n"), []string{"workload.duration", "longer than"}},
 		{"nemesis too dense", "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n    backend: local\n    nemesis: {every: {min: 1us, max: 1us}, for: {min: 1us, max: 1us}, faults: [{type: pause, target: instance-1}]}\n", []string{"bad.yaml:6:", "nemesis.every"}},
 		{"nemesis that draws too many faults", "name: t\nworkload: {duration: 1h}\ncases:\n  - name: c\n    backend: local\n    nemesis: {every: {min: 10ms, max: 10ms}, for: {min: 1ms, max: 1ms}, faults: [{type: pause, target: instance-1}]}\n", []string{"bad.yaml:6:", "draws more than 1000 faults"}},
+		{"executor without jobs", base("    backend: local\n    faults: [{type: pause, target: executor@before-effect, at: 0s, for: 1s}]\n"), []string{"bad.yaml:6:", "runs no jobs"}},
+		{"executor at no phase of a job", "name: t\nworkload: {duration: 2s, resource: false, jobs: {count: 4, every: 10ms, grace: 1s}}\ncases:\n  - name: c\n    strategy: skip-locked\n    faults: [{type: pause, target: executor@lunch, at: 0s, for: 1s}]\n", []string{"bad.yaml:6:", `no phase "lunch"`}},
+		{"a link scoped to a phase", "name: t\nworkload: {duration: 2s, resource: false, jobs: {count: 4, every: 10ms, grace: 1s}}\ncases:\n  - name: c\n    strategy: skip-locked\n    faults: [{type: partition, target: link:postgres-1@executor@after-effect, at: 0s, for: 1s}]\n", []string{"bad.yaml:6:", "scoped to the executor, not to a phase"}},
 		{"link nobody uses", base("    backend: consul\n    workload: {instances: 2}\n    faults: [{type: partition, target: link:consul-2@instance-1, at: 0s, for: 1s}]\n"), []string{`"link:consul-2@instance-1" does not exist in this case's cluster, or no instance uses it`}},
 	}
 	for _, tt := range tests {

@@ -56,6 +56,9 @@ func (sc scheduleCtx) expandTargets(doc targetDoc) ([]faults.Target, string) {
 		// expanded over instance 1's links and keeps its role: the role is
 		// resolved when the fault is injected, once for every link.
 		if t := faults.ParseTarget(w); t.Kind == faults.Link && t.ScopeRole() {
+			if phase, _ := (faults.Target{Kind: faults.Instance, Name: t.Scope}).Phase(); phase != "" {
+				return nil, fmt.Sprintf("%q: a link is scoped to the executor, not to a phase of its job (write link:%s@%s)", w, t.Name, faults.RoleExecutor)
+			}
 			if msg := sc.checkRole(faults.Target{Kind: faults.Instance, Name: t.Scope}); msg != "" {
 				return nil, msg
 			}
