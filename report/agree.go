@@ -59,9 +59,30 @@ func WriteAgreement(w io.Writer, a *verdict.Agreement) error {
 			return err
 		}
 	}
+	if len(a.JobCells) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOBS CELL\tOUTCOMES\tTOUCHED DUPLICATED\tJOBS DUPLICATED\t")
+		for _, c := range a.JobCells {
+			var os, th, jb []string
+			for i := range c.Touched {
+				o := c.Outcomes[i]
+				if o == "" {
+					o = "—"
+				}
+				os = append(os, o)
+				th = append(th, rate(c.Touched[i]))
+				jb = append(jb, rate(c.Jobs[i]))
+			}
+			fmt.Fprintf(tw, "%s on %s × %s\t%s\t%s\t%s %s\t\n", c.Variant, c.Backend, c.Class, strings.Join(os, " | "), strings.Join(th, " | "), strings.Join(jb, " | "), mark(c.Disjoint))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w)
 	if a.Agreed() {
-		_, err := fmt.Fprintf(w, "the runs agree: no verdict flipped, every rate's 95%% intervals overlap (%d rows, %d cells)\n", len(a.Rows), len(a.Cells))
+		_, err := fmt.Fprintf(w, "the runs agree: no verdict flipped, every rate's 95%% intervals overlap (%d rows, %d cells, %d jobs cells)\n", len(a.Rows), len(a.Cells), len(a.JobCells))
 		return err
 	}
 	for _, l := range a.Lines() {

@@ -90,7 +90,9 @@ func agreeCmd() *command {
 	c.long = `Each RUN is a results folder, or a folder of them (make stability's).
 For every row held by two runs or more, its verdict in each run and its
 rate of two holders with the 95% interval; for every decision cell, its
-two-holders and damage rates. A row whose verdict differs between runs, or
+two-holders and damage rates; for every jobs decision cell, its rates of
+jobs duplicated per job touched and per job. A row whose verdict differs
+between runs, or
 a rate whose intervals do not overlap, means an outcome held by luck in one
 of them (or a lock that changed between them): exit 102. Read it as a
 warning threshold, not a test at 5%: two 95% intervals of one rate miss
