@@ -88,8 +88,17 @@ func Agree(runs ...*Summary) *Agreement {
 			a.Rows[j].TwoHolders[i] = &rate
 		}
 	}
-	// Rows seen in one run only say nothing about agreement.
-	a.Rows = slices.DeleteFunc(a.Rows, func(r RowAgreement) bool { return present(r.TwoHolders) < 2 })
+	// Rows seen in one run only say nothing about agreement; a row of a
+	// lockless backend (no two-holders rate) has a verdict that can flip.
+	a.Rows = slices.DeleteFunc(a.Rows, func(r RowAgreement) bool {
+		n := 0
+		for _, v := range r.Verdicts {
+			if v != "" {
+				n++
+			}
+		}
+		return n < 2
+	})
 	for i := range a.Rows {
 		r := &a.Rows[i]
 		var vs []string
@@ -169,7 +178,13 @@ func Agree(runs ...*Summary) *Agreement {
 func (a *Agreement) agreeJobs(runs []*Summary) {
 	idx := map[string]int{}
 	for i, s := range runs {
-		for _, row := range NewJobDecision(s).Rows {
+		// The decision the run wrote (a summary read back from its file
+		// keeps no schedule to classify its cases by), else made now.
+		jd := s.JobDecision
+		if jd == nil {
+			jd = NewJobDecision(s)
+		}
+		for _, row := range jd.Rows {
 			for _, class := range slices.Sorted(maps.Keys(row.Cells)) {
 				c := row.Cells[class]
 				k := row.Variant + "\x00" + row.Backend + "\x00" + class
