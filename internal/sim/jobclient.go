@@ -68,7 +68,7 @@ func (jc *jobCase) pick(c *jclient) {
 		}
 	}
 	if !jc.st.lock {
-		jc.begin(c, job, -1, -1, 0)
+		jc.begin(c, job, 0)
 		return
 	}
 	inv := now
@@ -88,7 +88,7 @@ func (jc *jobCase) pick(c *jclient) {
 		jc.locks[job] = &jlock{holder: c.proc, expiry: t + jc.st.leaseNs}
 		jc.emitObj(jc.ev("ok", "acquire", c.proc, job).Uint("token", tok))
 		jc.try(c, job, -1, t, false)
-		jc.begin(c, job, inv, t, tok)
+		jc.begin(c, job, tok)
 	})
 }
 
@@ -115,10 +115,10 @@ func (jc *jobCase) try(c *jclient, job string, inv, comp int64, attempted bool) 
 }
 
 // begin starts an attempt of job.
-func (jc *jobCase) begin(c *jclient, job string, acqInv, acqEnd int64, token uint64) {
+func (jc *jobCase) begin(c *jclient, job string, token uint64) {
 	c.tried[job]++
 	a := &jattempt{proc: c.proc, job: job, n: c.tried[job], inst: c.inst.n, start: jc.w.now, end: -1, effInv: -1, effEnd: -1,
-		lostAt: -1, token: token, acquireT: acqInv, acquireE: acqEnd, phase: "before-effect"}
+		lostAt: -1, token: token, phase: "before-effect"}
 	c.cur = a
 	jc.attempts = append(jc.attempts, a)
 	if jc.st.queue {
@@ -171,14 +171,13 @@ func (jc *jobCase) gate(c *jclient, a *jattempt, phase string, then func()) bool
 			continue
 		}
 		f.armed = false
-		a.held = true
 		ts := jc.w.now + int64(1+jc.rng.IntN(3))*1e6
 		leave := ts
 		if jc.rng.IntN(25) == 0 {
 			leave = jc.w.now // the harness let it go early: the fault may miss its aim
 		}
 		jc.at(ts, nil, func() { jc.startFault(f, c.inst, fmt.Sprintf("instance-%d", c.inst.n)) })
-		jc.at(leave+1, c, func() { a.held = false; then() })
+		jc.at(leave+1, c, then)
 		return true
 	}
 	return false

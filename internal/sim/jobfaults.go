@@ -110,9 +110,9 @@ func (jc *jobCase) faultError(f *jfault, why string) {
 }
 
 // readSink copies the committed effects not yet read into sink-effect
-// marks (all: the last read); with a sink error, the records committed
-// after the cut are never read.
-func (jc *jobCase) readSink(all bool) {
+// marks; with a sink error, the records committed after the cut are never
+// read.
+func (jc *jobCase) readSink() {
 	for _, cm := range jc.commits {
 		if cm.read >= 0 || cm.t >= jc.w.now || (jc.sinkError && cm.t >= jc.sinkCut) {
 			continue
@@ -124,5 +124,4 @@ func (jc *jobCase) readSink(all bool) {
 			Uint("token", a.token).Int("attempt", a.n).Str("outcome", cm.outcome)
 		jc.emit(jc.w.now, o.End())
 	}
-	_ = all
 }

@@ -72,20 +72,17 @@ type jfault struct {
 
 // jattempt is one attempt, as it really happened.
 type jattempt struct {
-	proc, job          string
-	n                  int64
-	inst               int
-	start, end         int64  // end -1: none recorded
-	endType            string // ok, fail, info; "" none
-	effInv, effEnd     int64  // -1: none
-	effType            string
-	lostAt             int64 // a lost signal during the attempt (-1: none)
-	token              uint64
-	commit             *jcommit
-	held               bool // a fault holds it at a phase
-	phase              string
-	recorded           bool
-	acquireT, acquireE int64 // its lock's acquire invoke and completion (-1: none)
+	proc, job      string
+	n              int64
+	inst           int
+	start, end     int64  // end -1: none recorded
+	endType        string // ok, fail, info; "" none
+	effInv, effEnd int64  // -1: none
+	effType        string
+	lostAt         int64 // a lost signal during the attempt (-1: none)
+	token          uint64
+	commit         *jcommit
+	phase          string
 }
 
 // jcommit is an effect the sink committed.
@@ -106,13 +103,12 @@ type jtry struct {
 
 // jinst is one instance.
 type jinst struct {
-	n            int
-	lane         int
-	dead         bool
-	deathT       int64
-	pausedTo     int64 // paused until (0: not)
-	pausedFrom   int64
-	clientsProcs []string
+	n          int
+	lane       int
+	dead       bool
+	deathT     int64
+	pausedTo   int64 // paused until (0: not)
+	pausedFrom int64
 }
 
 // jclient is one client.
@@ -148,7 +144,6 @@ type jobCase struct {
 	tryOrder               []*jtry
 	sinkError, badLines    bool
 	sinkCut                int64 // with a sink error: commits read after this are never read
-	lastRead               int64
 	locks                  map[string]*jlock
 	done                   map[string]bool  // recorded complete
 	taken                  map[string]int64 // queue: taken until (0: free; -1: until its attempt ends)
@@ -338,7 +333,6 @@ func (jc *jobCase) simulate(t0 int64) {
 		jc.insts = append(jc.insts, in)
 		for c := 0; c < clients; c++ {
 			cl := &jclient{proc: fmt.Sprintf("i%dc%d", i, c), inst: in, tried: map[string]int64{}}
-			in.clientsProcs = append(in.clientsProcs, cl.proc)
 			jc.clients = append(jc.clients, cl)
 		}
 	}
@@ -350,7 +344,7 @@ func (jc *jobCase) simulate(t0 int64) {
 		jc.at(t0+f.at, nil, func() { jc.fireFault(f) })
 	}
 	for poll := t0 + 100e6; poll < jc.stop; poll += 100e6 {
-		jc.at(poll, nil, func() { jc.readSink(false) })
+		jc.at(poll, nil, func() { jc.readSink() })
 	}
 	jc.at(jc.stop, nil, func() {
 		// The harness heals every fault, and gives up those it could not
@@ -387,7 +381,7 @@ func (jc *jobCase) simulate(t0 int64) {
 	// The last read, once no client runs; then the harness and the end.
 	t := max(jc.w.now, jc.stop) + 1e6
 	jc.w.now = t
-	jc.readSink(true)
+	jc.readSink()
 	jc.w.now += 1e6
 	h := newObj(nil).Int("bad_lines", map[bool]int64{true: 1, false: 0}[jc.badLines]).Int("worker_emit_lag_max_ns", 1e6).
 		Float("coordinator_cpu_cores", 0.1).Float("workers_cpu_cores", 0.2).Int("cores", 2).
