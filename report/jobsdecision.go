@@ -193,7 +193,7 @@ func WriteJobDecisionPlot(base string, d *verdict.JobDecision) error {
 	white := color.NRGBA{250, 250, 250, 255}
 	for ri, r := range d.Rows {
 		y := float64(n - 1 - ri)
-		add(-1.65, y+0.4, wrap(jobRowLabel(r), 22), true)
+		add(-1.15, y+0.4, wrap(jobRowLabel(r), 22), true)
 		for ci, c := range d.Classes {
 			x := float64(ci)
 			cell := r.Cells[c]
@@ -237,9 +237,9 @@ func WriteJobDecisionPlot(base string, d *verdict.JobDecision) error {
 		}
 	}
 	p.Add(l)
-	p.X.Min, p.X.Max = -1.7, float64(cols)+1.4
+	p.X.Min, p.X.Max = -1.2, float64(cols)+1.4
 	p.Y.Min, p.Y.Max = -0.05, float64(n)+0.75
-	width := vg.Length(1.55*(float64(cols)+3.1)) * vg.Inch
+	width := vg.Length(1.55*(float64(cols)+2.6)) * vg.Inch
 	height := vg.Length(0.9+0.7*float64(n)) * vg.Inch
 	if err := p.Save(width, height, base+".svg"); err != nil {
 		return fmt.Errorf("save jobs decision view: %w", err)
