@@ -8,12 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/wait"
-
 	"github.com/jackc/pgx/v5"
-
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/wait"
 	"github.com/redis/go-redis/v9"
 )
 

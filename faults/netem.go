@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 )
 

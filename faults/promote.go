@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
 	"time"
+
+	"github.com/lockbench/lockbench/history"
 )
 
 // promote makes a PostgreSQL standby the primary (pg_promote()), as a

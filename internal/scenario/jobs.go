@@ -1,10 +1,10 @@
 package scenario
 
 import (
-	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/history"
 	"strings"
 
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/jobs"
 	"go.yaml.in/yaml/v3"
