@@ -118,8 +118,9 @@ type Env struct {
 	Instance, Client int
 	// Shared holds what the clients of one instance share.
 	Shared *Shared
-	// Auth holds, per credential family ("redis", "etcd", ...; see
-	// Family), how to authenticate to servers lockbench did not start.
+	// Auth holds, per credential family ("redis", "etcd", ...: each
+	// server kind declares its own, internal/cluster's Kind.Credentials),
+	// how to authenticate to servers lockbench did not start.
 	Auth map[string]*Credentials
 }
 
@@ -284,6 +285,23 @@ type Info struct {
 	// Options is the zero value of the backend's options struct (nil:
 	// none): its yaml and doc tags are what `bench list` shows.
 	Options any
+	// Drivers says a driver may name the backend as its server (the
+	// driver backend's server option): the cluster it starts is one a
+	// driver's library talks to, every server of a kind that lets drivers
+	// talk to it (internal/cluster's Kind.Drivers).
+	Drivers bool
+}
+
+// DriverServers lists the backends a driver may name as its server
+// (Info.Drivers), sorted.
+func DriverServers() []string {
+	var out []string
+	for _, i := range All() {
+		if i.Drivers {
+			out = append(out, i.Name)
+		}
+	}
+	return out
 }
 
 // Option describes one option of a backend.

@@ -20,7 +20,7 @@ import (
 // key's ModifyIndex read (consistently) right after acquiring: a Raft index,
 // monotonic across the cluster.
 func init() {
-	Register(Info{Name: "consul", Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", Options: ConsulOptions{}, New: newConsul})
+	Register(Info{Name: "consul", Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", Options: ConsulOptions{}, New: newConsul, Drivers: true})
 }
 
 // ConsulOptions expose api.LockOptions; unset means the library's default.

@@ -25,7 +25,7 @@ import (
 // token is the revision at which the mutex was acquired
 // (Mutex.Header().Revision), which increases across successive holders.
 func init() {
-	Register(Info{Name: "etcd", Summary: "etcd v3 concurrency.Mutex over a session lease; token = acquisition revision", Options: EtcdOptions{}, New: newEtcd})
+	Register(Info{Name: "etcd", Summary: "etcd v3 concurrency.Mutex over a session lease; token = acquisition revision", Options: EtcdOptions{}, New: newEtcd, Drivers: true})
 }
 
 // EtcdOptions configure the etcd backend.

@@ -21,7 +21,7 @@ import (
 // (TCP keepalive settings). The fencing token is nextval of a sequence,
 // taken while the lock is held.
 func init() {
-	Register(Info{Name: "postgres", Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", Options: PostgresOptions{}, New: newPostgres})
+	Register(Info{Name: "postgres", Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", Options: PostgresOptions{}, New: newPostgres, Drivers: true})
 }
 
 // PostgresOptions configure the postgres backend.

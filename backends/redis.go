@@ -30,7 +30,7 @@ import (
 // same single server, so a restart without persistence resets it (the
 // token can go backwards; a scenario can measure that).
 func init() {
-	Register(Info{Name: "redis", Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", Options: RedisOptions{}, New: newRedisMode(redisSafe)})
+	Register(Info{Name: "redis", Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", Options: RedisOptions{}, New: newRedisMode(redisSafe), Drivers: true})
 	Register(Info{Name: "redis-del", Summary: "control: as redis but releases with plain DEL (removes another holder's lock)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisDel)})
 	Register(Info{Name: "redis-nottl", Summary: "control: SETNX without TTL (a dead holder blocks the key forever)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisNoTTL)})
 }

@@ -20,7 +20,7 @@ import (
 // value cannot be ordered, so the fenced resource cannot protect it, and
 // the report says so.
 func init() {
-	Register(Info{Name: "redlock", Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", Options: RedlockOptions{}, New: newRedlock})
+	Register(Info{Name: "redlock", Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", Options: RedlockOptions{}, New: newRedlock, Drivers: true})
 }
 
 // RedlockOptions expose redsync's safety-relevant options; unset means the

@@ -16,7 +16,7 @@ import (
 // fencing counter, which can go backwards after a failover (the Redis
 // documentation's "Why failover-based implementations are not enough").
 func init() {
-	Register(Info{Name: "redis-sentinel", Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", Options: SentinelOptions{}, New: newSentinel})
+	Register(Info{Name: "redis-sentinel", Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", Options: SentinelOptions{}, New: newSentinel, Drivers: true})
 }
 
 // SentinelOptions configure redis-sentinel; the redis options apply too.

@@ -27,7 +27,7 @@ import (
 // reconnects). The fencing token is the node's czxid, the zxid of its
 // creation, which increases in the order holders queued.
 func init() {
-	Register(Info{Name: "zookeeper", Summary: "ZooKeeper ephemeral-sequential lock recipe (go-zookeeper); token = czxid", Options: ZooKeeperOptions{}, New: newZooKeeper})
+	Register(Info{Name: "zookeeper", Summary: "ZooKeeper ephemeral-sequential lock recipe (go-zookeeper); token = czxid", Options: ZooKeeperOptions{}, New: newZooKeeper, Drivers: true})
 }
 
 // ZooKeeperOptions configure the zookeeper backend.

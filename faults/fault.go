@@ -76,8 +76,9 @@ type Env interface {
 	// Restart starts a killed server again, with its data directory and
 	// persistence mode, and waits until it answers.
 	Restart(ctx context.Context, server Target) error
-	// Server returns a server's real address (not its proxy) and kind.
-	Server(t Target) (addr, kind string, err error)
+	// Server returns a server's real address (not its proxy) and its
+	// kind: what its registration declares a fault may do to it.
+	Server(t Target) (addr string, kind ServerKind, err error)
 	// Peers lists, for a server, the other members of its cluster; for
 	// an instance, the servers its clients dial.
 	Peers(t Target) []Target
@@ -263,11 +264,11 @@ type Info struct {
 	// deployment mode must offer for the fault to run there. A fault that
 	// acts on links only defaults to ActProxy.
 	Action Action
-	// Kinds limits the server kinds a fault can act on ("": any).
-	Kinds []string
-	// NeedsFaketime names the server kinds whose processes must run under
-	// libfaketime for the fault (their wall clock is moved).
-	NeedsFaketime []string
+	// Asks is what the fault asks of a server's kind ("": nothing, it
+	// acts on every kind): it acts on the kinds whose registration
+	// declares the ability (Abilities.Can), and on those whose clock moves
+	// for real (AskClock, ClockFaketime) only under libfaketime.
+	Asks Ability
 	// NeedsCgroup names the cgroup v1 controller a fault confines its
 	// target with ("cpu", "blkio"), or "".
 	NeedsCgroup string
@@ -413,7 +414,7 @@ func (i Info) Requires() []Requirement {
 	if i.NeedsCgroup != "" {
 		out = append(out, NeedCgroup)
 	}
-	if len(i.NeedsFaketime) > 0 {
+	if i.Asks == AskClock {
 		out = append(out, NeedFaketime)
 	}
 	if i.NeedsFuse {

@@ -26,7 +26,7 @@ import (
 func init() {
 	Register(Info{Name: "memory-pressure", Action: ActAdmin, Claims: []string{ClaimProcess, "memory"}, Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
 		Summary: "fill a Redis server to its maxmemory with other keys and keep writing them (evictions or OOM refusals, per its maxmemory_policy)",
-		Targets: []Kind{Server}, Kinds: []string{"redis", "redis-replicated"}, New: newMemoryPressure})
+		Targets: []Kind{Server}, Asks: AskMemory, New: newMemoryPressure})
 }
 
 // MemoryPressureOptions are the memory-pressure fault's options.
@@ -117,9 +117,12 @@ func readStats(ctx context.Context, c *redis.Client) (redisStats, error) {
 func isOOM(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "OOM ") }
 
 func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
-	addr, _, err := env.Server(target)
+	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
+	}
+	if !kind.Memory || kind.Speaks != ProtoRedis {
+		return nil, fmt.Errorf("memory-pressure on %s: its kind (%s) declares no memory a fault can fill through the %s protocol", target, kind.Name, ProtoRedis)
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, PoolSize: 2})
 	fail := func(err error) (*Effect, error) {

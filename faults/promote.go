@@ -15,7 +15,7 @@ import (
 // not on the new one.
 func init() {
 	Register(Info{Name: "promote", Action: ActAdmin, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
-		Targets: []Kind{Server}, Instant: true, Kinds: []string{"postgres"}, New: newPromote})
+		Targets: []Kind{Server}, Instant: true, Asks: AskPromote, New: newPromote})
 }
 
 type promote struct{}
@@ -29,9 +29,12 @@ func newPromote(decode Decoder) (Fault, error) {
 }
 
 func (promote) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
-	addr, _, err := env.Server(target)
+	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
+	}
+	if !kind.Promote || kind.Speaks != ProtoPostgres {
+		return nil, fmt.Errorf("promote %s: its kind (%s) declares no standby a fault can promote through the %s protocol", target, kind.Name, ProtoPostgres)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -35,7 +35,8 @@ type faultEntry struct {
 	Name    string   `json:"name"`
 	Summary string   `json:"summary"`
 	Targets []string `json:"targets"`
-	// ServerKinds limits the server kinds it acts on (faults.Info.Kinds;
+	// ServerKinds limits the server kinds it acts on (the kinds that
+	// declare what faults.Info.Asks;
 	// empty: any).
 	ServerKinds []string `json:"server_kinds,omitempty"`
 	Root        bool     `json:"needs_root"`
@@ -110,7 +111,7 @@ func buildListing(dir string) (*listing, error) {
 		for _, r := range f.Requires() {
 			reqs = append(reqs, string(r))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Modes: modesOf(f), Options: f.OptionList()})
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.ActsOn(cluster.FaultKinds()), Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Modes: modesOf(f), Options: f.OptionList()})
 	}
 	if dir == "" {
 		return l, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -140,9 +139,9 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 					switch {
 					case m.SourceCuts && f.Action == faults.ActCut && on == cluster.OnServer:
 						want = want && cluster.BindsSource(u.kind)
-					case !m.Faketime && slices.Contains(f.NeedsFaketime, u.kind):
+					case !m.Faketime && f.Faketime(cluster.FaultKind(u.kind).Abilities):
 						want = false
-					case m.NoEmulatedClock && len(f.NeedsFaketime) > 0 && !slices.Contains(f.NeedsFaketime, u.kind):
+					case m.NoEmulatedClock && f.Asks == faults.AskClock && !f.Faketime(cluster.FaultKind(u.kind).Abilities):
 						want = false
 					}
 					src := fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n",
@@ -202,7 +201,7 @@ func usesOf(t *testing.T, f faults.Info, on cluster.On) []use {
 		return []use{{backend: "etcd", fault: fault("link:etcd-1-peer")}}
 	}
 	var us []use
-	kinds := f.Kinds
+	kinds := f.ActsOn(cluster.FaultKinds())
 	if len(kinds) == 0 {
 		kinds = []string{"etcd"}
 		if f.Action == faults.ActCut {

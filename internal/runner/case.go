@@ -372,7 +372,7 @@ func faketimeServers(c *scenario.Case) []string {
 			continue
 		}
 		for _, t := range f.Targets {
-			if k, ok := kinds[t.Name]; ok && t.Kind == faults.Server && slices.Contains(info.NeedsFaketime, k) && !slices.Contains(out, t.Name) {
+			if k, ok := kinds[t.Name]; ok && t.Kind == faults.Server && info.Faketime(cluster.FaultKind(k).Abilities) && !slices.Contains(out, t.Name) {
 				out = append(out, t.Name)
 			}
 		}
