@@ -10,6 +10,11 @@ BIN        := bin/bench
 SCENARIO   ?= scenarios/backends.yaml
 RESULTS    ?= results
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
+
+# What make setup installs for each server kind, and the compose profiles:
+# generated from the kinds' registrations (internal/cluster's Kind.Setup and
+# Kind.Compose; TestKindsMakefile holds it).
+include scripts/kinds.mk
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: help setup apt-packages servers tools lint build build-kube kube-manifests bench bench-drivers quick known envelope stability envelope-twice perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim security test-loaded bench-jobs
@@ -22,19 +27,16 @@ help:
 setup: apt-packages servers tools
 	@$(GO) mod download
 
-# Each package is installed only if what lockbench uses from it is missing.
+# Each package is installed only if what lockbench uses from it is missing:
+# the server kinds' own (scripts/kinds.mk), the machinery's and the drivers'.
 # apt-packages installs what is missing; a policy-rc.d that refuses every
 # start keeps a package's postinst from starting a system service (openssh-server
 # would listen on every address: lockbench's sshd runs in its test namespaces only).
 apt-packages:
 	@missing=""; \
-	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
-	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
-	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
-	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	$(KIND_PKGS_MISSING) \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing libfaketime"; \
-	command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	$(DRIVER_PKGS_MISSING) \
 	if [ -n "$$missing" ]; then \
@@ -66,7 +68,7 @@ DRIVER_PKGS_MISSING = \
 
 ## servers: build etcd and Consul from the Go module proxy into ~/.cache/lockbench (once per machine)
 servers:
-	@GO=$(GO) scripts/build-servers.sh etcd consul
+	@GO=$(GO) scripts/build-servers.sh $(KIND_BUILDS)
 
 ## tools: build the pinned linters (staticcheck, goimports) from the Go module proxy into ~/.cache/lockbench/tools (once per machine)
 tools:
@@ -275,7 +277,7 @@ ci-gate: setup build
 compose-images:
 	@GO=$(GO) scripts/compose-images.sh
 
-COMPOSE := docker-compose -f compose/docker-compose.yml -p lockbench --profile redis --profile etcd --profile consul --profile zookeeper --profile postgres
+COMPOSE := docker-compose -f compose/docker-compose.yml -p lockbench $(COMPOSE_PROFILES)
 ## compose-bench: bring the compose topology up, run compose/scenario.yaml against it (servers and workers as containers), bring it down
 compose-bench: setup build compose-images
 	@$(COMPOSE) up -d --remove-orphans

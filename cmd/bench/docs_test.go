@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/internal/docmark"
 	"github.com/lockbench/lockbench/internal/exitcode"
 )
 
@@ -162,27 +163,8 @@ func TestHistoryCounts(t *testing.T) {
 		}
 		return len(m)
 	}
-	const begin, end = "<!-- history counts: begin -->\n", "<!-- history counts: end -->\n"
 	want := fmt.Sprintf("`checker/testdata/` holds %d hand-made histories with golden verdicts;\n"+
 		"`checker/testdata/model/` holds %d more, and `checker/testdata/figures/`\n%d,\n",
 		count(""), count("model"), count("figures"))
-	f := "../../docs/checker.md"
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no history counts between %q and %q", f, begin, end)
-	}
-	if got := s[i+len(begin) : j]; got != want {
-		if *update {
-			if err := os.WriteFile(f, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("%s gives other counts than the tree (go test ./cmd/bench -run TestHistoryCounts -update):\n got: %s\nwant: %s", f, got, want)
-	}
+	docmark.Hold(t, "../../docs/checker.md", "history counts", want, *update, "go test ./cmd/bench -run TestHistoryCounts -update")
 }
