@@ -37,7 +37,11 @@ import (
 // etcd and Consul (Go) read the wall clock through the vDSO, out of
 // libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Action: ActClock, Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
+	Register(Info{Name: "clock-jump",
+		Example:  Example{Backend: "postgres", Fault: "{type: clock-jump, jump: 5s, target: postgres-1}"},
+		Does:     "the server's wall clock steps by `jump`: forward (`5s`: every lease judged by that clock is shorter at once) or back (`-5s`: longer, so an expired lease still looks alive and waiters wait past its TTL). PostgreSQL: **for real**, the server runs under libfaketime (its own processes only) when a case moves its clock. Redis: **emulated**: libfaketime makes redis-server 7.0 abort, so at the fault instant a server-side script moves the remaining TTL of every live lock key by minus the jump (what Redis' wall-clock expiry would do), waiting up to 1 s for a lock to be held; `faults.jsonl` says so",
+		Observed: "PostgreSQL: its `clock_timestamp()` moved by the jump, that way; Redis: it moved at least one live lock's TTL",
+		Action:   ActClock, Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
 		Asks: AskClock})
 }
@@ -64,7 +68,11 @@ func init() {
 // Which way a server's clock goes is its kind's declaration
 // (Abilities.Clock: faketime, data or none), never its name.
 func init() {
-	Register(Info{Name: "clock-drift", Action: ActClockRate, Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
+	Register(Info{Name: "clock-drift",
+		Example:  Example{Backend: "postgres", Fault: "{type: clock-drift, rate: 1.5, target: postgres-1}"},
+		Does:     "the server's wall clock runs at `rate` times the real pace for the window (`1.5`: 50% fast, every lease judged by it ends early; `0.5`: half speed, leases last longer), then at the real pace again, keeping what it drifted. PostgreSQL: **for real**, libfaketime's speed factor, switched on and off without a step (the offset takes up what the rate would add since the process started). Redis: **emulated**, every 20 ms every live lock key's TTL is moved by what the drift gained. Not etcd, Consul (Go reads the clock through the vDSO, out of libfaketime's reach) nor ZooKeeper (it times sessions on the monotonic clock): their locks do not depend on the wall clock's pace",
+		Observed: "PostgreSQL: its `clock_timestamp()` kept the pace asked (within a tenth of the drift) over the window, with no step at the switch; Redis: some live lock's TTL was moved, with the adjustments at most 250 ms apart (a longer stretch, a busy machine running the emulation late, let every lease run at the real pace that long: the drift lapsed, and the case is invalid)",
+		Action:   ActClockRate, Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
 		Summary: "make a server's wall clock run fast or slow for the window (rate 1.5, 0.5): PostgreSQL for real (libfaketime's speed factor), Redis emulated (every live lock's TTL moved as the window goes)",
 		Targets: []Kind{Server}, Emulated: "emulated on Redis by moving the PTTL of every live lock key every 20 ms by what the drift gained; real on PostgreSQL", New: newClockDrift,
 		Asks: AskClock})

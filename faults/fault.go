@@ -241,6 +241,13 @@ type Decoder func(v any) error
 type Info struct {
 	Name    string
 	Summary string
+	// Does says what the fault does, and Observed what shows it applied:
+	// docs/scenarios.md's table of faults is made of them (with Targets,
+	// the kinds it acts on and its requirements).
+	Does, Observed string
+	// Example is a use of the fault that validation accepts on a machine
+	// with everything it requires: the tests try it (internal/scenario's).
+	Example Example
 	Targets []Kind // the kinds of target it applies to
 	// Instant faults happen at one moment (a kill, a clock jump): their
 	// window may be zero.
@@ -295,6 +302,16 @@ type Info struct {
 	// instances and links, and the others on servers, are undone at heal.
 	Lasting bool
 	New     func(decode Decoder) (Fault, error)
+}
+
+// Example is a use of a fault in a case of a scenario.
+type Example struct {
+	// Backend is the case's backend, Options its options (YAML, "" for
+	// none) and Network the scenario's network ("" for the default).
+	Backend, Options, Network string
+	// Fault is the fault as a scenario writes it, without at and for:
+	// {type: clock-jump, jump: 5s, target: postgres-1}.
+	Fault string
 }
 
 // Class returns the fault's class on target (a role or a name; for a

@@ -14,7 +14,11 @@ import (
 // old primary's memory (every advisory lock and its holder's session) is
 // not on the new one.
 func init() {
-	Register(Info{Name: "promote", Action: ActAdmin, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
+	Register(Info{Name: "promote",
+		Example:  Example{Backend: "postgres", Options: "{standby: true}", Fault: "{type: promote, target: postgres-2}"},
+		Does:     "`pg_promote()`: the standby becomes the primary, the failover step (with `standby: true`)",
+		Observed: "it left recovery",
+		Action:   ActAdmin, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
 		Targets: []Kind{Server}, Instant: true, Asks: AskPromote, New: newPromote})
 }
 

@@ -45,6 +45,13 @@ func init() {
 		Options:    Options{},
 		New:        func(decode backends.Decoder) (backends.Backend, error) { return New("", decode) },
 		NewLabeled: New,
+		Doc: backends.Doc{
+			Servers: "the cluster of the Go backend its `server` option names (one that lets drivers name it)",
+			Models:  "a lock client in any language, as a driver process speaking JSON lines (docs/drivers.md); `driver:LIBRARY@VERSION` runs a reference driver (redis-py, kazoo, python-etcd3, Curator, node-redis)",
+			Token:   "the driver's, when its hello says it has one",
+			Lost:    "the driver's `lost` message, when its hello says it sends one",
+			Options: "`command`, `server`, `server_options`, `library`, `env`, `acquire`, `lease`, `tokens`, `extend`, `renews`, `one_member`, `dials`, `start_timeout` (30s), `answer_grace` (2s): docs/drivers.md"},
+		Paused: backends.Paused{Excused: "a driver is its own process, its library's lost signal checked by `bench driver check` (lostSignal in checkfaults.go), and its holder paused past the lease, driver included, by scenarios/drivers.yaml (make bench-drivers)"},
 	})
 }
 

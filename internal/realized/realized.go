@@ -26,6 +26,11 @@ import (
 // File is the name of the realized schedules in a results folder.
 const File = "realized.json"
 
+func init() {
+	layout.RegisterFile(layout.File{Order: 50, Name: File,
+		Contents: "per trial, the schedule it really met: each fault with the target written and the one hit, its scheduled time and window and the window it was really in force (since the case start), its options, what was observed, and the lock's phase when it began (`waiting`, `holding`, `extending`, `releasing`, `idle`, from the history: the clients of the instance it hit, or of the whole trial for a server or a link); the trial's plan seed, lease and length; the versions of the servers and libraries; and its outcome (violations, damage, whether the lock never came back). `bench replay` runs it again ([hunt.md](hunt.md))"})
+}
+
 // Run is realized.json: every trial of a run.
 type Run struct {
 	Scenario string            `json:"scenario"`
