@@ -222,6 +222,9 @@ func backendTable(t *testing.T) string {
 			t.Errorf("backend %s: its registration's Doc (servers, what it models, token, lost signal, options) is what docs/backends.md's table says of it: declare every field", i.Name)
 		}
 		paused := "its holder keeps the lock, with no signal"
+		if i.Paused.Excused == "" && i.Paused.Shows == "" {
+			t.Errorf("backend %s: its registration's Paused says what a paused holder shows, or why it is not tried so (backends.Paused)", i.Name)
+		}
 		switch {
 		case i.Paused.Excused != "":
 			paused = "not tried: " + i.Paused.Excused
