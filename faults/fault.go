@@ -267,6 +267,10 @@ type Info struct {
 	// layer of the harness's (power-loss): /dev/fuse and root, servers
 	// lockbench starts itself.
 	NeedsFuse bool
+	// Effect is what the fault does to the processes it targets (stops,
+	// ends them, loses their unsynced writes): the records carry it to the
+	// checker (history.FaultCore.Effect).
+	Effect history.FaultEffect
 	// Action is what the fault does to its target (see Action): what a
 	// deployment mode must offer for the fault to run there. A fault that
 	// acts on links only defaults to ActProxy.

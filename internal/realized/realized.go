@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/verdict"
 )
@@ -62,11 +63,10 @@ type Trial struct {
 // Fault is one fault as it ran in a trial. Times are relative to the
 // case's start.
 type Fault struct {
-	Name string `json:"name"` // as written (without its lane's @lN)
-	Type string `json:"type"`
-	// Target is as the trial wrote it (a role, or one of the trial's own
-	// instances); Resolved what it hit.
-	Target   string         `json:"target"`
+	// FaultCore is the fault as the trial wrote it: its name (without
+	// its lane's @lN), type, target (a role, or one of the trial's own
+	// instances) and effect; Resolved is what it hit.
+	history.FaultCore
 	Resolved string         `json:"resolved,omitempty"`
 	Shared   bool           `json:"shared,omitempty"` // met by every lane of its batch
 	Options  map[string]any `json:"options,omitempty"`
@@ -242,7 +242,7 @@ func (b *batch) fault(f layout.Fault, l int) Fault {
 	if f.Written != "" {
 		target = f.Written
 	}
-	rf := Fault{Name: name, Type: f.Type, Target: target, Resolved: f.Resolved, Shared: b.meta.Lanes > 0 && f.Lane == 0,
+	rf := Fault{FaultCore: history.FaultCore{Name: name, Type: f.Type, Target: target, Effect: f.Effect}, Resolved: f.Resolved, Shared: b.meta.Lanes > 0 && f.Lane == 0,
 		Options: f.Options, AtNs: f.AtNs, ForNs: f.ForNs, SpreadNs: f.SpreadNs, Applied: f.Applied, Observed: f.Observed, Error: f.Error, Phase: PhaseUnknown}
 	if f.StartNs > 0 {
 		rf.StartNs = f.StartNs - b.start

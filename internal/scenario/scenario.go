@@ -148,6 +148,17 @@ type Fault struct {
 // the fault marks): its targets, separated by commas.
 func (f *Fault) Target() string { return faults.Targets(f.Targets) }
 
+// Core is what every record of the fault says of it (history.FaultCore):
+// its name, type, target and, from its registration, what it does to the
+// processes it hits.
+func (f *Fault) Core() history.FaultCore {
+	c := history.FaultCore{Name: f.Name, Type: f.Type, Target: f.Target()}
+	if info, err := faults.Lookup(f.Type); err == nil {
+		c.Effect = info.Effect
+	}
+	return c
+}
+
 // Meta describes the case for its case-start mark.
 func (c *Case) Meta() history.CaseMeta {
 	m := history.CaseMeta{Name: c.Name, Backend: c.BackendName, Fenced: c.Backend.Fenced(),
@@ -175,7 +186,7 @@ func (c *Case) Meta() history.CaseMeta {
 		m.Misuse = append(m.Misuse, "work longer than the lease")
 	}
 	for _, f := range c.Faults {
-		sa := history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target(), At: int64(f.At), For: int64(f.For), Group: f.Group, Lane: f.Lane,
+		sa := history.ScheduledAt{FaultCore: f.Core(), At: int64(f.At), For: int64(f.For), Group: f.Group, Lane: f.Lane,
 			SpreadNs: int64(f.Spread), CycleNs: int64(f.Cycle)}
 		if info, err := faults.Lookup(f.Type); err == nil {
 			sa.Class = info.Class(f.Targets[0])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/control"
 	"github.com/lockbench/lockbench/internal/targets"
@@ -913,5 +914,24 @@ cases:
 		if f := c.Faults[0]; f.At != time.Second || f.Kept != KeptFixed {
 			t.Errorf("spread: false: %s at %s, kept %q", f.Name, f.At, f.Kept)
 		}
+	}
+}
+
+// TestRecordsCarryTheEffect: the case meta says what each fault does to
+// the processes it hits, from the fault's registration (faults.Info.Effect),
+// so the checker reads it as data.
+func TestRecordsCarryTheEffect(t *testing.T) {
+	src := "name: t\nworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: redis\n    faults:\n" +
+		"      - {type: pause, target: instance-1, at: 1s, for: 1s}\n      - {type: kill, target: redis-1, at: 2s, for: 0s}\n      - {type: latency, latency: 5ms, target: link:redis-1, at: 1s, for: 1s}\n"
+	s, err := Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]history.FaultEffect{}
+	for _, f := range s.Cases[0].Meta().Faults {
+		got[f.Type] = f.Effect
+	}
+	if got["pause"] != history.EffectStop || got["kill"] != history.EffectKill || got["latency"] != history.EffectNone {
+		t.Errorf("effects on the meta: %v", got)
 	}
 }
