@@ -10,7 +10,8 @@ import (
 )
 
 // TestListSaysWhatEachFaultActsOn: bench list -json names, per fault, the
-// server kinds it is limited to (faults.Info.Kinds), and the text listing
+// server kinds it is limited to (those that declare what faults.Info.Asks),
+// and the text listing
 // says it in the targets.
 func TestListSaysWhatEachFaultActsOn(t *testing.T) {
 	stdout, _, err := runInProcess(t, "list", "-json", "../../scenarios")

@@ -53,11 +53,11 @@ type Mode struct {
 	Remote []On
 	// Faketime: the mode can start a server under libfaketime, so clock
 	// faults act on the server kinds whose clock that moves
-	// (faults.Info.NeedsFaketime); without it only on the kinds whose
-	// clock is emulated.
+	// (faults.ClockFaketime); without it only on the kinds whose clock is
+	// emulated.
 	Faketime bool
 	// NoEmulatedClock: clock faults act only where the mode moves a
-	// server's clock itself (the NeedsFaketime kinds), never emulated
+	// server's clock itself (the ClockFaketime kinds), never emulated
 	// through the server's data, which would need a client of lockbench's
 	// own with the server's credentials.
 	NoEmulatedClock bool
