@@ -148,17 +148,6 @@ type Fault struct {
 // the fault marks): its targets, separated by commas.
 func (f *Fault) Target() string { return faults.Targets(f.Targets) }
 
-// Core is what every record of the fault says of it (history.FaultCore):
-// its name, type, target and, from its registration, what it does to the
-// processes it hits.
-func (f *Fault) Core() history.FaultCore {
-	c := history.FaultCore{Name: f.Name, Type: f.Type, Target: f.Target()}
-	if info, err := faults.Lookup(f.Type); err == nil {
-		c.Effect = info.Effect
-	}
-	return c
-}
-
 // Meta describes the case for its case-start mark.
 func (c *Case) Meta() history.CaseMeta {
 	m := history.CaseMeta{Name: c.Name, Backend: c.BackendName, Fenced: c.Backend.Fenced(),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/workload"
@@ -364,4 +365,15 @@ func faultNames() string {
 		n = append(n, f.Name)
 	}
 	return strings.Join(n, ", ")
+}
+
+// Core is what every record of the fault says of it (history.FaultCore):
+// its name, type, target and, from its registration, what it does to the
+// processes it hits.
+func (f *Fault) Core() history.FaultCore {
+	c := history.FaultCore{Name: f.Name, Type: f.Type, Target: f.Target()}
+	if info, err := faults.Lookup(f.Type); err == nil {
+		c.Effect = info.Effect
+	}
+	return c
 }
