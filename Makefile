@@ -36,6 +36,7 @@ apt-packages:
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing libfaketime"; \
 	command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
+	command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || missing="$$missing nats-server"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	$(DRIVER_PKGS_MISSING) \
 	if [ -n "$$missing" ]; then \
