@@ -64,6 +64,7 @@ func (cr *caseRun) prepareSink(ctx context.Context) (*sinkWatch, error) {
 			conn.Close(context.Background())
 			return nil, err
 		}
+		cr.cl.SettlePower() // the queue is the deployment's, not the case's writes
 	}
 	return s, nil
 }
@@ -120,9 +121,10 @@ const publishRetry = 50 * time.Millisecond
 func (s *sinkWatch) publish(ctx context.Context, count int, every time.Duration) {
 	began := time.Now()
 	retries := 0
+	var last error
 	defer func() {
 		if retries > 0 {
-			fmt.Fprintf(s.cr.r.log, "  jobs: %d publish(es) retried\n", retries)
+			fmt.Fprintf(s.cr.r.log, "  jobs: %d publish(es) retried (the last failure: %v)\n", retries, last)
 		}
 	}()
 	for n := 0; n < count; n++ {
@@ -142,7 +144,7 @@ func (s *sinkWatch) publish(ctx context.Context, count int, every time.Duration)
 			if err == nil {
 				break
 			}
-			retries++
+			retries, last = retries+1, err
 			select {
 			case <-s.stop:
 				return
