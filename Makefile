@@ -225,9 +225,10 @@ known: setup build
 bench-drivers: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/drivers.yaml
 
-## bench-jobs: jobs, not only the lock: the same jobs through the lock (unfenced, fenced, registered), an idempotency key, SKIP LOCKED queues and the controls, under a pause of the executor (scenarios/jobs.yaml, ~2.5 min)
+## bench-jobs: jobs, not only the lock: the same jobs through the lock (unfenced, fenced, registered), an idempotency key, SKIP LOCKED queues, NATS JetStream, Redis Streams, an elected leader and the controls, under a pause of the executor (scenarios/jobs.yaml, ~2.5 min; scenarios/jobs-brokers.yaml, ~4.5 min)
 bench-jobs: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/jobs.yaml
+	./$(BIN) run -o $(RESULTS) scenarios/jobs-brokers.yaml
 
 ## envelope: the safety envelope (scenarios/envelope.yaml: every lease-based backend's holder paused 0.5-4 times its lease, 10 side-by-side trials a point)
 envelope: setup build
