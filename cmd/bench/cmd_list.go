@@ -22,8 +22,8 @@ import (
 type listing struct {
 	Backends   []backendEntry  `json:"backends"`
 	Strategies []strategyEntry `json:"job_strategies"`
-	Faults    []faultEntry    `json:"faults"`
-	Scenarios []scenarioEntry `json:"scenarios"`
+	Faults     []faultEntry    `json:"faults"`
+	Scenarios  []scenarioEntry `json:"scenarios"`
 }
 
 type backendEntry struct {
