@@ -5,6 +5,7 @@
 # KIND_PKGS_MISSING adds to $$missing the Debian packages of the kinds that
 # are not installed.
 KIND_PKGS_MISSING = \
+	{ command -v nats-server || [ -x /usr/sbin/nats-server ]; } >/dev/null 2>&1 || missing="$$missing nats-server"; \
 	{ command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null 2>&1 || missing="$$missing pgbouncer"; \
 	{ ls /usr/lib/postgresql/*/bin/postgres; } >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	{ command -v redis-server; } >/dev/null 2>&1 || missing="$$missing redis-server"; \
