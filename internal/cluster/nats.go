@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"github.com/lockbench/lockbench/faults"
 	"os/exec"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/procgroup"
 )
 
