@@ -300,10 +300,11 @@ type JobsMeta struct {
 	// Variant names the strategy with its options as the scenario wrote
 	// them ("lock {fenced: true}"): one row of the jobs decision view.
 	Variant string `json:"variant,omitempty"`
-	// Family is the strategy's family (lock, dedupe, queue, broker,
-	// leader): a case of the family that expects duplicate effects is
-	// the control of the family's other cases in its fault class (MODEL
-	// §20: a cell whose control showed nothing is vacuous).
+	// Family is the strategy's family (lock, dedupe, queue, nats,
+	// redis-streams, leader, none): a case of the family that expects
+	// duplicate effects, on the same backend, is the control of the
+	// family's other cases in its fault class (MODEL §21: a cell whose
+	// control showed nothing is vacuous).
 	Family string `json:"family,omitempty"`
 }
 
@@ -332,11 +333,9 @@ type SweepPoint struct {
 
 // ScheduledAt names a fault the scenario scheduled for a case.
 type ScheduledAt struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Target string `json:"target"`
-	At     int64  `json:"at_ns"`
-	For    int64  `json:"for_ns"`
+	FaultCore
+	At  int64 `json:"at_ns"`
+	For int64 `json:"for_ns"`
 	// Group names the faults that act together (cutting every way out of
 	// an instance): an idle member is excused by an observed one.
 	Group string `json:"group,omitempty"`

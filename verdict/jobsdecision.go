@@ -101,18 +101,15 @@ type JobDecision struct {
 	Rows    []JobRow `json:"rows"`
 }
 
-// jobFamily pairs a strategy with its controls: its family, and for a
-// strategy that takes a lock, the lock's backend (a pause longer than
-// that lock's lease).
+// jobFamily pairs a strategy with its controls: its family on its backend
+// (a pause longer than that lock's lease, or that election's session; the
+// sink's PostgreSQL for a strategy that takes no lock).
 func jobFamily(r *checker.Result) string {
 	f := r.Jobs.Family
 	if f == "" {
 		f = r.Jobs.Strategy
 	}
-	if r.Meta.Jobs != nil && r.Meta.Jobs.Lock {
-		f += "/" + r.Backend
-	}
-	return f
+	return f + "/" + r.Backend
 }
 
 // jobVariant names a job case's row of the view.

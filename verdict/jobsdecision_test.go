@@ -11,7 +11,7 @@ import (
 func jobCase(variant, backend, family, class string, lock, control, valid bool, j checker.Jobs) CaseSummary {
 	var faults []history.ScheduledAt
 	if class != ClassNone {
-		faults = []history.ScheduledAt{{Name: "f", Class: class}}
+		faults = []history.ScheduledAt{{FaultCore: history.FaultCore{Name: "f"}, Class: class}}
 	}
 	exp := history.Expectation{}
 	if control {

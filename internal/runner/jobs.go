@@ -33,6 +33,10 @@ type sinkWatch struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+	// pubs are the broker's queues of a strategy whose jobs go through
+	// one, one per trial run side by side (none: the sink's job list is
+	// the queue).
+	pubs []jobs.Publication
 }
 
 // prepareSink makes the sink's tables and clears the case's rows, before
@@ -55,7 +59,29 @@ func (cr *caseRun) prepareSink(ctx context.Context) (*sinkWatch, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
-	return &sinkWatch{cr: cr, addr: addr, conn: conn, tr: jobs.Tracker{Prefix: cr.keyPrefix()}}, nil
+	s := &sinkWatch{cr: cr, addr: addr, conn: conn, tr: jobs.Tracker{Prefix: cr.keyPrefix()}}
+	if p, ok := cr.c.Strategy.(jobs.Publisher); ok {
+		lanes := []int{0}
+		if cr.c.Lanes > 1 {
+			lanes = nil
+			for l := 1; l <= cr.c.Lanes; l++ {
+				lanes = append(lanes, l)
+			}
+		}
+		for _, l := range lanes {
+			pub, err := p.OpenPublisher(pctx, cr.cl.Endpoints(), jobs.QueueFor(cr.keyPrefix(), l))
+			if err != nil {
+				for _, o := range s.pubs {
+					o.Close()
+				}
+				conn.Close(context.Background())
+				return nil, err
+			}
+			s.pubs = append(s.pubs, pub)
+		}
+		cr.cl.SettlePower() // the queue is the deployment's, not the case's writes
+	}
+	return s, nil
 }
 
 // start publishes the jobs (due from now, the case having started) and
@@ -69,6 +95,13 @@ func (s *sinkWatch) start(ctx context.Context) error {
 		return err
 	}
 	s.stop = make(chan struct{})
+	if len(s.pubs) > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.publish(ctx, j.Count, j.Every.D())
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -88,6 +121,58 @@ func (s *sinkWatch) start(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// publishRetry is how long the coordinator waits before it publishes a
+// job again after a publish failed (the broker down, paused or cut off).
+const publishRetry = 50 * time.Millisecond
+
+// publish puts job n on the broker at its due time (n×every after now,
+// the time the sink's list was given), each until the broker confirms
+// it: a producer that retries, as at-least-once asks (the broker's dedup
+// window, where it has one, drops a repeat of a publish that had landed).
+// A job still unconfirmed when the case stops was never published: it is
+// lost, as it would be for the application.
+func (s *sinkWatch) publish(ctx context.Context, count int, every time.Duration) {
+	began := time.Now()
+	retries := 0
+	var last error
+	defer func() {
+		if retries > 0 {
+			fmt.Fprintf(s.cr.r.log, "  jobs: %d publish(es) retried (the last failure: %v)\n", retries, last)
+		}
+	}()
+	for n := 0; n < count; n++ {
+		if d := time.Until(began.Add(time.Duration(n) * every)); d > 0 {
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(d):
+			}
+		}
+		// Each trial's job n to its own queue (its jobs are
+		// j(l·count) .. j(l·count+count-1)).
+		for l, pub := range s.pubs {
+			for {
+				pctx, cancel := context.WithTimeout(ctx, time.Second)
+				err := pub.Publish(pctx, fmt.Sprintf("j%d", l*count+n))
+				cancel()
+				if err == nil {
+					break
+				}
+				retries, last = retries+1, err
+				select {
+				case <-s.stop:
+					return
+				case <-ctx.Done():
+					return
+				case <-time.After(publishRetry):
+				}
+			}
+		}
+	}
 }
 
 // read copies the records committed since the last read into the history;
@@ -143,6 +228,9 @@ func (s *sinkWatch) close(ctx context.Context) {
 	if s.stop != nil {
 		close(s.stop)
 		s.wg.Wait()
+	}
+	for _, p := range s.pubs {
+		p.Close()
 	}
 	for try := 0; try < 3; try++ {
 		if s.read(context.WithoutCancel(ctx), true); s.err == nil {

@@ -127,6 +127,7 @@ func (cr *caseRun) startWorker(n history.Instance, routes []links.Route, logDir 
 	if l := cr.laneOf(n); l > 0 {
 		cfg.KeyOffset = (l - 1) * cr.c.Workload.Keys.Count
 		cfg.JobsFirst = (l - 1) * cr.c.Workload.Jobs.Count
+		cfg.Lane = l
 	}
 	line, err := json.Marshal(cfg)
 	if err != nil {

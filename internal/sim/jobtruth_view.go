@@ -71,12 +71,7 @@ func (t *JobsTruth) decision() {
 	nf, wf := map[string]*costs{}, map[string]*costs{}
 	type ctl struct{ trials, showed int }
 	controls := map[string]map[string]*ctl{}
-	fam := func(c *JobCaseTruth) string {
-		if c.Lock {
-			return c.Family + "/" + c.Backend
-		}
-		return c.Family
-	}
+	fam := func(c *JobCaseTruth) string { return c.Family + "/" + c.Backend }
 	notControl := map[string]bool{}
 	for _, c := range t.Cases {
 		k := c.Variant + "\x00" + c.Backend

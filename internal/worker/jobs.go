@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 
@@ -35,6 +36,13 @@ type jobClient struct {
 	// periodic: each period is tried once (last is the latest tried).
 	periodic bool
 	last     string
+	// elect: the strategy takes jobs only while this client leads the
+	// case's election (jobs.Electing); term is the term it won, nil while
+	// it does not lead.
+	elect bool
+	mu    sync.Mutex
+	term  backends.Lease
+	name  string // the election's name: the case's (its trial's) queue name, then jobs.LeaderElection
 }
 
 // openJobs opens the case's strategy for each client.
@@ -52,7 +60,7 @@ func openJobs(ctx context.Context, cfg Config, dial func(ctx context.Context, ne
 	for i, cl := range clients {
 		jc := &jobClient{client: cl, lock: jobs.TakesLock(st), tried: map[string]int64{}, gates: g, periodic: jw.Periodic}
 		env := jobs.Env{Sink: cfg.Endpoints[jobs.SinkServer], Dial: dial, Creds: creds, Prefix: cfg.KeyPrefix,
-			Effect: jw.Effect.D(), OpTimeout: cfg.Workload.OpTimeout.D(), Executor: cl.proc,
+			Effect: jw.Effect.D(), OpTimeout: cfg.Workload.OpTimeout.D(), Executor: cl.proc, Endpoints: cfg.Endpoints, Queue: jobs.QueueFor(cfg.KeyPrefix, cfg.Lane),
 			First: cfg.JobsFirst, Count: jw.Count, Periodic: jw.Periodic,
 			Hold: func(ctx context.Context) { g.at(ctx, history.PhaseDuring, jc.proc, jc.job, jc.n) }}
 		ex, err := st.Open(ctx, env)
@@ -63,7 +71,14 @@ func openJobs(ctx context.Context, cfg Config, dial func(ctx context.Context, ne
 			return nil, err
 		}
 		jc.ex = ex
+		jc.elect, jc.name = jobs.Elects(st), jobs.QueueFor(cfg.KeyPrefix, cfg.Lane)+jobs.LeaderElection
 		out[i] = jc
+		if jc.elect && cl.elector == nil {
+			for _, o := range out[:i+1] {
+				o.ex.Close()
+			}
+			return nil, fmt.Errorf("strategy %s campaigns in a leader election: backend %s has none", cfg.Strategy, cfg.Backend)
+		}
 	}
 	return out, nil
 }
@@ -74,11 +89,81 @@ func (c *jobClient) jobEvent(typ history.Type, job string, n int64, err string) 
 	return e
 }
 
+// campaign runs the client's candidacy until the returned stop is
+// called: it campaigns, holds the term it won until the election
+// library says it is lost, resigns (which cleans up what a lost term
+// left), and campaigns again. A client paused while leading keeps its
+// term in its own eyes until it runs again and its library learns.
+func (c *jobClient) campaign(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			term, err := c.elector.Campaign(ctx, c.name)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.lg.Printf("%s: campaign: %v", c.proc, err)
+					wait.Sleep(ctx, c.w.Think.Draw(c.r))
+				}
+				continue
+			}
+			c.lg.Printf("%s: elected, token %d", c.proc, term.Token())
+			c.setTerm(term)
+			select {
+			case <-term.Lost():
+				c.lg.Printf("%s: term %d lost", c.proc, term.Token())
+			case <-ctx.Done():
+			}
+			c.setTerm(nil)
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.w.OpTimeout.D())
+			if err := c.elector.Resign(rctx, term); err != nil && ctx.Err() == nil {
+				c.lg.Printf("%s: resign: %v", c.proc, err)
+			}
+			rcancel()
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func (c *jobClient) setTerm(t backends.Lease) {
+	c.mu.Lock()
+	c.term = t
+	c.mu.Unlock()
+}
+
+// leading is the term the client leads in now, as far as it knows (nil:
+// it does not lead).
+func (c *jobClient) leading() backends.Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.term == nil {
+		return nil
+	}
+	select {
+	case <-c.term.Lost():
+		return nil
+	default:
+		return c.term
+	}
+}
+
 // attempt takes one job through the strategy, or waits the think time
 // when none is due. With a lock, the attempt begins once the job's lock is
 // held: a client that found it busy gave the job up before beginning (its
 // acquire is recorded, no attempt).
 func (c *jobClient) attempt(ctx context.Context) {
+	var lease backends.Lease
+	if c.elect {
+		// Only the leader takes jobs: its attempts run under its term.
+		if lease = c.leading(); lease == nil {
+			wait.Sleep(ctx, c.w.Think.Draw(c.r))
+			return
+		}
+	}
 	job, err := c.ex.Pick(ctx)
 	if err == nil && c.periodic && job == c.last {
 		err = jobs.ErrNoJob // this period was tried: wait for the next
@@ -91,7 +176,6 @@ func (c *jobClient) attempt(ctx context.Context) {
 		return
 	}
 	c.last = job
-	var lease backends.Lease
 	if c.lock {
 		var ok bool
 		if lease, ok = c.acquire(ctx, job, 0); !ok {
@@ -116,7 +200,8 @@ func (c *jobClient) attempt(ctx context.Context) {
 
 // steps runs an attempt's steps and returns its outcome: ok, the job
 // recorded complete; fail, no effect applied and the job given up; info,
-// unknown. A lease (nil without a lock) is released at the end.
+// unknown. A lease (nil without a lock or a term) is released at the end
+// when it is the job's lock (a term is the campaign's to end).
 func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backends.Lease) (history.Type, string) {
 	var lostOnce sync.Once
 	markLost := func() { lostOnce.Do(func() { c.em.emit(c.ev(history.OK, history.OpLost, job)) }) }
@@ -134,10 +219,15 @@ func (c *jobClient) steps(ctx context.Context, job string, n int64, lease backen
 				}
 			}()
 		}
-		defer c.release(ctx, job, lease, markLost, func() {
+		stopWatch := func() {
 			close(stop)
 			watcher.Wait()
-		})
+		}
+		if c.lock {
+			defer c.release(ctx, job, lease, markLost, stopWatch)
+		} else {
+			defer stopWatch()
+		}
 	}
 	// A fault aimed before the effect meets the job taken (its lock
 	// held), its work and the checks before the effect not yet done: where
