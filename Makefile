@@ -235,7 +235,7 @@ known: setup build
 bench-drivers: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/drivers.yaml
 
-## bench-jobs: jobs, not only the lock: every job strategy without faults and with the executor paused and killed at each phase of a job, 24 exposures per fault cell (scenarios/jobs.yaml, ~3 min); bench table -view jobs
+## bench-jobs: jobs, not only the lock: every job strategy (locks, idempotency key, SKIP LOCKED queues, NATS JetStream, Redis Streams, the controls) without faults and with the executor paused and killed at each phase of a job, 12-24 exposures per fault cell (scenarios/jobs.yaml, ~4 min); bench table -view jobs
 bench-jobs: setup build
 	./$(BIN) run -o $(RESULTS) scenarios/jobs.yaml
 
