@@ -136,6 +136,9 @@ func TestParseBad(t *testing.T) {
 		{"any for a bound", base("    backend: local\n    expect: {max_gap: any}\n"), []string{"bad.yaml:6:", "max_gap: any is only for an outcome"}},
 		{"any beside measure", base("    backend: local\n    expect: {measure: true, violations: any}\n"), []string{"expect.measure", "leave out any"}},
 		{"any misspelt", base("    backend: local\n    expect: {violations: anything}\n"), []string{"violations: want true, false or any, not \"anything\""}},
+		{"max_overlap beside no violations", base("    backend: local\n    expect: {max_overlap: 1s}\n"), []string{"bad.yaml:6:", "expect.max_overlap", "say violations: true or any"}},
+		{"max_overlap beside measure", base("    backend: local\n    expect: {measure: true, max_overlap: 1s}\n"), []string{"expect.measure", "max_overlap"}},
+		{"late releases misspelt", base("    backend: local\n    expect: {late_releases_accepted: sometimes}\n"), []string{"late_releases_accepted: want true, false or any"}},
 		{"unknown field after comments", "name: t\n# a comment\n\ncases:\n  - name: c\n    # more\n\n    backend: local\n    workload:\n      # and more\n      clinets: 2\n", []string{"bad.yaml:11:", "clinets"}},
 		{"top-level workload error reported once, where written", "name: t\nworkload:\n  ttl: -1s\ncases: [{name: a, backend: local}, {name: b, backend: local}]\n", []string{"bad.yaml:3: workload.ttl"}},
 		{"fault window that overflows", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1h, for: 100h}]\n"), []string{"for: must be a positive duration of at most 24h"}},
@@ -206,6 +209,24 @@ func TestExpectAny(t *testing.T) {
 	d := e.WithDefaults(true, true)
 	if d.Violations != nil || d.Available != nil || d.StaleAccepted == nil {
 		t.Errorf("defaults over any: %+v", d)
+	}
+	if err := s.Cases[0].Meta().Validate(); err != nil {
+		t.Errorf("meta: %v", err)
+	}
+}
+
+// TestExpectWhatTellsClientsApart reads the expectations on late calls,
+// linearizability and the longest overlap into the case's meta.
+func TestExpectWhatTellsClientsApart(t *testing.T) {
+	src := "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n    backend: local\n    expect: {violations: true, late_releases_accepted: false, late_extensions_accepted: any, linearizable: true, max_overlap: 400ms}\n"
+	s, err := Parse("late.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Cases[0].Meta().Expect
+	if e.LateReleasesAccepted == nil || *e.LateReleasesAccepted || e.Linearizable == nil || !*e.Linearizable ||
+		e.MaxOverlapNs != int64(400*time.Millisecond) || !e.IsAny("late_extensions_accepted") || e.LateExtensionsAccepted != nil {
+		t.Errorf("expect = %+v", e)
 	}
 	if err := s.Cases[0].Meta().Validate(); err != nil {
 		t.Errorf("meta: %v", err)
