@@ -94,7 +94,7 @@ func (c *Case) lateAndLin(r *Result) (broken, missing, noValue []string) {
 		switch {
 		case c.meta.Lockless:
 			noValue = append(noValue, "the scenario bounds the overlap of two holders of a lockless backend, where mutual exclusion does not apply: the bound has no value to judge")
-		case r.OverlapMaxMs*1e6 > float64(b):
+		case r.Unproven == nil && c.mutex.longest > b: // in ns: no rounding decides it
 			broken = append(broken, fmt.Sprintf("two holders overlapped for %.0fms, longer than max_overlap %s", r.OverlapMaxMs, time.Duration(b)))
 		}
 	}

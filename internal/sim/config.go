@@ -526,6 +526,7 @@ func (g *gen) expectations(c *caseConfig) {
 			}
 		}
 	}
+	c.clientExpectations()
 	// renumber the faults added here
 	for i, p := range c.faults {
 		p.spec.Name = fmt.Sprintf("%s-%d", p.spec.Type, i+1)
