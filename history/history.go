@@ -420,7 +420,7 @@ func (e Expectation) anyConflict() error {
 		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil,
 		"linearizable": e.Linearizable != nil, "late_releases_accepted": e.LateReleasesAccepted != nil,
 		"late_extensions_accepted": e.LateExtensionsAccepted != nil,
-		"duplicate_effects": e.DuplicateEffects != nil, "stale_effects_accepted": e.StaleEffects != nil, "lost_jobs": e.LostJobs != nil,
+		"duplicate_effects":        e.DuplicateEffects != nil, "stale_effects_accepted": e.StaleEffects != nil, "lost_jobs": e.LostJobs != nil,
 	}
 	for _, a := range e.Any {
 		isSet, known := set[a]
