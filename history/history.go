@@ -417,10 +417,9 @@ func (e Expectation) anyConflict() error {
 	set := map[string]bool{
 		"violations": e.Violations != nil, "stale_writes_accepted": e.StaleAccepted != nil,
 		"lost_updates": e.LostUpdates != nil, "token_regressions": e.TokenRegressions != nil,
-		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil,
-		"linearizable": e.Linearizable != nil, "late_releases_accepted": e.LateReleasesAccepted != nil,
-		"late_extensions_accepted": e.LateExtensionsAccepted != nil,
-		"duplicate_effects":        e.DuplicateEffects != nil, "stale_effects_accepted": e.StaleEffects != nil, "lost_jobs": e.LostJobs != nil,
+		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil, "linearizable": e.Linearizable != nil,
+		"late_releases_accepted": e.LateReleasesAccepted != nil, "late_extensions_accepted": e.LateExtensionsAccepted != nil,
+		"duplicate_effects": e.DuplicateEffects != nil, "stale_effects_accepted": e.StaleEffects != nil, "lost_jobs": e.LostJobs != nil,
 	}
 	for _, a := range e.Any {
 		isSet, known := set[a]
