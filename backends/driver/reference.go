@@ -129,6 +129,7 @@ var References = []Reference{
 			"thread_local":   "keep the token in thread-local storage (default true)",
 			"extend":         "replace (extend(ttl, replace_ttl=True), the default here), add (extend(ttl): the library's default) or reacquire",
 			"socket_timeout": "seconds a command may wait for its reply; null: forever (default null, redis-py's)",
+			"share":          "none (a Lock per acquisition, the default), threads (one redis.lock.Lock per key shared by the instance's clients, each a thread) or tasks (one redis.asyncio.lock.Lock per key shared by the clients, each an asyncio task of one event loop)",
 		},
 		lease: func(lib map[string]any, _ []backends.ServerSpec, ttl time.Duration) time.Duration {
 			if v, ok := lib["timeout"]; ok {
