@@ -318,17 +318,19 @@ func (b *Backend) Agree(h Reply) error {
 	ab := h.Abilities
 	switch {
 	case b.library != "" && h.Library != b.library:
-		return fmt.Errorf("the case names library %s, but the driver says it is %s %s", b.library, h.Library, h.Version)
+		return withFix(fmt.Errorf("the case names library %s, but the driver says it is %s %s", b.library, h.Library, h.Version),
+			fmt.Sprintf("name the library the driver is: driver:%s@%s", h.Library, h.Version))
 	case b.version != "" && h.Version != b.version:
-		return fmt.Errorf("the case names %s@%s, but the driver says it is %s %s: rename the case's backend, or install %s", b.library, b.version, h.Library, h.Version, b.version)
+		return withFix(fmt.Errorf("the case names %s@%s, but the driver says it is %s %s: rename the case's backend, or install %s", b.library, b.version, h.Library, h.Version, b.version),
+			fmt.Sprintf("driver:%s@%s (or driver:%s, any version)", h.Library, h.Version, h.Library))
 	case b.tokens && !ab.Token:
-		return fmt.Errorf("the case declares fencing tokens (%s), but the driver says it has none", b.declared)
+		return withFix(fmt.Errorf("the case declares fencing tokens (%s), but the driver says it has none", b.declared), "tokens: false")
 	case !b.tokens && ab.Token:
-		return fmt.Errorf("the driver says its leases carry fencing tokens, but the case declares none (%s): set tokens: true", b.declared)
+		return withFix(fmt.Errorf("the driver says its leases carry fencing tokens, but the case declares none (%s): set tokens: true", b.declared), "tokens: true")
 	case b.extend && !ab.Extend:
-		return fmt.Errorf("the case declares extension (%s), but the driver says it cannot extend", b.declared)
+		return withFix(fmt.Errorf("the case declares extension (%s), but the driver says it cannot extend", b.declared), "extend: false (and no auto_extend in the workload)")
 	case b.acquire != "" && !slices.Contains(ab.Acquire, b.acquire):
-		return fmt.Errorf("acquire: %s, but the driver offers only %s", b.acquire, strings.Join(ab.Acquire, ", "))
+		return withFix(fmt.Errorf("acquire: %s, but the driver offers only %s", b.acquire, strings.Join(ab.Acquire, ", ")), "acquire: "+ab.Acquire[0])
 	}
 	return nil
 }
