@@ -82,6 +82,7 @@ type Backend struct {
 	ref      *Reference
 	opt      Options
 	server   backends.Backend
+	kind     string // the server's kind: the Go backend's name
 	lease    leaseRule
 	tokens   bool
 	extend   bool
@@ -144,7 +145,7 @@ func New(label string, decode backends.Decoder) (backends.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server_options: %w", err)
 	}
-	b.server = sb
+	b.server, b.kind = sb, server
 	if b.lease, err = parseLease(o.Lease, b.ref != nil); err != nil {
 		return nil, err
 	}
@@ -253,6 +254,32 @@ func (b *Backend) LeaseTime(ttl time.Duration) time.Duration {
 		return b.ref.Lease(b.opt.Library, b.server.Servers(), ttl)
 	}
 	return 0
+}
+
+// Cycle is the period of what a fault's effect depends on (backends.Cycler),
+// by the rule of the server kind's own backend, on the driver's lease:
+// a third of a ZooKeeper session (its client pings a third of the
+// timeout), half a Consul session's TTL, an etcd lease, else the lease.
+func (b *Backend) Cycle(ttl time.Duration) time.Duration {
+	lease := b.LeaseTime(ttl)
+	switch b.kind {
+	case "zookeeper":
+		return lease / 3
+	case "consul":
+		return lease / 2
+	}
+	return lease
+}
+
+// ExpiryBound is the longest the service may keep a silent holder's grant
+// (backends.ExpiryBounder), by the server kind's rule: an etcd lease is
+// given its whole TTL again by each new leader, so twice it; else the
+// lease.
+func (b *Backend) ExpiryBound(ttl time.Duration) time.Duration {
+	if b.kind == "etcd" {
+		return 2 * b.LeaseTime(ttl)
+	}
+	return b.LeaseTime(ttl)
 }
 
 // Command is the driver's command line (a reference driver's needs its
@@ -405,9 +432,11 @@ func ceilSeconds(d time.Duration) time.Duration {
 }
 
 var (
-	_ backends.Backend    = (*Backend)(nil)
-	_ backends.Leaser     = (*Backend)(nil)
-	_ backends.Renewer    = (*Backend)(nil)
-	_ backends.Router     = (*Backend)(nil)
-	_ backends.Extendable = (*Backend)(nil)
+	_ backends.Backend       = (*Backend)(nil)
+	_ backends.Leaser        = (*Backend)(nil)
+	_ backends.Renewer       = (*Backend)(nil)
+	_ backends.Router        = (*Backend)(nil)
+	_ backends.Extendable    = (*Backend)(nil)
+	_ backends.Cycler        = (*Backend)(nil)
+	_ backends.ExpiryBounder = (*Backend)(nil)
 )
