@@ -23,18 +23,36 @@ clients of an instance being the application's threads or tasks.
   A task whose lease ran out then releases (or extends) the lock another
   task holds now (redis/asyncio/lock.py: release() reads self.local.token,
   which do_acquire's caller set for the latest holder).
+
+Applications also retry a release that failed on the connection:
+`release_retries` does, once a second. In redis-py 4.3.4 release() clears
+the lock's token before its round trip, so a retry after a failed one
+finds no token and raises LockError ("Cannot release an unlocked lock"),
+and the key stays until its timeout (redis/redis-py #3847, #4258). The
+release is then answered with the first attempt's error: it may have
+reached the server.
 """
 
+import asyncio
+import sys
+import time
 import uuid
 
 import redis
 import redis.asyncio
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError, LockNotOwnedError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from lockbench_driver import Failure, Library, Refused, serve
 
 EXTEND_MODES = ("replace", "add", "reacquire")
 SHARE_MODES = ("none", "threads", "tasks")
+
+
+def log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
 
 
 def failure(e):
@@ -54,7 +72,7 @@ class RedisPyLock(Library):
     abilities = {"token": False, "extend": True, "lost": False,
                  "acquire": ["wait", "try"], "concurrent": True, "bare": True}
     options = {"timeout": "ttl", "sleep": 0.1, "thread_local": True, "extend": "replace", "socket_timeout": None,
-               "share": "none"}
+               "share": "none", "release_retries": 0}
 
     def __init__(self, hello, lost):
         super().__init__(hello, lost)
@@ -109,10 +127,28 @@ class RedisPyLock(Library):
         return self.acquired(lock, got)
 
     def release(self, client, lease):
+        lock = self.lock_of(lease, pop=True)
         try:
-            self.lock_of(lease, pop=True).release()
+            lock.release()
+        except (RedisConnectionError, RedisTimeoutError) as e:
+            self.retry_release(lock, e)
         except (LockError, RedisError) as e:
             raise failure(e)
+
+    def retry_release(self, lock, first):
+        """What an application's retry of a release that failed on the
+        connection does: the release again, once a second."""
+        for i in range(int(self.opts["release_retries"])):
+            time.sleep(1)
+            try:
+                lock.release()
+                return
+            except (RedisConnectionError, RedisTimeoutError):
+                continue
+            except (LockError, RedisError) as e:
+                log("release retry %d after %s: %s: %s" % (i + 1, type(first).__name__, type(e).__name__, e))
+                break
+        raise failure(first)
 
     def extend(self, client, lease, ttl_ms):
         lock = self.lock_of(lease)
@@ -148,10 +184,26 @@ class RedisPyTasks(RedisPyLock):
         return self.acquired(lock, got)
 
     async def release(self, client, lease):
+        lock = self.lock_of(lease, pop=True)
         try:
-            await self.lock_of(lease, pop=True).release()
+            await lock.release()
+        except (RedisConnectionError, RedisTimeoutError) as e:
+            await self.retry_release_async(lock, e)
         except (LockError, RedisError) as e:
             raise failure(e)
+
+    async def retry_release_async(self, lock, first):
+        for i in range(int(self.opts["release_retries"])):
+            await asyncio.sleep(1)
+            try:
+                await lock.release()
+                return
+            except (RedisConnectionError, RedisTimeoutError):
+                continue
+            except (LockError, RedisError) as e:
+                log("release retry %d after %s: %s: %s" % (i + 1, type(first).__name__, type(e).__name__, e))
+                break
+        raise failure(first)
 
     async def extend(self, client, lease, ttl_ms):
         lock = self.lock_of(lease)
