@@ -428,7 +428,7 @@ func (g *gen) randomCase(name string, laned bool) *caseConfig {
 		c.keys = c.instances * c.clientsPer
 	}
 	g.faults(c, laned)
-	g.expectations(c)
+	g.expectAll(c)
 	if g.p(0.6) {
 		c.harness = "ok"
 	}
@@ -526,7 +526,6 @@ func (g *gen) expectations(c *caseConfig) {
 			}
 		}
 	}
-	c.clientExpectations()
 	// renumber the faults added here
 	for i, p := range c.faults {
 		p.spec.Name = fmt.Sprintf("%s-%d", p.spec.Type, i+1)

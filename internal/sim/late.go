@@ -193,6 +193,13 @@ func (x *evalCtx) clientExpect(t *CaseTruth, exp effExpect, lin string, unreadab
 	return safety && !unreadable, unmet, noValue
 }
 
+// expectAll draws a case's expectations: MODEL §13's, then those that
+// tell a client's bug from its control.
+func (g *gen) expectAll(c *caseConfig) {
+	g.expectations(c)
+	c.clientExpectations()
+}
+
 // clientExpectations draws, now and then, the expectations that tell a
 // client's bug from its control, from a stream of the case's own (so that
 // the cases a seed makes are the ones it made before they existed).
