@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 func fakeConfig(t *testing.T, mode string) Config {
 	t.Helper()
 	return Config{Name: "fake-" + mode, Command: []string{os.Args[0]}, Env: []string{envFake + "=" + mode},
-		StartTimeout: 5 * time.Second, Grace: 300 * time.Millisecond, Hello: Hello{TTLMs: 1000, Namespace: "lockbench"}}
+		StartTimeout: time.Minute, Grace: 300 * time.Millisecond, Hello: Hello{TTLMs: 1000, Namespace: "lockbench"}}
 }
 
 // fakeDriver serves the protocol on stdin and stdout. Its lock is a map
