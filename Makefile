@@ -131,7 +131,8 @@ SECURITY_TESTS := \
 	./internal/scenario:'TestAliasBombIsRefused|TestCaseCountsAreBounded|TestParseBad' \
 	./history:'TestReaderBadInput' \
 	./internal/runner:'TestHistoryIsBounded' \
-	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown'
+	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown|TestFailedTeardownIsNotExit105|TestHostileInputIsExit104|TestRunPhonesNobody' \
+	./internal/links:'TestRefuseLookups'
 ## security: replay every attack of docs/security.md against the code (about a minute)
 security:
 	@for t in $(SECURITY_TESTS); do p=$${t%%:*}; r=$${t#*:}; \

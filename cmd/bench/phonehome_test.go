@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,6 +298,51 @@ func dnsCounted(listing string) bool {
 	return false
 }
 
+// openToOutside lists the sockets of the namespace listening (TCP) or
+// bound (UDP) on an address that is not loopback: the wildcard or out0's,
+// reachable from outside on a machine's real interfaces.
+func (n *phoneNet) openToOutside() []string {
+	var out []string
+	for _, f := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		b, err := n.cmd("cat", "/proc/net/"+f).Output()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) < 4 || (strings.HasPrefix(f, "tcp") && fs[3] != "0A") {
+				continue // not a listener
+			}
+			hexIP, port, _ := strings.Cut(fs[1], ":")
+			if ip := procIP(hexIP); ip != nil && !ip.IsLoopback() {
+				p, _ := strconv.ParseUint(port, 16, 16)
+				out = append(out, fmt.Sprintf("%s %s", f, net.JoinHostPort(ip.String(), strconv.Itoa(int(p)))))
+			}
+		}
+	}
+	return out
+}
+
+// procIP reads an address of /proc/net/{tcp,udp}[6]: 32-bit words in the
+// host's (little-endian) order.
+func procIP(h string) net.IP {
+	b := make([]byte, len(h)/2)
+	for i := range b {
+		v, err := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return nil
+		}
+		b[i] = byte(v)
+	}
+	if len(b) != 4 && len(b) != 16 {
+		return nil
+	}
+	for w := 0; w < len(b); w += 4 {
+		b[w], b[w+1], b[w+2], b[w+3] = b[w+3], b[w+2], b[w+1], b[w]
+	}
+	return net.IP(b)
+}
+
 // zero resets the namespace's counters.
 func (n *phoneNet) zero(t *testing.T) {
 	t.Helper()
@@ -384,6 +430,22 @@ func TestRunPhonesNobody(t *testing.T) {
 		t.Fatalf("a DNS lookup and a connection from inside the namespace were not counted: %v", c)
 	}
 	run.zero(t)
+	// And a listener on every interface.
+	wide := run.cmd("python3", "-c", "import socket,time; s=socket.socket(); s.bind(('0.0.0.0', 47123)); s.listen(); time.sleep(30)")
+	if err := wide.Start(); err != nil {
+		t.Fatalf("a listener for the control: %v", err)
+	}
+	{
+		found := false
+		for end := time.Now().Add(time.Minute); !found && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			found = slices.Contains(run.openToOutside(), "tcp 0.0.0.0:47123")
+		}
+		wide.Process.Kill()
+		wide.Wait()
+		if !found {
+			t.Fatalf("a listener on 0.0.0.0:47123 in the namespace was not seen: %v", run.openToOutside())
+		}
+	}
 	if p := strings.Join(seen.packets(), "\n"); !strings.Contains(p, "DNS query lockbench-phonehome.example.com") || !strings.Contains(p, "-> 192.0.2.9:443") {
 		t.Errorf("the capture did not see the lookup and the connection:\n%s", p)
 	}
@@ -422,11 +484,31 @@ func TestRunPhonesNobody(t *testing.T) {
 		}
 	}()
 
+	// Every listener of the run on loopback, watched while it runs.
+	stop, listened := make(chan struct{}), make(chan map[string]bool)
+	go func() {
+		open := map[string]bool{}
+		defer func() { listened <- open }()
+		for {
+			for _, l := range run.openToOutside() {
+				open[l] = true
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
 	dir := filepath.Join(t.TempDir(), "out")
 	bench := run.cmd(append([]string{"env", envBeBench + "=1", os.Args[0]}, "run", "-dir", dir, writeScenario(t, phoneHomeScenario))...)
 	out, err := bench.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the run in the namespace: %v\n%s", err, out)
+	}
+	close(stop)
+	if open := <-listened; len(open) > 0 {
+		t.Errorf("the run listened outside loopback: %v", open)
 	}
 	if c := run.counts(t); total(c) != 0 {
 		t.Errorf("the run sent %d packet(s) outside loopback: %v:\n  %s\n%s", total(c), c, strings.Join(seen.packets(), "\n  "), out)
