@@ -131,7 +131,7 @@ SECURITY_TESTS := \
 	./internal/scenario:'TestAliasBombIsRefused|TestCaseCountsAreBounded|TestParseBad' \
 	./history:'TestReaderBadInput' \
 	./internal/runner:'TestHistoryIsBounded' \
-	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown|TestFailedTeardownIsNotExit105|TestHostileInputIsExit104|TestRunPhonesNobody' \
+	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown|TestFailedTeardownIsNotExit105|TestHostileInputIsExit104|TestRunPhonesNobody|TestKilledRunWithALayerLeavesNothingStuck' \
 	./internal/links:'TestRefuseLookups'
 ## security: replay every attack of docs/security.md against the code (about a minute)
 security:
