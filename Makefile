@@ -125,8 +125,8 @@ SECURITY_TESTS := \
 	./internal/cluster:'TestToxiproxyRefusesForeignRequests|TestConsulUpdateCheckIsOff|TestConsulPhonesNobody|TestSIGKILLWithALayerLeavesNothingStuck|TestStaleLayerIsSweptByTheNextRun' \
 	./internal/childenv:'TestOnlyWhatIsNeededIsInherited' \
 	./internal/procgroup:'TestChildrenInheritNoSecrets' \
-	./backends/driver:'TestDriverGetsOnlyItsEnv|TestFloodAfterHelloNeverPanics|TestSetsidChildIsEnded|TestStderrIsCapped|TestBreaks' \
-	./internal/layout:'TestRunJSONHoldsNoSecret|TestResultsAreTheUsersAlone' \
+	./backends/driver:'TestDriverGetsOnlyItsEnv|TestDriverSecretsNeverLogged|TestFloodAfterHelloNeverPanics|TestSetsidChildIsEnded|TestStderrIsCapped|TestBreaks' \
+	./internal/layout:'TestRunJSONHoldsNoSecret|TestRedactorTakesTheValuesOut|TestResultsAreTheUsersAlone' \
 	./internal/powerfs:'TestFailedRevertIsAnError|TestDevFuseIsCloseOnExec|TestMountingsHaveTheirConnection|TestAbortConnCutsTheLayer' \
 	./internal/scenario:'TestAliasBombIsRefused|TestCaseCountsAreBounded|TestParseBad' \
 	./history:'TestReaderBadInput' \

@@ -36,6 +36,7 @@ func fakeConfig(t *testing.T, mode string) Config {
 //
 //	good          behaves
 //	refuse        refuses its options at hello
+//	leak          prints its LEAK_TOKEN on stderr and in its refusal
 //	silent        never answers its hello
 //	garbage       answers the second acquire with a line that is not JSON
 //	hang          never answers an acquire of key "hang"
@@ -66,6 +67,11 @@ func fakeDriver(mode string) {
 	switch mode {
 	case "refuse":
 		send(map[string]any{"type": "error", "code": "options", "message": "no option frob"})
+		return
+	case "leak":
+		tok := os.Getenv("LEAK_TOKEN")
+		fmt.Fprintf(os.Stderr, "connecting with token %s to redis://user:%s@127.0.0.1:6379\n", tok, tok)
+		send(map[string]any{"type": "error", "code": "options", "message": "the server refused token " + tok})
 		return
 	case "silent":
 		time.Sleep(time.Hour)
