@@ -151,7 +151,7 @@ func TestStopWorkersKillsTheLate(t *testing.T) {
 	if asked.String() != "stop\n" || p.Alive() || w.stop || !strings.Contains(w.stuck, "killed by the harness") {
 		t.Errorf("asked %q, alive %v, stop %v, stuck %q", asked.String(), p.Alive(), w.stop, w.stuck)
 	}
-	if d := time.Since(start); d < 5*time.Second || d > 20*time.Second {
+	if d := time.Since(start); d < 5*time.Second || d > time.Minute {
 		t.Errorf("the late worker was killed after %s (grace: 5s)", d)
 	}
 }
