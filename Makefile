@@ -9,33 +9,34 @@ GO         ?= go
 BIN        := bin/bench
 SCENARIO   ?= scenarios/backends.yaml
 RESULTS    ?= results
-APT_PKGS   := redis-server redis-sentinel zookeeper postgresql iptables libfaketime pgbouncer
 GOFILES    := $(shell find . -name '*.go' -not -path './bin/*')
+
+# What make setup installs for each server kind, and the compose profiles:
+# generated from the kinds' registrations (internal/cluster's Kind.Setup and
+# Kind.Compose; TestKindsMakefile holds it).
+include scripts/kinds.mk
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help setup apt-packages servers build build-kube kube-manifests bench bench-drivers quick known envelope stability envelope-twice perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim security test-loaded bench-jobs
+.PHONY: help setup apt-packages servers tools lint build build-kube kube-manifests bench bench-drivers quick known envelope stability envelope-twice perf perf-profile ci-gate compose-images compose-bench screenshot test vet fmt-check clean fuzz fuzz-short sim security test-loaded bench-jobs
 
 ## help: list the targets
 help:
 	@sed -n 's/^## \([^:]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{ printf "%-15s %s\n", $$1, $$2 }'
 
-## setup: install the servers (Debian packages as root, etcd and Consul built once) and Go modules; quiet when done
-setup: apt-packages servers
+## setup: install the servers (Debian packages as root, etcd and Consul built once), the linters and Go modules; quiet when done
+setup: apt-packages servers tools
 	@$(GO) mod download
 
-# Each package is installed only if what lockbench uses from it is missing.
+# Each package is installed only if what lockbench uses from it is missing:
+# the server kinds' own (scripts/kinds.mk), the machinery's and the drivers'.
 # apt-packages installs what is missing; a policy-rc.d that refuses every
 # start keeps a package's postinst from starting a system service (openssh-server
 # would listen on every address: lockbench's sshd runs in its test namespaces only).
 apt-packages:
 	@missing=""; \
-	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
-	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
-	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
-	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	$(KIND_PKGS_MISSING) \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing="$$missing libfaketime"; \
-	command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	$(DRIVER_PKGS_MISSING) \
 	if [ -n "$$missing" ]; then \
@@ -67,7 +68,18 @@ DRIVER_PKGS_MISSING = \
 
 ## servers: build etcd and Consul from the Go module proxy into ~/.cache/lockbench (once per machine)
 servers:
-	@GO=$(GO) scripts/build-servers.sh etcd consul
+	@GO=$(GO) scripts/build-servers.sh $(KIND_BUILDS)
+
+## tools: build the pinned linters (staticcheck, goimports) from the Go module proxy into ~/.cache/lockbench/tools (once per machine)
+tools:
+	@GO=$(GO) scripts/build-tools.sh
+
+## lint: staticcheck (the kubernetes tag's files too) and goimports' grouping of imports
+lint: tools
+	@sc=$$(GO=$(GO) scripts/build-tools.sh -print staticcheck) && \
+	$$sc ./... && $$sc -tags kubernetes ./internal/kube ./internal/remote ./internal/cluster ./cmd/bench
+	@out=$$($$(GO=$(GO) scripts/build-tools.sh -print goimports) -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "goimports would change:"; echo "$$out"; exit 1; fi
 
 ## build: build bin/bench, and the reference drivers into ~/.cache/lockbench/drivers (the Java one compiled there)
 build: $(BIN)
@@ -105,8 +117,8 @@ ALONE_TESTS := ^(TestCIGateScript|TestGateOwnLockClient|TestSSHControlPlane)$$
 # those timings assume.
 PARALLEL   ?= 3
 
-## test: install, then gofmt, go vet, every unit test with -race, the integration tests against real servers side by side, and a short fuzz of each parser
-test: setup fmt-check vet
+## test: install, then gofmt, go vet, staticcheck and goimports, every unit test with -race, the integration tests against real servers side by side, and a short fuzz of each parser
+test: setup fmt-check vet lint
 	$(GO) test -race -short -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) -skip '$(RACE_TESTS)|$(ALONE_TESTS)' ./backends ./cmd/bench ./internal/sim
 	$(GO) test -count=1 -timeout 10m -parallel 1 -run '$(ALONE_TESTS)' ./cmd/bench
@@ -156,7 +168,6 @@ test-loaded: setup
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends stress-ng >/dev/null; }
 	@scripts/loaded.sh $(MAKE) --no-print-directory test
 
-FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/threshold:FuzzParse ./history:FuzzReader ./history:FuzzDecoders ./internal/sim:FuzzSimulate ./faults:FuzzTarget
 SIM_SEEDS    ?= 10000
 FUZZTIME ?= 10m
 
@@ -267,7 +278,7 @@ ci-gate: setup build
 compose-images:
 	@GO=$(GO) scripts/compose-images.sh
 
-COMPOSE := docker-compose -f compose/docker-compose.yml -p lockbench --profile redis --profile etcd --profile consul --profile zookeeper --profile postgres
+COMPOSE := docker-compose -f compose/docker-compose.yml -p lockbench $(COMPOSE_PROFILES)
 ## compose-bench: bring the compose topology up, run compose/scenario.yaml against it (servers and workers as containers), bring it down
 compose-bench: setup build compose-images
 	@$(COMPOSE) up -d --remove-orphans

@@ -120,18 +120,6 @@ func (c *Credentials) TLSConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Family names the credentials a server kind uses: the replicated Redis
-// servers are Redis servers; every other kind is its own.
-func Family(kind string) string {
-	if kind == "redis-replicated" {
-		return "redis"
-	}
-	return kind
-}
-
-// Families are the credential families a targets file may configure.
-var Families = []string{"redis", "sentinel", "etcd", "consul", "zookeeper", "postgres"}
-
 // TLSDial wraps dial so that every connection it makes speaks TLS with cfg
 // (nil: dial unchanged). Client libraries that do their own TLS only with
 // their own dialer (go-redis) get it this way on the routed, counted

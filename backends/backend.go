@@ -118,8 +118,9 @@ type Env struct {
 	Instance, Client int
 	// Shared holds what the clients of one instance share.
 	Shared *Shared
-	// Auth holds, per credential family ("redis", "etcd", ...; see
-	// Family), how to authenticate to servers lockbench did not start.
+	// Auth holds, per credential family ("redis", "etcd", ...: each
+	// server kind declares its own, internal/cluster's Kind.Credentials),
+	// how to authenticate to servers lockbench did not start.
 	Auth map[string]*Credentials
 }
 
@@ -284,6 +285,65 @@ type Info struct {
 	// Options is the zero value of the backend's options struct (nil:
 	// none): its yaml and doc tags are what `bench list` shows.
 	Options any
+	// Drivers says a driver may name the backend as its server (the
+	// driver backend's server option): the cluster it starts is one a
+	// driver's library talks to, every server of a kind that lets drivers
+	// talk to it (internal/cluster's Kind.Drivers).
+	Drivers bool
+	// Doc is what docs/backends.md's table says of the backend.
+	Doc Doc
+	// Paused is what a holder of the backend must show when it is paused
+	// beyond its lease and resumed, or why it is not tried so.
+	Paused Paused
+}
+
+// Doc is what docs/backends.md's table of backends says of one (each of
+// its columns but the name): the servers it needs, what it models, its
+// fencing token, its lost signal and its options with their defaults.
+type Doc struct {
+	Servers, Models, Token, Lost, Options string
+}
+
+// Paused is what a holder of a backend shows when it is paused (SIGSTOP,
+// as a stop-the-world GC pause would, its lease keep-alives included)
+// beyond its lease and resumed: backends/lost_test.go pauses one against
+// real servers for every registered backend and holds it to this.
+type Paused struct {
+	// Shows is what the holder shows once resumed (required, unless
+	// Excused): PauseLost or PauseKept.
+	Shows PauseShows
+	// For is how long the holder is paused (0: 3s), Options the backend's
+	// options for the trial (YAML; "": its defaults).
+	For     time.Duration
+	Options string
+	// Excused says why the trial does not pause this backend ("": it
+	// does).
+	Excused string
+}
+
+// PauseShows is what a paused holder shows once resumed.
+type PauseShows string
+
+// What a paused holder shows.
+const (
+	// PauseLost: the lease's Lost channel closes after the resume: the
+	// library learned its lease is gone.
+	PauseLost PauseShows = "lost"
+	// PauseKept: no signal: the lock has no lease to lose (the holder
+	// keeps it as long as its session, or holds none at all).
+	PauseKept PauseShows = "kept"
+)
+
+// DriverServers lists the backends a driver may name as its server
+// (Info.Drivers), sorted.
+func DriverServers() []string {
+	var out []string
+	for _, i := range All() {
+		if i.Drivers {
+			out = append(out, i.Name)
+		}
+	}
+	return out
 }
 
 // Option describes one option of a backend.

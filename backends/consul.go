@@ -20,7 +20,15 @@ import (
 // key's ModifyIndex read (consistently) right after acquiring: a Raft index,
 // monotonic across the cluster.
 func init() {
-	Register(Info{Name: "consul", Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", Options: ConsulOptions{}, New: newConsul})
+	Register(Info{Name: "consul",
+		Doc: Doc{
+			Servers: "3 Consul 1.14.11 servers",
+			Models:  "hashicorp/consul/api v1.34.5 `LockOpts` + `Lock(stopCh)` (a session renewed every TTL/2, `?acquire`, a monitor); released with Consul's own `?release=session`, whose answer says whether the session still held the key (api.Lock's `Unlock` discards it)",
+			Token:   "the key's `ModifyIndex` read consistently after acquiring",
+			Lost:    "the channel `Lock` returns",
+			Options: "`servers` (3; each instance talks to one agent), `session_ttl` (15s; 10s minimum), `lock_delay` (15s; 1ms ≈ none), `lock_wait_time` (15s), `lock_try_once` (false), `monitor_retries` (0), `monitor_retry_time` (2s), `health_checks` (true: serfHealth; false: the session is created with `CreateNoChecks` and read back to prove it has none)"},
+		Paused:  Paused{Shows: PauseLost, For: 24 * time.Second, Options: "{session_ttl: 10s, lock_delay: 1ms}"},
+		Summary: "Consul session lock (consul/api LockOpts); token = key ModifyIndex", Options: ConsulOptions{}, New: newConsul, Drivers: true})
 }
 
 // ConsulOptions expose api.LockOptions; unset means the library's default.

@@ -25,7 +25,15 @@ import (
 // token is the revision at which the mutex was acquired
 // (Mutex.Header().Revision), which increases across successive holders.
 func init() {
-	Register(Info{Name: "etcd", Summary: "etcd v3 concurrency.Mutex over a session lease; token = acquisition revision", Options: EtcdOptions{}, New: newEtcd})
+	Register(Info{Name: "etcd",
+		Doc: Doc{
+			Servers: "3 etcd 3.6.16 members",
+			Models:  "go.etcd.io/etcd/client/v3 `concurrency.Session` (lease kept alive every TTL/3) + `Mutex`",
+			Token:   "the revision at which the mutex was acquired",
+			Lost:    "`Session.Done()`",
+			Options: "`members` (3), `session_ttl` (workload ttl, rounded up to seconds; the library's default is 60s), `wait` (block: `Lock`; try: `TryLock`), `heartbeat_interval` (100ms), `election_timeout` (1000ms), `dial_timeout` (5s), `balancer` (round-robin, the library's: a connection to every member; pick-first: one member at a time, instance N starting from member N, which the `connected-member` role needs)"},
+		Paused:  Paused{Shows: PauseLost, For: 4 * time.Second},
+		Summary: "etcd v3 concurrency.Mutex over a session lease; token = acquisition revision", Options: EtcdOptions{}, New: newEtcd, Drivers: true})
 }
 
 // EtcdOptions configure the etcd backend.

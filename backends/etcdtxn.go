@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,7 +22,15 @@ import (
 // lives in etcd under /lockbench/data/<key>; see Store for how the
 // checker proves from it that no update was lost.
 func init() {
-	Register(Info{Name: "etcd-txn", Summary: "etcd Mutex with the protected write in the release's transaction, guarded on the lock key (Jepsen's fenced etcd write)",
+	Register(Info{Name: "etcd-txn",
+		Doc: Doc{
+			Servers: "3 etcd members, as `etcd`",
+			Models:  "the `etcd` Mutex with its protected write in the lock's own transaction: the work reads a counter key, and the release writes it plus one and deletes the lock key in one transaction guarded by `Mutex.IsOwner()` (the write Jepsen's etcd lock workload treats as fenced); a holder whose lease expired has its write refused with the release",
+			Token:   "the revision, as `etcd` (the guard, not the token, refuses late work)",
+			Lost:    "`Session.Done()`",
+			Options: "as `etcd`"},
+		Paused:  Paused{Shows: PauseLost, For: 4 * time.Second},
+		Summary: "etcd Mutex with the protected write in the release's transaction, guarded on the lock key (Jepsen's fenced etcd write)",
 		Options: EtcdOptions{}, New: newEtcdTxn})
 }
 

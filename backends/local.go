@@ -3,6 +3,7 @@ package backends
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // local is the seeds' InMemoryLock: a mutex inside each application
@@ -10,13 +11,21 @@ import (
 // instances both get in. It is a known-unsafe control: the checker must
 // report violations for it whenever two instances compete for a key.
 func init() {
-	Register(Info{Name: "local", Summary: "control: in-memory lock per instance (two instances both get in)", Unsafe: true, New: func(decode Decoder) (Backend, error) {
-		var none struct{}
-		if err := decode(&none); err != nil {
-			return nil, err
-		}
-		return localBackend{}, nil
-	}})
+	Register(Info{Name: "local",
+		Doc: Doc{
+			Servers: "none",
+			Models:  "control: the seeds' `InMemoryLock`, one mutex table per instance",
+			Token:   "none",
+			Lost:    "none",
+			Options: "none"},
+		Paused:  Paused{Shows: PauseKept, For: 3 * time.Second},
+		Summary: "control: in-memory lock per instance (two instances both get in)", Unsafe: true, New: func(decode Decoder) (Backend, error) {
+			var none struct{}
+			if err := decode(&none); err != nil {
+				return nil, err
+			}
+			return localBackend{}, nil
+		}})
 }
 
 type localBackend struct{}

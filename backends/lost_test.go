@@ -75,9 +75,28 @@ func child(raw string) int {
 	return 0
 }
 
-// TestLostSignalAfterPause: for every lease-based backend, a holder paused
-// beyond the expiry bound learns that its lease is lost once it resumes.
-// PostgreSQL has no lease: its paused holder keeps the lock (no signal).
+// TestEveryBackendDeclaresItsPause: every registered backend says beside
+// itself (backends.Info.Paused) what its holder shows when it is paused
+// beyond its lease and resumed, or why TestLostSignalAfterPause does not
+// try it: a new backend is tried against its servers from its
+// registration alone.
+func TestEveryBackendDeclaresItsPause(t *testing.T) {
+	for _, info := range backends.All() {
+		p := info.Paused
+		switch {
+		case p.Excused != "" && p.Shows != "":
+			t.Errorf("backend %s: Paused says both what it shows and why it is excused", info.Name)
+		case p.Excused == "" && p.Shows != backends.PauseLost && p.Shows != backends.PauseKept:
+			t.Errorf("backend %s: declare in its registration what a paused holder shows (Paused: backends.Paused{Shows: PauseLost or PauseKept}), or why it is not tried so (Paused.Excused)", info.Name)
+		}
+	}
+}
+
+// TestLostSignalAfterPause: every registered backend's holder, paused
+// beyond the expiry bound and resumed, shows what its registration says
+// (backends.Info.Paused): a lease-based lock's learns that its lease is
+// lost; one without a lease (PostgreSQL's advisory lock) keeps the lock,
+// with no signal.
 func TestLostSignalAfterPause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers: not with -short")
@@ -85,29 +104,26 @@ func TestLostSignalAfterPause(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make setup): %v", err)
 	}
-	tests := []struct {
-		backend, options string
-		pause            time.Duration
-		wantLost         bool
-	}{
-		{"redis", "{}", 3 * time.Second, true},
-		{"redlock", "{}", 3 * time.Second, true},
-		{"redis-sentinel", "{}", 3 * time.Second, true},
-		{"etcd", "{}", 4 * time.Second, true},
-		{"zookeeper", "{}", 4 * time.Second, true},
-		{"consul", "{session_ttl: 10s, lock_delay: 1ms}", 24 * time.Second, true},
-		{"postgres", "{}", 3 * time.Second, false},
-		{"postgres-lease", "{}", 3 * time.Second, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.backend, func(t *testing.T) {
-			_, cl := startBackend(t, "losttest", tt.backend, tt.options)
-			// The child's wait starts before the pause and must outlast it.
-			wait := tt.pause + 40*time.Second
-			if !tt.wantLost {
-				wait = tt.pause + 5*time.Second
+	for _, info := range backends.All() {
+		t.Run(info.Name, func(t *testing.T) {
+			decl := info.Paused
+			if decl.Excused != "" {
+				t.Skip("excused: " + decl.Excused)
 			}
-			cfg, _ := json.Marshal(childConfig{Backend: tt.backend, Options: tt.options, Endpoints: cl.Endpoints(), TTL: 2 * time.Second, Wait: wait})
+			pause, options, wantLost := decl.For, decl.Options, decl.Shows == backends.PauseLost
+			if pause == 0 {
+				pause = 3 * time.Second
+			}
+			if options == "" {
+				options = "{}"
+			}
+			_, cl := startBackend(t, "losttest", info.Name, options)
+			// The child's wait starts before the pause and must outlast it.
+			wait := pause + 40*time.Second
+			if !wantLost {
+				wait = pause + 5*time.Second
+			}
+			cfg, _ := json.Marshal(childConfig{Backend: info.Name, Options: options, Endpoints: cl.Endpoints(), TTL: 2 * time.Second, Wait: wait})
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), envChild+"="+string(cfg))
 			cmd.Stderr = os.Stderr
@@ -136,19 +152,19 @@ func TestLostSignalAfterPause(t *testing.T) {
 			if err := p.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(tt.pause)
+			time.Sleep(pause)
 			if err := p.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
 			resumed := time.Now()
 			got := next(t, lines, wait+10*time.Second)
 			switch {
-			case tt.wantLost && got != "lost":
-				t.Errorf("after a %s pause the holder says %q; want the lease-lost signal", tt.pause, got)
-			case !tt.wantLost && got != "never":
-				t.Errorf("a lock without lease said %q after a pause; want no signal", got)
-			case tt.wantLost:
-				t.Logf("%s: lost signal %s after resuming", tt.backend, time.Since(resumed).Round(time.Millisecond))
+			case wantLost && got != "lost":
+				t.Errorf("after a %s pause the holder says %q; its registration says it shows the lease-lost signal (Paused)", pause, got)
+			case !wantLost && got != "never":
+				t.Errorf("after a %s pause the holder says %q; its registration says it keeps the lock, with no signal (Paused)", pause, got)
+			case wantLost:
+				t.Logf("%s: lost signal %s after resuming", info.Name, time.Since(resumed).Round(time.Millisecond))
 			}
 		})
 	}

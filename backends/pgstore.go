@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,9 +25,25 @@ import (
 //     nothing and the client tries again. Contention costs retries, not
 //     waiting.
 func init() {
-	Register(Info{Name: "postgres-for-update", Summary: "alternative: SELECT ... FOR UPDATE, the work in the same transaction, committed on release (PostgreSQL)",
+	Register(Info{Name: "postgres-for-update",
+		Doc: Doc{
+			Servers: "1 PostgreSQL",
+			Models:  "alternative: `SELECT … FOR UPDATE` on the key's row in a transaction that also does the work (reads and increments the row) and is committed by the release: a holder whose session ends loses lock and work together",
+			Token:   "none needed: the database refuses a dead holder's work",
+			Lost:    "none",
+			Options: "`wait` (block; try = `NOWAIT`), `idle_in_transaction_session_timeout` (0: never), `connect_timeout`"},
+		Paused:  Paused{Shows: PauseKept, For: 3 * time.Second},
+		Summary: "alternative: SELECT ... FOR UPDATE, the work in the same transaction, committed on release (PostgreSQL)",
 		Options: PgForUpdateOptions{}, New: newPgForUpdate})
-	Register(Info{Name: "postgres-occ", Summary: "alternative: no lock; optimistic concurrency, a versioned compare-and-set, retried on conflict (PostgreSQL)",
+	Register(Info{Name: "postgres-occ",
+		Doc: Doc{
+			Servers: "1 PostgreSQL",
+			Models:  "alternative: **no lock**; read the row and its version, work, `UPDATE … WHERE version = $read`; a conflict writes nothing and the client tries again (conflicts counted)",
+			Token:   "none",
+			Lost:    "none",
+			Options: "`connect_timeout`"},
+		Paused:  Paused{Shows: PauseKept, For: 3 * time.Second},
+		Summary: "alternative: no lock; optimistic concurrency, a versioned compare-and-set, retried on conflict (PostgreSQL)",
 		Options: PgOCCOptions{}, New: newPgOCC})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,7 +22,15 @@ import (
 // (TCP keepalive settings). The fencing token is nextval of a sequence,
 // taken while the lock is held.
 func init() {
-	Register(Info{Name: "postgres", Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", Options: PostgresOptions{}, New: newPostgres})
+	Register(Info{Name: "postgres",
+		Doc: Doc{
+			Servers: "1 PostgreSQL (the highest major version under `/usr/lib/postgresql`, run as the `postgres` user); with `standby: true` a streaming standby too; with `pooler: pgbouncer` a pgbouncer in front",
+			Models:  "advisory locks through jackc/pgx v5 on one pinned connection per client: `pg_try_advisory_lock` / `pg_advisory_lock` / `pg_advisory_unlock`, or `pg_advisory_xact_lock` inside a transaction",
+			Token:   "`nextval` of a sequence taken while holding the lock",
+			Lost:    "none: no lease; the lock lives as long as the session",
+			Options: "`scope` (session; transaction), `wait` (try; block), `connect_timeout`, server `tcp_keepalives_idle/interval/count`, `tcp_user_timeout`, `client_connection_check_interval`, `standby` (false), `pooler` (none; pgbouncer: transaction pooling), `pool` (pinned; leaky: a shared pool, the connection returned right after locking, the misuse)"},
+		Paused:  Paused{Shows: PauseKept, For: 3 * time.Second},
+		Summary: "PostgreSQL advisory lock (pgx v5), session or transaction scoped; token from a sequence", Options: PostgresOptions{}, New: newPostgres, Drivers: true})
 }
 
 // PostgresOptions configure the postgres backend.

@@ -30,9 +30,33 @@ import (
 // same single server, so a restart without persistence resets it (the
 // token can go backwards; a scenario can measure that).
 func init() {
-	Register(Info{Name: "redis", Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", Options: RedisOptions{}, New: newRedisMode(redisSafe)})
-	Register(Info{Name: "redis-del", Summary: "control: as redis but releases with plain DEL (removes another holder's lock)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisDel)})
-	Register(Info{Name: "redis-nottl", Summary: "control: SETNX without TTL (a dead holder blocks the key forever)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisNoTTL)})
+	Register(Info{Name: "redis",
+		Doc: Doc{
+			Servers: "1 redis-server",
+			Models:  "the Redis documentation's single-instance lock: `SET key random NX PX ttl` + `INCR` of a per-key counter in one Lua script; release and extend by Lua compare-and-delete / compare-and-pexpire",
+			Token:   "the INCR counter (a restart without persistence resets it)",
+			Lost:    "client watchdog: `ttl − ttl×drift_factor − elapsed`",
+			Options: "`persistence` (none; everysec, always), `fencing` (true), `drift_factor` (0.01), go-redis `dial_timeout` (5s), `read_timeout` (3s), `write_timeout`, `max_retries` (3), `pool_size`, `maxmemory` (none) and `maxmemory_policy` (noeviction; allkeys-lru, volatile-lru, … as Redis names them; also for `redis-sentinel`'s servers)"},
+		Paused:  Paused{Shows: PauseLost, For: 3 * time.Second},
+		Summary: "single Redis: SET NX PX + INCR fencing token; Lua compare-and-delete/pexpire", Options: RedisOptions{}, New: newRedisMode(redisSafe), Drivers: true})
+	Register(Info{Name: "redis-del",
+		Doc: Doc{
+			Servers: "1 redis-server",
+			Models:  "control: as `redis`, but release is a plain `DEL` (removes another holder's lock)",
+			Token:   "as `redis`",
+			Lost:    "as `redis`",
+			Options: "as `redis`"},
+		Paused:  Paused{Shows: PauseLost, For: 3 * time.Second},
+		Summary: "control: as redis but releases with plain DEL (removes another holder's lock)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisDel)})
+	Register(Info{Name: "redis-nottl",
+		Doc: Doc{
+			Servers: "1 redis-server",
+			Models:  "control: `SET NX` without a TTL (a dead holder blocks the key forever)",
+			Token:   "as `redis`",
+			Lost:    "none",
+			Options: "as `redis`"},
+		Paused:  Paused{Shows: PauseKept, For: 3 * time.Second},
+		Summary: "control: SETNX without TTL (a dead holder blocks the key forever)", Unsafe: true, Options: RedisOptions{}, New: newRedisMode(redisNoTTL)})
 }
 
 type redisMode int

@@ -20,7 +20,15 @@ import (
 // value cannot be ordered, so the fenced resource cannot protect it, and
 // the report says so.
 func init() {
-	Register(Info{Name: "redlock", Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", Options: RedlockOptions{}, New: newRedlock})
+	Register(Info{Name: "redlock",
+		Doc: Doc{
+			Servers: "5 independent redis-server",
+			Models:  "Redlock through go-redsync/redsync v4 with go-redis v9 pools; validity from `Until()`",
+			Token:   "**none**: the report says so and the fenced resource cannot protect it",
+			Lost:    "watchdog on `Until()` (`validity_watchdog: false`: only a failed `Extend()` says so)",
+			Options: "`nodes` (5), `tries` (32), `retry_delay` (random 50–250ms), `drift_factor` (0.01), `timeout_factor` (0.05), `set_nx_on_extend` (false), `fail_fast` (false), `shuffle_pools` (false), `validity_watchdog` (true), `persistence`, go-redis timeouts"},
+		Paused:  Paused{Shows: PauseLost, For: 3 * time.Second},
+		Summary: "Redlock over N independent Redis (redsync v4, go-redis v9); no fencing token", Options: RedlockOptions{}, New: newRedlock, Drivers: true})
 }
 
 // RedlockOptions expose redsync's safety-relevant options; unset means the

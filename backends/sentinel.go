@@ -16,7 +16,15 @@ import (
 // fencing counter, which can go backwards after a failover (the Redis
 // documentation's "Why failover-based implementations are not enough").
 func init() {
-	Register(Info{Name: "redis-sentinel", Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", Options: SentinelOptions{}, New: newSentinel})
+	Register(Info{Name: "redis-sentinel",
+		Doc: Doc{
+			Servers: "master + 1–2 replicas + 3 Sentinels (each announcing and binding its own address, so they agree the master is down and fail over)",
+			Models:  "the `redis` scripts on a replicated master through go-redis' failover client",
+			Token:   "INCR on the master (can go backwards on failover: counted as token regressions)",
+			Lost:    "as `redis`",
+			Options: "`replicas` (2), `sentinels` (3), `quorum` (majority), `down_after` (30s), `failover_timeout` (180s), `min_replicas_to_write` (0), `min_replicas_max_lag` (10), `wait_replicas` (0: no WAIT; n: a lock fewer than n replicas acknowledged within `wait_timeout` is given back and does not count), `wait_timeout` (100ms), and the `redis` options"},
+		Paused:  Paused{Shows: PauseLost, For: 3 * time.Second},
+		Summary: "single-Redis algorithm on a master + replicas watched by 3 Sentinels (go-redis failover client)", Options: SentinelOptions{}, New: newSentinel, Drivers: true})
 }
 
 // SentinelOptions configure redis-sentinel; the redis options apply too.

@@ -27,7 +27,15 @@ import (
 // reconnects). The fencing token is the node's czxid, the zxid of its
 // creation, which increases in the order holders queued.
 func init() {
-	Register(Info{Name: "zookeeper", Summary: "ZooKeeper ephemeral-sequential lock recipe (go-zookeeper); token = czxid", Options: ZooKeeperOptions{}, New: newZooKeeper})
+	Register(Info{Name: "zookeeper",
+		Doc: Doc{
+			Servers: "3 ZooKeeper 3.8 members",
+			Models:  "the standard recipe on go-zookeeper/zk v1.0.4: protected ephemeral sequential node, lowest holds, others watch their predecessor; one session per instance",
+			Token:   "the node's czxid",
+			Lost:    "session expiry",
+			Options: "`members` (3), `session_timeout` (workload ttl; within 2–20 × tick), `tick_time` (500ms), `wait` (block; try), `lost_on` (expired: when ZooKeeper says so, learnt on reconnect; disconnected: as soon as the connection drops, as Curator advises), `create` (protected: the node's name carries a guid, looked for after a create whose reply was lost; plain: created again, as recipes without the guid did, leaving an orphan node ahead of everyone while the session lives: samuel/go-zookeeper #229). The recipe retries through a lost member (the session moves to another) and never strands its node: a create whose reply was lost is found by its protected prefix, and a node it could not delete is deleted by a reaper as soon as the connection allows"},
+		Paused:  Paused{Shows: PauseLost, For: 4 * time.Second},
+		Summary: "ZooKeeper ephemeral-sequential lock recipe (go-zookeeper); token = czxid", Options: ZooKeeperOptions{}, New: newZooKeeper, Drivers: true})
 }
 
 // ZooKeeperOptions configure the zookeeper backend.

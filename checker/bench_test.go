@@ -20,7 +20,7 @@ type synthetic struct {
 func newSynthetic(clients, keys int) *synthetic {
 	s := &synthetic{}
 	for i := 0; i < clients; i++ {
-		s.procs = append(s.procs, fmt.Sprintf("i%dc%d", i/4, i%4))
+		s.procs = append(s.procs, fmt.Sprintf("i%dc%d", i/4+1, i%4)) // instances from 1, as history.ParseProc reads them
 	}
 	for i := 0; i < keys; i++ {
 		s.keys = append(s.keys, fmt.Sprintf("k%d", i))

@@ -372,7 +372,7 @@ func NewCase(meta history.CaseMeta, start int64, opts ...Option) *Case {
 			c.malformed("fault %s is scheduled twice", f.Name)
 			continue
 		}
-		r := &faultRec{name: f.Name, typ: f.Type, group: f.Group, scheduled: f.Target, acting: true}
+		r := &faultRec{name: f.Name, typ: f.Type, effect: f.EffectOf(), group: f.Group, scheduled: f.Target, acting: true}
 		c.faults[f.Name] = r
 		c.faultList = append(c.faultList, r)
 	}
@@ -475,7 +475,7 @@ func (c *Case) instanceFault(e *history.Event) *faultRec {
 		return nil
 	}
 	f := c.faults[e.Fault]
-	if f == nil || f.started || f.settled || (f.typ != "kill" && f.typ != "pause") {
+	if f == nil || f.started || f.settled || (f.effect != history.EffectKill && f.effect != history.EffectStop) {
 		return nil
 	}
 	for _, t := range strings.Split(e.Target, ",") {

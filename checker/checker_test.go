@@ -270,7 +270,7 @@ func TestOutOfOrderEventsMakeTheRunInvalid(t *testing.T) {
 func TestNextGrantNeverNegative(t *testing.T) {
 	ms := int64(time.Millisecond)
 	c := checker.NewCase(history.CaseMeta{Name: "x", Duration: 200 * ms,
-		Faults: []history.ScheduledAt{{Name: "partition-1", Type: "partition", Target: "link:resource@instance-2", At: 50 * ms, For: 50 * ms}}}, 0)
+		Faults: []history.ScheduledAt{{FaultCore: history.FaultCore{Name: "partition-1", Type: "partition", Target: "link:resource@instance-2"}, At: 50 * ms, For: 50 * ms}}}, 0)
 	c.Add(&history.Event{T: 40 * ms, Type: history.Invoke, F: history.OpAcquire, Proc: "i1c0", Key: "k"})
 	c.Add(&history.Event{T: 50 * ms, Type: history.Mark, F: history.MarkFaultStart, Fault: "partition-1", Target: "link:resource@instance-2", Observed: "applied"})
 	c.Add(&history.Event{T: 50*ms - 1, Type: history.OK, F: history.OpAcquire, Proc: "i1c0", Key: "k", Token: 1})

@@ -10,6 +10,10 @@ import (
 // faultRec follows one scheduled fault through its marks (MODEL §10).
 type faultRec struct {
 	name, typ, group string
+	// effect is what the fault does to the processes it targets (the
+	// meta's, history.FaultCore.EffectOf): kills, pauses, power losses
+	// are told apart by it, never by the type's name.
+	effect           history.FaultEffect
 	scheduled        string // target as written
 	target           string // concrete target(s), from its fault-start
 	started, ended   bool
@@ -182,7 +186,7 @@ func (c *Case) endedBy(f *faultRec, by string) string {
 		switch {
 		case g == nil:
 			return fmt.Sprintf("its heal says %s ended its effect, but the case has no fault %s: its process went away with no fault of the case taking it", name, name)
-		case g.typ != "kill" && g.typ != "power-loss":
+		case !g.effect.Ends():
 			return fmt.Sprintf("its heal says %s ended its effect, but %s is a %s, which ends no process", name, name, g.typ)
 		case !g.started || g.start < f.start || g.start > f.end:
 			return fmt.Sprintf("its heal says %s ended its effect, but %s did not begin inside its window: its process went away with no fault of the case taking it", name, name)
@@ -210,7 +214,7 @@ func shareTarget(f, g *faultRec) bool {
 // kill makes its instances dead at its start, an acting pause pauses them
 // for the window.
 func (c *Case) faultEffect(f *faultRec, t int64, start bool) {
-	if (f.typ != "kill" && f.typ != "pause") || !f.acting {
+	if (f.effect != history.EffectKill && f.effect != history.EffectStop) || !f.acting {
 		return
 	}
 	for _, target := range f.targets() {
@@ -220,11 +224,11 @@ func (c *Case) faultEffect(f *faultRec, t int64, start bool) {
 		}
 		in := c.instance(name)
 		switch {
-		case f.typ == "kill" && start:
+		case f.effect == history.EffectKill && start:
 			c.die(in, t, true)
-		case f.typ == "pause" && start:
+		case f.effect == history.EffectStop && start:
 			c.pause(in, t)
-		case f.typ == "pause":
+		case f.effect == history.EffectStop:
 			c.resume(in, t)
 		}
 	}
@@ -295,8 +299,7 @@ func (c *Case) exposures() int {
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

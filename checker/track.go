@@ -136,39 +136,29 @@ type client struct {
 
 func (c *client) live() bool { return c.inst.live() }
 
-// parseProc splits "i2c0" into the instance "i2" and true; a bare "i2"
-// gives "i2" and false.
+// parseProc splits "i2c0" into its instance's process name "i2" and
+// true; a bare "i2" gives "i2" and false. history.ParseProc reads it.
 func parseProc(proc string) (inst string, isClient bool, ok bool) {
-	if len(proc) < 2 || proc[0] != 'i' {
+	p, err := history.ParseProc(proc)
+	switch {
+	case err != nil:
 		return "", false, false
+	case !p.IsClient():
+		return proc, false, true
 	}
-	rest := proc[1:]
-	n := strings.IndexByte(rest, 'c')
-	if n < 0 {
-		return proc, false, digits(rest)
-	}
-	return "i" + rest[:n], true, digits(rest[:n]) && digits(rest[n+1:])
+	// The instance's name is the client's up to its "c" (no allocation:
+	// the checker reads one per event).
+	return proc[:strings.IndexByte(proc, 'c')], true, true
 }
 
-// instanceOf maps a fault target "instance-2" to the instance "i2".
+// instanceOf maps a fault target "instance-2" to the instance's process
+// name "i2". history.ParseInstance reads it.
 func instanceOf(target string) (string, bool) {
-	n, ok := strings.CutPrefix(target, "instance-")
-	if !ok || !digits(n) {
+	n, err := history.ParseInstance(target)
+	if err != nil {
 		return "", false
 	}
-	return "i" + n, true
-}
-
-func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return history.InstanceProc(n).String(), true
 }
 
 func (c *Case) instance(name string) *instance {

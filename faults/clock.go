@@ -8,12 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/wait"
-
 	"github.com/jackc/pgx/v5"
-
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
+	"github.com/lockbench/lockbench/internal/wait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,9 +37,13 @@ import (
 // etcd and Consul (Go) read the wall clock through the vDSO, out of
 // libfaketime's reach; ZooKeeper times its sessions on the monotonic clock.
 func init() {
-	Register(Info{Name: "clock-jump", Action: ActClock, Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
+	Register(Info{Name: "clock-jump",
+		Example:  Example{Backend: "postgres", Fault: "{type: clock-jump, jump: 5s, target: postgres-1}"},
+		Does:     "the server's wall clock steps by `jump`: forward (`5s`: every lease judged by that clock is shorter at once) or back (`-5s`: longer, so an expired lease still looks alive and waiters wait past its TTL). PostgreSQL: **for real**, the server runs under libfaketime (its own processes only) when a case moves its clock. Redis: **emulated**: libfaketime makes redis-server 7.0 abort, so at the fault instant a server-side script moves the remaining TTL of every live lock key by minus the jump (what Redis' wall-clock expiry would do), waiting up to 1 s for a lock to be held; `faults.jsonl` says so",
+		Observed: "PostgreSQL: its `clock_timestamp()` moved by the jump, that way; Redis: it moved at least one live lock's TTL",
+		Action:   ActClock, Claims: []string{ClaimProcess, "clock"}, Options: ClockJumpOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true, Summary: "step a server's wall clock forward or back: PostgreSQL for real (libfaketime), Redis emulated (every live lock's TTL moved)",
 		Targets: []Kind{Server}, Instant: true, Emulated: "emulated on Redis by shortening the PTTL of every live lock key by the jump; real on PostgreSQL", New: newClockJump,
-		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
+		Asks: AskClock})
 }
 
 // clock-drift makes a server's wall clock run fast (rate > 1) or slow
@@ -62,11 +64,18 @@ func init() {
 // Not the others, for the same reasons as clock-jump (Go servers read
 // the clock through the vDSO; ZooKeeper times sessions on the monotonic
 // clock).
+//
+// Which way a server's clock goes is its kind's declaration
+// (Abilities.Clock: faketime, data or none), never its name.
 func init() {
-	Register(Info{Name: "clock-drift", Action: ActClockRate, Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
+	Register(Info{Name: "clock-drift",
+		Example:  Example{Backend: "postgres", Fault: "{type: clock-drift, rate: 1.5, target: postgres-1}"},
+		Does:     "the server's wall clock runs at `rate` times the real pace for the window (`1.5`: 50% fast, every lease judged by it ends early; `0.5`: half speed, leases last longer), then at the real pace again, keeping what it drifted. PostgreSQL: **for real**, libfaketime's speed factor, switched on and off without a step (the offset takes up what the rate would add since the process started). Redis: **emulated**, every 20 ms every live lock key's TTL is moved by what the drift gained. Not etcd, Consul (Go reads the clock through the vDSO, out of libfaketime's reach) nor ZooKeeper (it times sessions on the monotonic clock): their locks do not depend on the wall clock's pace",
+		Observed: "PostgreSQL: its `clock_timestamp()` kept the pace asked (within a tenth of the drift) over the window, with no step at the switch; Redis: some live lock's TTL was moved, with the adjustments at most 250 ms apart (a longer stretch, a busy machine running the emulation late, let every lease run at the real pace that long: the drift lapsed, and the case is invalid)",
+		Action:   ActClockRate, Claims: []string{ClaimProcess, "clock"}, Options: ClockDriftOptions{}, Classes: map[Kind]string{Server: history.ClassClock}, Lasting: true,
 		Summary: "make a server's wall clock run fast or slow for the window (rate 1.5, 0.5): PostgreSQL for real (libfaketime's speed factor), Redis emulated (every live lock's TTL moved as the window goes)",
 		Targets: []Kind{Server}, Emulated: "emulated on Redis by moving the PTTL of every live lock key every 20 ms by what the drift gained; real on PostgreSQL", New: newClockDrift,
-		Kinds: []string{"redis", "redis-replicated", "postgres"}, NeedsFaketime: []string{"postgres"}})
+		Asks: AskClock})
 }
 
 // ClockDrifter is implemented by Envs that can set the pace of a server's
@@ -101,13 +110,14 @@ func (d clockDrift) Start(ctx context.Context, env Env, target Target) (*Effect,
 	if err != nil {
 		return nil, err
 	}
-	switch kind {
-	case "postgres":
-		return d.postgres(ctx, env, target, addr)
-	case "redis", "redis-replicated":
-		return d.redis(ctx, target, addr)
+	read, open, err := clockWays(kind)
+	if err != nil {
+		return nil, fmt.Errorf("clock-drift on %s: %w", target, err)
 	}
-	return nil, fmt.Errorf("clock-drift: %s is %s server; only PostgreSQL's clock can drift and Redis expiry be emulated", target, config.Article(kind))
+	if read != nil {
+		return d.real(ctx, env, target, addr, read)
+	}
+	return d.emulated(ctx, target, addr, open)
 }
 
 // maxDriftLapse bounds the stretch between two adjustments of the
@@ -115,12 +125,11 @@ func (d clockDrift) Start(ctx context.Context, env Env, target Target) (*Effect,
 // case judged so), not a drift silently weaker.
 const maxDriftLapse = 250 * time.Millisecond
 
-// redis moves every live lock's TTL as the window goes, from a goroutine
-// that the heal stops.
-func (d clockDrift) redis(ctx context.Context, target Target, addr string) (*Effect, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
+// emulated moves every live lock's expiry as the window goes, from a
+// goroutine that the heal stops.
+func (d clockDrift) emulated(ctx context.Context, target Target, addr string, open openExpiries) (*Effect, error) {
+	c, err := open(ctx, addr)
+	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: %w", target, err)
 	}
 	var (
@@ -156,7 +165,7 @@ func (d clockDrift) redis(ctx context.Context, target Target, addr string) (*Eff
 				if step == 0 {
 					continue
 				}
-				n, err := jumpScript.Run(context.Background(), c, nil, "lockbench:lock:*", step).Int64()
+				n, err := c.Move(context.Background(), time.Duration(step)*time.Millisecond)
 				mu.Lock()
 				if err != nil {
 					lastErr = err
@@ -196,17 +205,17 @@ func (d clockDrift) redis(ctx context.Context, target Target, addr string) (*Eff
 			return held, nil
 		},
 		Heal:     func(context.Context) (string, error) { halt(); return "", nil },
-		Emulated: "emulated by moving the PTTL of every live lock key every 20 ms by what the drift gained (libfaketime makes redis-server 7.0 abort)",
+		Emulated: "emulated by moving the expiry of every live lock key every 20 ms by what the drift gained (the kind's clock is its data's)",
 	}, nil
 }
 
-// postgres sets the server's clock pace and sees it kept.
-func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr string) (*Effect, error) {
+// real sets the server's clock pace and sees it kept.
+func (d clockDrift) real(ctx context.Context, env Env, target Target, addr string, read clockReader) (*Effect, error) {
 	cd, ok := env.(ClockDrifter)
 	if !ok {
 		return nil, fmt.Errorf("clock-drift: %s's clock cannot be made to drift here", target)
 	}
-	was, errWas, err := pgSkewErr(ctx, env, addr)
+	was, errWas, err := skewErr(ctx, env, addr, read)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
@@ -214,7 +223,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr s
 		return nil, err
 	}
 	began := time.Now()
-	at, errAt, atWhen, err := pgSkewAt(ctx, env, addr)
+	at, errAt, atWhen, err := read(ctx, env, addr)
 	if err != nil {
 		return nil, fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 	}
@@ -229,7 +238,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr s
 	return &Effect{
 		Seen: fmt.Sprintf("%s's clock set to run at x%g", target, d.rate),
 		Check: func(ctx context.Context) (string, error) {
-			now, errNow, nowWhen, err := pgSkewAt(ctx, env, addr)
+			now, errNow, nowWhen, err := read(ctx, env, addr)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
@@ -244,7 +253,7 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr s
 			if math.Abs(pace-d.rate) > slack {
 				return "", fmt.Errorf("clock-drift on %s: its clock ran at x%.3f over %s, not the x%g asked", target, pace, real.Round(time.Millisecond), d.rate)
 			}
-			return fmt.Sprintf("%s's clock_timestamp() ran at x%.3f over %s (moved %s against real time)", target, pace, real.Round(time.Millisecond), (now - at).Round(time.Millisecond)), nil
+			return fmt.Sprintf("%s's clock ran at x%.3f over %s (moved %s against real time)", target, pace, real.Round(time.Millisecond), (now - at).Round(time.Millisecond)), nil
 		},
 		Heal: func(ctx context.Context) (string, error) {
 			if err := cd.DriftClock(target, 1); err != nil {
@@ -253,12 +262,12 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr s
 			// Back at the real pace, the clock keeps what it drifted and
 			// drifts no more: two reads half a second apart agree (within
 			// a read's error, a tenth of what the drift would add).
-			first, errFirst, err := pgSkewErr(ctx, env, addr)
+			first, errFirst, err := skewErr(ctx, env, addr, read)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
 			time.Sleep(500 * time.Millisecond)
-			after, errAfter, err := pgSkewErr(ctx, env, addr)
+			after, errAfter, err := skewErr(ctx, env, addr, read)
 			if err != nil {
 				return "", fmt.Errorf("clock-drift on %s: read its clock: %w", target, err)
 			}
@@ -270,23 +279,83 @@ func (d clockDrift) postgres(ctx context.Context, env Env, target Target, addr s
 	}, nil
 }
 
-// pgSkew is how far a PostgreSQL server's clock_timestamp() is from this
-// machine's clock (read just before the query).
-func pgSkew(ctx context.Context, env Env, addr string) (time.Duration, error) {
-	s, _, _, err := pgSkewAt(ctx, env, addr)
+// clockReader reads a server's wall clock: how far it is from this
+// machine's (read just before the query), how long the read took (the
+// server read its clock somewhere in that time, so the skew is known to
+// within it: on a loaded machine, hundreds of milliseconds), and when the
+// read began (after the connection, which on a loaded machine can take
+// longer still). It is how a fault sees a clock it moved for real move.
+type clockReader func(ctx context.Context, env Env, addr string) (skew, took time.Duration, began time.Time, err error)
+
+// clockReaders are the clock readers by the protocol a kind speaks
+// (Abilities.Speaks): a kind whose clock moves for real (ClockFaketime)
+// needs one.
+var clockReaders = map[Protocol]clockReader{ProtoPostgres: pgSkewAt}
+
+// expiries move the expiry of every live lock on a server: how a fault
+// emulates a clock on a kind whose clock is its data's (ClockData).
+type expiries interface {
+	// Move moves every live lock's expiry by -d (sooner when d > 0, as a
+	// clock stepped forward would have it), deleting those that would
+	// already be gone, and returns how many locks it moved.
+	Move(ctx context.Context, d time.Duration) (int64, error)
+	Close() error
+}
+
+// openExpiries connects an expiries to a server.
+type openExpiries func(ctx context.Context, addr string) (expiries, error)
+
+// dataClocks are the expiries by the protocol a kind speaks: a kind whose
+// clock is emulated (ClockData) needs one.
+var dataClocks = map[Protocol]openExpiries{ProtoRedis: redisExpiries}
+
+// clockWays is how a fault moves a kind's clock: a reader of its real
+// clock (ClockFaketime), or a mover of its expiries (ClockData).
+func clockWays(k ServerKind) (clockReader, openExpiries, error) {
+	switch k.Clock {
+	case ClockFaketime:
+		if r := clockReaders[k.Speaks]; r != nil {
+			return r, nil, nil
+		}
+	case ClockData:
+		if m := dataClocks[k.Speaks]; m != nil {
+			return nil, m, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%s server's clock no fault can move (its kind declares clock %q, speaking %q)", config.Article(k.Name), k.Clock, k.Speaks)
+}
+
+// skew is a clock reader's skew alone.
+func skew(ctx context.Context, env Env, addr string, read clockReader) (time.Duration, error) {
+	s, _, _, err := read(ctx, env, addr)
 	return s, err
 }
 
-// pgSkewErr is pgSkewAt without the instant.
-func pgSkewErr(ctx context.Context, env Env, addr string) (time.Duration, time.Duration, error) {
-	s, e, _, err := pgSkewAt(ctx, env, addr)
+// skewErr is a clock reader's skew and its error, without the instant.
+func skewErr(ctx context.Context, env Env, addr string, read clockReader) (time.Duration, time.Duration, error) {
+	s, e, _, err := read(ctx, env, addr)
 	return s, e, err
 }
 
-// pgSkewAt is pgSkew, how long its query took (the server read its clock
-// somewhere in that time, so the skew is known to within it: on a loaded
-// machine, hundreds of milliseconds), and when the query began (after the
-// connection, which on a loaded machine can take longer still).
+// redisLocks moves the PTTL of every live lock key of a Redis server.
+type redisLocks struct{ c *redis.Client }
+
+func redisExpiries(ctx context.Context, addr string) (expiries, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return redisLocks{c}, nil
+}
+
+func (r redisLocks) Move(ctx context.Context, d time.Duration) (int64, error) {
+	return jumpScript.Run(ctx, r.c, nil, "lockbench:lock:*", d.Milliseconds()).Int64()
+}
+
+func (r redisLocks) Close() error { return r.c.Close() }
+
+// pgSkewAt is the clock reader of PostgreSQL: its clock_timestamp().
 func pgSkewAt(ctx context.Context, env Env, addr string) (time.Duration, time.Duration, time.Time, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -372,17 +441,21 @@ func (j clockJump) Start(ctx context.Context, env Env, target Target) (*Effect, 
 	if err != nil {
 		return nil, err
 	}
-	if kind == "postgres" {
-		return j.postgres(ctx, env, target, addr)
+	read, open, err := clockWays(kind)
+	if err != nil {
+		return nil, fmt.Errorf("clock-jump on %s: %w", target, err)
 	}
-	if kind != "redis" && kind != "redis-replicated" {
-		return nil, fmt.Errorf("clock-jump: %s is %s server; only PostgreSQL's clock can be moved and Redis expiry emulated", target, config.Article(kind))
+	if read != nil {
+		return j.real(ctx, env, target, addr, read)
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	c, err := open(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("clock-jump on %s: %w", target, err)
+	}
 	defer c.Close()
 	var n int64
 	seen, err := wait.Until(ctx, 5*time.Millisecond, jumpWait, func() (bool, error) {
-		n, err = jumpScript.Run(ctx, c, nil, "lockbench:lock:*", j.jump.Milliseconds()).Int64()
+		n, err = c.Move(ctx, j.jump)
 		return n > 0, err
 	})
 	if err != nil {
@@ -397,17 +470,17 @@ func (j clockJump) Start(ctx context.Context, env Env, target Target) (*Effect, 
 		how = fmt.Sprintf("lengthened the remaining TTL of %d live lock key(s) by %s", n, -j.jump)
 	}
 	return &Effect{Seen: how, Heal: noHeal,
-		Emulated: "emulated by moving the PTTL of every live lock key by minus the jump (libfaketime makes redis-server 7.0 abort)"}, nil
+		Emulated: "emulated by moving the expiry of every live lock key by minus the jump (the kind's clock is its data's)"}, nil
 }
 
-// postgres moves a PostgreSQL server's clock and sees it move.
-func (j clockJump) postgres(ctx context.Context, env Env, target Target, addr string) (*Effect, error) {
+// real moves a server's clock and sees it move.
+func (j clockJump) real(ctx context.Context, env Env, target Target, addr string, read clockReader) (*Effect, error) {
 	cj, ok := env.(ClockJumper)
 	if !ok {
 		return nil, fmt.Errorf("clock-jump: %s's clock cannot be moved here", target)
 	}
-	skew := func() (time.Duration, error) { return pgSkew(ctx, env, addr) }
-	was, err := skew()
+	skewNow := func() (time.Duration, error) { return skew(ctx, env, addr, read) }
+	was, err := skewNow()
 	if err != nil {
 		return nil, fmt.Errorf("clock-jump on %s: read its clock: %w", target, err)
 	}
@@ -416,7 +489,7 @@ func (j clockJump) postgres(ctx context.Context, env Env, target Target, addr st
 	}
 	var now time.Duration
 	seen, err := wait.Until(ctx, 5*time.Millisecond, 3*time.Second, func() (bool, error) {
-		now, err = skew()
+		now, err = skewNow()
 		moved := now - was
 		if j.jump < 0 {
 			return moved <= j.jump*9/10, err
@@ -433,6 +506,6 @@ func (j clockJump) postgres(ctx context.Context, env Env, target Target, addr st
 	if j.jump < 0 {
 		dir = "back"
 	}
-	return &Effect{Seen: fmt.Sprintf("%s's clock_timestamp() moved %s %s", target, (now - was).Abs().Round(time.Millisecond), dir),
+	return &Effect{Seen: fmt.Sprintf("%s's clock moved %s %s", target, (now - was).Abs().Round(time.Millisecond), dir),
 		Heal: func(context.Context) (string, error) { return "", nil }}, nil
 }

@@ -76,8 +76,9 @@ type Env interface {
 	// Restart starts a killed server again, with its data directory and
 	// persistence mode, and waits until it answers.
 	Restart(ctx context.Context, server Target) error
-	// Server returns a server's real address (not its proxy) and kind.
-	Server(t Target) (addr, kind string, err error)
+	// Server returns a server's real address (not its proxy) and its
+	// kind: what its registration declares a fault may do to it.
+	Server(t Target) (addr string, kind ServerKind, err error)
 	// Peers lists, for a server, the other members of its cluster; for
 	// an instance, the servers its clients dial.
 	Peers(t Target) []Target
@@ -240,6 +241,13 @@ type Decoder func(v any) error
 type Info struct {
 	Name    string
 	Summary string
+	// Does says what the fault does, and Observed what shows it applied:
+	// docs/scenarios.md's table of faults is made of them (with Targets,
+	// the kinds it acts on and its requirements).
+	Does, Observed string
+	// Example is a use of the fault that validation accepts on a machine
+	// with everything it requires: the tests try it (internal/scenario's).
+	Example Example
 	Targets []Kind // the kinds of target it applies to
 	// Instant faults happen at one moment (a kill, a clock jump): their
 	// window may be zero.
@@ -259,15 +267,19 @@ type Info struct {
 	// layer of the harness's (power-loss): /dev/fuse and root, servers
 	// lockbench starts itself.
 	NeedsFuse bool
+	// Effect is what the fault does to the processes it targets (stops,
+	// ends them, loses their unsynced writes): the records carry it to the
+	// checker (history.FaultCore.Effect).
+	Effect history.FaultEffect
 	// Action is what the fault does to its target (see Action): what a
 	// deployment mode must offer for the fault to run there. A fault that
 	// acts on links only defaults to ActProxy.
 	Action Action
-	// Kinds limits the server kinds a fault can act on ("": any).
-	Kinds []string
-	// NeedsFaketime names the server kinds whose processes must run under
-	// libfaketime for the fault (their wall clock is moved).
-	NeedsFaketime []string
+	// Asks is what the fault asks of a server's kind ("": nothing, it
+	// acts on every kind): it acts on the kinds whose registration
+	// declares the ability (Abilities.Can), and on those whose clock moves
+	// for real (AskClock, ClockFaketime) only under libfaketime.
+	Asks Ability
 	// NeedsCgroup names the cgroup v1 controller a fault confines its
 	// target with ("cpu", "blkio"), or "".
 	NeedsCgroup string
@@ -294,6 +306,16 @@ type Info struct {
 	// instances and links, and the others on servers, are undone at heal.
 	Lasting bool
 	New     func(decode Decoder) (Fault, error)
+}
+
+// Example is a use of a fault in a case of a scenario.
+type Example struct {
+	// Backend is the case's backend, Options its options (YAML, "" for
+	// none) and Network the scenario's network ("" for the default).
+	Backend, Options, Network string
+	// Fault is the fault as a scenario writes it, without at and for:
+	// {type: clock-jump, jump: 5s, target: postgres-1}.
+	Fault string
 }
 
 // Class returns the fault's class on target (a role or a name; for a
@@ -413,7 +435,7 @@ func (i Info) Requires() []Requirement {
 	if i.NeedsCgroup != "" {
 		out = append(out, NeedCgroup)
 	}
-	if len(i.NeedsFaketime) > 0 {
+	if i.Asks == AskClock {
 		out = append(out, NeedFaketime)
 	}
 	if i.NeedsFuse {

@@ -61,11 +61,11 @@ func (e *testEnv) Signal(t faults.Target, sig syscall.Signal) error {
 	return err
 }
 func (e *testEnv) Kill(t faults.Target) error { return e.procs[t.Name].Kill(5 * time.Second) }
-func (e *testEnv) Server(t faults.Target) (string, string, error) {
+func (e *testEnv) Server(t faults.Target) (string, faults.ServerKind, error) {
 	if a, ok := e.servers[t.Name]; ok {
-		return a, "redis", nil
+		return a, cluster.FaultKind("redis"), nil
 	}
-	return "", "", fmt.Errorf("no server %s", t)
+	return "", faults.ServerKind{}, fmt.Errorf("no server %s", t)
 }
 func (e *testEnv) Peers(t faults.Target) []faults.Target {
 	var out []faults.Target

@@ -24,9 +24,13 @@ import (
 // key or refused a write; heal deletes the filler and sees the server
 // below its limit again.
 func init() {
-	Register(Info{Name: "memory-pressure", Action: ActAdmin, Claims: []string{ClaimProcess, "memory"}, Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
+	Register(Info{Name: "memory-pressure",
+		Example:  Example{Backend: "redis", Fault: "{type: memory-pressure, target: redis-1}"},
+		Does:     "fills the server to its `maxmemory` with keys of other data (`value_kb`, default 16) and, every `every_ms` (default 5) for the window, tops it up to its limit again (one-byte values until one is refused or evicts, 1-KiB ones for a larger hole), as a cache sharing the server would; what happens is the server's `maxmemory_policy`: an eviction policy evicts keys (a lock key, or its fencing counter, long before its TTL), `noeviction` refuses writes that need memory (OOM). Heal deletes the filler. A server with no limit is refused (it would only grow); `limit_mb` (default 256) bounds the fill",
+		Observed: "the server evicted a key (`evicted_keys` in `INFO stats`) or refused a write (OOM); while in force, how often and for how long at most a top-up found the server with room (from the last time it was seen at its limit): a lapse longer than `max_lapse_ms` (default 100; a busy machine running the filler late), or lapses that add up to more than `max_lapse_pct` of the time in force (default 20: many short ones) and to more than `max_lapse_ms`, is the effect not held, and the case is invalid; at heal, it is below its limit again",
+		Action:   ActAdmin, Claims: []string{ClaimProcess, "memory"}, Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
 		Summary: "fill a Redis server to its maxmemory with other keys and keep writing them (evictions or OOM refusals, per its maxmemory_policy)",
-		Targets: []Kind{Server}, Kinds: []string{"redis", "redis-replicated"}, New: newMemoryPressure})
+		Targets: []Kind{Server}, Asks: AskMemory, New: newMemoryPressure})
 }
 
 // MemoryPressureOptions are the memory-pressure fault's options.
@@ -127,9 +131,12 @@ func readStats(ctx context.Context, c *redis.Client) (redisStats, error) {
 func isOOM(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "OOM ") }
 
 func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
-	addr, _, err := env.Server(target)
+	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
+	}
+	if !kind.Memory || kind.Speaks != ProtoRedis {
+		return nil, fmt.Errorf("memory-pressure on %s: its kind (%s) declares no memory a fault can fill through the %s protocol", target, kind.Name, ProtoRedis)
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, PoolSize: 2})
 	fail := func(err error) (*Effect, error) {

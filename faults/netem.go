@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 )
 
@@ -15,7 +15,11 @@ import (
 // quorum, etcd's Raft, Consul's gossip), and the server on the other side
 // sees the real thing. `to` limits it to some peers.
 func init() {
-	Register(Info{Name: "netem", Action: ActShape, Options: NetemOptions{}, Classes: map[Kind]string{Server: history.ClassSlow, Instance: history.ClassSlow}, Summary: "delay, jitter and loss on what a server or instance sends, to `to` or everyone (tc netem; network: hosts)",
+	Register(Info{Name: "netem",
+		Example:  Example{Backend: "etcd", Network: "hosts", Fault: "{type: netem, delay: 10ms, target: etcd-1}"},
+		Does:     "tc netem on what the target sends (to `to`, or everyone): `delay`, `jitter`, `loss`",
+		Observed: "packets went through the netem queue; refused at validation on a kernel without netem (this machine's)",
+		Action:   ActShape, Options: NetemOptions{}, Classes: map[Kind]string{Server: history.ClassSlow, Instance: history.ClassSlow}, Summary: "delay, jitter and loss on what a server or instance sends, to `to` or everyone (tc netem; network: hosts)",
 		Targets: []Kind{Server, Instance}, NeedsHosts: true, NeedsNetem: true, New: newNetem})
 }
 

@@ -18,10 +18,26 @@ import (
 // its rules dropped packets.
 
 func init() {
-	Register(Info{Name: "isolate", Action: ActCut, Options: IsolateOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
-	Register(Info{Name: "split", Action: ActCut, Options: SplitOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
-	Register(Info{Name: "loss", Action: ActCut, Options: LossOptions{}, Classes: map[Kind]string{Server: history.ClassLossy, Instance: history.ClassLossy}, Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
-	Register(Info{Name: "one-way", Action: ActCut, Options: OneWayOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
+	Register(Info{Name: "isolate",
+		Example:  Example{Backend: "etcd", Fault: "{type: isolate, target: instance-1}"},
+		Does:     "cut a member off from every other server (or from `from: [...]`, of any kind: a master from its Sentinels only), or an instance from every server it talks to, both ways, below TCP: iptables DROP rules, TCP and UDP (Consul's gossip) alike; `observe: no-traffic` for a cut meant to prevent traffic rather than interrupt it (also on `split` and `one-way`)",
+		Observed: "the rules dropped packets; with `observe: no-traffic`, the rules stayed in force for the whole window, whatever they dropped",
+		Action:   ActCut, Options: IsolateOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "cut a member from its peers (or from `from`), or an instance from every server it talks to, both ways (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newIsolate})
+	Register(Info{Name: "split",
+		Example:  Example{Backend: "etcd", Fault: "{type: split, group: [etcd-1], target: instance-1}"},
+		Does:     "the target and `group: [...]` on one side, the others on the other (an instance keeps the group and loses the rest)",
+		Observed: "the rules dropped packets",
+		Action:   ActCut, Options: SplitOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "split: the target and `group` on one side, the rest on the other (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newSplit})
+	Register(Info{Name: "loss",
+		Example:  Example{Backend: "etcd", Fault: "{type: loss, percent: 30, target: instance-1}"},
+		Does:     "drop `percent` of the packets between the target and `from` (default: its peers), `direction` both, out or in (iptables' statistic match)",
+		Observed: "the rules dropped packets",
+		Action:   ActCut, Options: LossOptions{}, Classes: map[Kind]string{Server: history.ClassLossy, Instance: history.ClassLossy}, Summary: "drop `percent` of the packets between a member or instance and `from` (default: its peers), `direction` both, out or in (iptables statistic)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newLoss})
+	Register(Info{Name: "one-way",
+		Example:  Example{Backend: "etcd", Fault: "{type: one-way, to: [etcd-1], target: instance-1}"},
+		Does:     "drop only what the target sends `to: [...]` (default: every peer)",
+		Observed: "the rules dropped packets",
+		Action:   ActCut, Options: OneWayOptions{}, Classes: map[Kind]string{Server: history.ClassPartition, Instance: history.ClassPartition}, Summary: "drop what a member or instance sends to `to` (default: every peer), one direction only (iptables)", Targets: []Kind{Server, Instance}, NeedsFirewall: true, New: newOneWay})
 }
 
 // cutFault cuts, for a resolved target, the directed pairs that plan

@@ -20,7 +20,12 @@ import (
 // exited and the layer discarded what was pending (0 bytes is an
 // observation: everything had been fsynced); heal sees it answer again.
 func init() {
-	Register(Info{Name: "power-loss", Action: ActPowerLoss, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassPower},
+	Register(Info{Name: "power-loss",
+		Example:  Example{Backend: "redis", Fault: "{type: power-loss, target: redis-1}"},
+		Does:     "a power loss, not a process death: the server is SIGKILLed and every write it made and never fsynced is discarded, then it restarts on what was durable when the window ends. A case with a `power-loss` runs every server's data dir on a FUSE layer (`internal/powerfs`, on go-fuse) that keeps an undo record per write until the file's fsync (Jepsen's LazyFS `lose-unfsynced-writes`); metadata (create, rename, unlink) is durable at once, and what a server wrote until it first answered counts as durable (a machine's writeback would have flushed it). A target set (`target: [etcd-1, etcd-2, etcd-3]` or `etcd-*`) loses power member by member, one right after another, and its members restart together. The fsync switches: Redis `persistence: everysec`/`always`, etcd `unsafe_no_fsync: true`, ZooKeeper `force_sync: false`. Every server write of such a case goes through the layer (a FUSE round trip and an undo record), so compare its latencies only with cases that have the layer too",
+		Observed: "the server exited and the layer discarded what was pending (the bytes are recorded; 0 bytes means everything had been fsynced); at heal, it answers again",
+		Effect:   history.EffectPowerLoss,
+		Action:   ActPowerLoss, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassPower},
 		Summary: "kill a server and discard every write it never fsynced (its data dir is on a FUSE layer); it restarts on what was durable when the window ends",
 		Targets: []Kind{Server}, Instant: true, Lasting: true, NeedsFuse: true, New: newPowerLoss})
 }
@@ -74,7 +79,11 @@ func (powerLoss) Start(ctx context.Context, env Env, target Target) (*Effect, er
 // in force (a server that wrote nothing meanwhile was not affected: idle);
 // heal frees it.
 func init() {
-	Register(Info{Name: "disk-full", Action: ActDiskFull, Classes: map[Kind]string{Server: history.ClassDiskFull},
+	Register(Info{Name: "disk-full",
+		Example:  Example{Backend: "redis", Fault: "{type: disk-full, target: redis-1}"},
+		Does:     "the server's data dir (on the same FUSE layer as `power-loss`) answers every write, allocation and creation with ENOSPC for the window, then is freed. What follows is the server's: Redis with `everysec` refuses writes (`MISCONF Errors writing to the AOF file: No space left on device`) and takes them again once its AOF write succeeds; with `always` it exits (\"Can't recover from AOF write error\"), and the fault does not restart it",
+		Observed: "the layer refused a write while in force (a server that wrote nothing meanwhile makes the fault idle); at heal, the disk is free",
+		Action:   ActDiskFull, Classes: map[Kind]string{Server: history.ClassDiskFull},
 		Summary: "make a server's data dir a full disk (every write fails with ENOSPC) for the window, then free it",
 		Targets: []Kind{Server}, NeedsFuse: true, New: newDiskFull})
 }

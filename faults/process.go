@@ -18,8 +18,18 @@ import (
 // stop-the-world GC pause) or a server.
 
 func init() {
-	Register(Info{Name: "pause", Action: ActSignal, Claims: []string{ClaimProcess}, Options: PauseOptions{}, Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
-	Register(Info{Name: "kill", Action: ActKill, Claims: []string{ClaimProcess}, Options: KillOptions{}, Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
+	Register(Info{Name: "pause",
+		Example:  Example{Backend: "redis", Fault: "{type: pause, target: holder}"},
+		Does:     "SIGSTOP the process group for the window, then SIGCONT: a GC-like pause of a whole instance, lease keep-alives included; `failover: true` requires another server to take over",
+		Observed: "every process of the group is in state T (from /proc), and running again after the heal",
+		Effect:   history.EffectStop,
+		Action:   ActSignal, Claims: []string{ClaimProcess}, Options: PauseOptions{}, Classes: map[Kind]string{Instance: history.ClassPause, Server: history.ClassPauseSrv}, Summary: "SIGSTOP an instance or server for the window, then SIGCONT (a GC-like pause)", Targets: []Kind{Instance, Server}, New: newPause})
+	Register(Info{Name: "kill",
+		Example:  Example{Backend: "redis", Fault: "{type: kill, target: redis-1}"},
+		Does:     "SIGKILL; a server restarts (same address, data dir and persistence mode) when the window ends (`restart: false` keeps it down); an instance stays dead. May have a zero window; `failover: true` requires another server to take over before the window ends",
+		Observed: "the process exited; the restarted server answers; a take-over by a new leader or master is recorded when seen",
+		Effect:   history.EffectKill,
+		Action:   ActKill, Claims: []string{ClaimProcess}, Options: KillOptions{}, Classes: map[Kind]string{Instance: history.ClassCrash, Server: history.ClassKill}, LeaderClass: history.ClassKillLead, Summary: "SIGKILL an instance or server; a server restarts when the window ends", Targets: []Kind{Instance, Server}, Instant: true, Lasting: true, New: newKill})
 }
 
 // stopWait bounds how long a signal may take to show its effect.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
 	"time"
+
+	"github.com/lockbench/lockbench/history"
 )
 
 // promote makes a PostgreSQL standby the primary (pg_promote()), as a
@@ -13,8 +14,12 @@ import (
 // old primary's memory (every advisory lock and its holder's session) is
 // not on the new one.
 func init() {
-	Register(Info{Name: "promote", Action: ActAdmin, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
-		Targets: []Kind{Server}, Instant: true, Kinds: []string{"postgres"}, New: newPromote})
+	Register(Info{Name: "promote",
+		Example:  Example{Backend: "postgres", Options: "{standby: true}", Fault: "{type: promote, target: postgres-2}"},
+		Does:     "`pg_promote()`: the standby becomes the primary, the failover step (with `standby: true`)",
+		Observed: "it left recovery",
+		Action:   ActAdmin, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassFailover}, Lasting: true, Summary: "promote a PostgreSQL standby to primary (pg_promote()): the failover step",
+		Targets: []Kind{Server}, Instant: true, Asks: AskPromote, New: newPromote})
 }
 
 type promote struct{}
@@ -28,9 +33,12 @@ func newPromote(decode Decoder) (Fault, error) {
 }
 
 func (promote) Start(ctx context.Context, env Env, target Target) (*Effect, error) {
-	addr, _, err := env.Server(target)
+	addr, kind, err := env.Server(target)
 	if err != nil {
 		return nil, err
+	}
+	if !kind.Promote || kind.Speaks != ProtoPostgres {
+		return nil, fmt.Errorf("promote %s: its kind (%s) declares no standby a fault can promote through the %s protocol", target, kind.Name, ProtoPostgres)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/lockbench/lockbench/history"
 )
 
@@ -18,9 +19,17 @@ import (
 //     throttle), as on a failing or saturated disk. Raft and ZooKeeper
 //     fsync before acknowledging, so a stalled member cannot commit.
 func init() {
-	Register(Info{Name: "cpu-starve", Action: ActCPUQuota, Claims: []string{"cgroup:cpu"}, Options: CPUStarveOptions{}, Classes: map[Kind]string{Instance: history.ClassStarve, Server: history.ClassStarveSrv}, Summary: "give a server or instance only `percent` of one CPU for the window (cgroup CPU quota): it runs, slowly",
+	Register(Info{Name: "cpu-starve",
+		Example:  Example{Backend: "redis", Fault: "{type: cpu-starve, target: redis-1}"},
+		Does:     "the target's processes get `percent` of one CPU (default 2) for the window, through a cgroup CPU quota: it runs, slowly, unlike a pause",
+		Observed: "the quota throttled it",
+		Action:   ActCPUQuota, Claims: []string{"cgroup:cpu"}, Options: CPUStarveOptions{}, Classes: map[Kind]string{Instance: history.ClassStarve, Server: history.ClassStarveSrv}, Summary: "give a server or instance only `percent` of one CPU for the window (cgroup CPU quota): it runs, slowly",
 		Targets: []Kind{Server, Instance}, NeedsCgroup: "cpu", New: newCPUStarve})
-	Register(Info{Name: "disk-stall", Action: ActDiskThrottle, Claims: []string{"cgroup:blkio"}, Options: DiskStallOptions{}, Classes: map[Kind]string{Server: history.ClassDisk}, Summary: "throttle a server's writes and fsyncs to `write_iops` on its data disk for the window (cgroup blkio)",
+	Register(Info{Name: "disk-stall",
+		Example:  Example{Backend: "etcd", Fault: "{type: disk-stall, target: etcd-1}"},
+		Does:     "the server's writes (and so every fsync) on the disk holding its data throttled to `write_iops` (default 1) for the window, through a cgroup blkio throttle",
+		Observed: "writes went through the throttle",
+		Action:   ActDiskThrottle, Claims: []string{"cgroup:blkio"}, Options: DiskStallOptions{}, Classes: map[Kind]string{Server: history.ClassDisk}, Summary: "throttle a server's writes and fsyncs to `write_iops` on its data disk for the window (cgroup blkio)",
 		Targets: []Kind{Server}, NeedsCgroup: "blkio", New: newDiskStall})
 }
 

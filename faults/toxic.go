@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockbench/lockbench/history"
 	"net"
 	"strings"
 	"sync"
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/links"
 )
@@ -26,12 +26,36 @@ import (
 // nothing: the case is invalid, saying so.
 
 func init() {
-	Register(Info{Name: "latency", Options: LatencyOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
-	Register(Info{Name: "partition", Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "cut a link: the proxy is disabled, new connections are refused and open ones reset", Targets: []Kind{Link}, New: newPartition})
-	Register(Info{Name: "drop", Options: DropOptions{}, Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
-	Register(Info{Name: "bandwidth", Options: BandwidthOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
-	Register(Info{Name: "slicer", Options: SlicerOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
-	Register(Info{Name: "reset-peer", Options: ResetPeerOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
+	Register(Info{Name: "latency",
+		Example:  Example{Backend: "redis", Fault: "{type: latency, latency: 10ms, target: link:redis-1}"},
+		Does:     "toxiproxy latency toxic; options `latency`, `jitter`, `direction` (both, upstream = client→server, downstream)",
+		Observed: "the toxics are listed on the proxy, and the answers its clients got were at least half the latency late",
+		Options:  LatencyOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "add latency with jitter to a link (toxiproxy latency toxic)", Targets: []Kind{Link}, New: newLatency})
+	Register(Info{Name: "partition",
+		Example:  Example{Backend: "redis", Fault: "{type: partition, target: link:redis-1}"},
+		Does:     "proxy disabled: new connections refused, open ones reset",
+		Observed: "a dial to the proxy is refused, and its clients tried and got no answer",
+		Classes:  map[Kind]string{Link: history.ClassPartition}, Summary: "cut a link: the proxy is disabled, new connections are refused and open ones reset", Targets: []Kind{Link}, New: newPartition})
+	Register(Info{Name: "drop",
+		Example:  Example{Backend: "redis", Fault: "{type: drop, target: link:redis-1}"},
+		Does:     "toxiproxy `timeout` 0: data silently dropped, connections stay open; `direction`",
+		Observed: "its clients tried and got no answer",
+		Options:  DropOptions{}, Classes: map[Kind]string{Link: history.ClassPartition}, Summary: "silently drop all data on a link, connections stay open (toxiproxy timeout 0)", Targets: []Kind{Link}, New: newDrop})
+	Register(Info{Name: "bandwidth",
+		Example:  Example{Backend: "redis", Fault: "{type: bandwidth, rate: 10, target: link:redis-1}"},
+		Does:     "toxiproxy bandwidth toxic; `rate` KB/s, `direction`",
+		Observed: "traffic crossed the limited link",
+		Options:  BandwidthOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "limit a link to a rate in KB/s (toxiproxy bandwidth toxic)", Targets: []Kind{Link}, New: newBandwidth})
+	Register(Info{Name: "slicer",
+		Example:  Example{Backend: "redis", Fault: "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
+		Does:     "toxiproxy slicer toxic; `average_size`, `size_variation` (bytes), `delay`, `direction`",
+		Observed: "traffic crossed the sliced link",
+		Options:  SlicerOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "slice data into small delayed packets (toxiproxy slicer toxic)", Targets: []Kind{Link}, New: newSlicer})
+	Register(Info{Name: "reset-peer",
+		Example:  Example{Backend: "redis", Fault: "{type: reset-peer, target: link:redis-1}"},
+		Does:     "toxiproxy reset_peer toxic: TCP RST `after` a delay; `direction`",
+		Observed: "its clients' connections failed",
+		Options:  ResetPeerOptions{}, Classes: map[Kind]string{Link: history.ClassSlow}, Summary: "reset connections with a TCP RST after a timeout (toxiproxy reset_peer toxic)", Targets: []Kind{Link}, New: newResetPeer})
 }
 
 func streams(direction string) ([]string, error) {

@@ -304,11 +304,9 @@ type SweepPoint struct {
 
 // ScheduledAt names a fault the scenario scheduled for a case.
 type ScheduledAt struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Target string `json:"target"`
-	At     int64  `json:"at_ns"`
-	For    int64  `json:"for_ns"`
+	FaultCore
+	At  int64 `json:"at_ns"`
+	For int64 `json:"for_ns"`
 	// Group names the faults that act together (cutting every way out of
 	// an instance): an idle member is excused by an observed one.
 	Group string `json:"group,omitempty"`

@@ -17,8 +17,11 @@
 // worker runs in one order — Pick a job, [take the case's lock], work,
 // [check the register], Effect, work, Complete, [release] — recording each
 // step. Abilities only some strategies have are interfaces found by type
-// assertion: Locking (it takes the case's lock around each job) and
-// Registrar (it checks a completion record before the effect).
+// assertion: Locking (it takes the case's lock around each job),
+// Registrar (it checks a completion record before the effect), Electing
+// (its clients take jobs only while elected leader through the case's
+// backend), Serving (it needs servers of its own: a broker) and Publisher
+// (the coordinator publishes each job to that broker at its due time).
 package jobs
 
 import (
@@ -54,6 +57,9 @@ type Env struct {
 	OpTimeout time.Duration
 	// Executor is the client's name (i<N>c<M>), as the sink records it.
 	Executor string
+	// Endpoints maps every server of the case's cluster to its real
+	// address (a broker's), dialed through Dial.
+	Endpoints map[string]string
 }
 
 // Strategy is a configured way of running jobs.
@@ -68,6 +74,40 @@ type Strategy interface {
 // below the highest it applied for the job.
 type Locking interface {
 	TakesLock() bool
+}
+
+// Electing is implemented by strategies whose clients take jobs only
+// while elected leader: each client campaigns through the case's
+// backend's election (backends.Elector), and an attempt runs under the
+// term it won, as a lock's attempt runs under its lease.
+type Electing interface {
+	Elects() bool
+}
+
+// Serving is implemented by strategies that need servers of their own
+// beside the sink (a broker); the case's cluster starts them.
+type Serving interface {
+	Servers() []backends.ServerSpec
+}
+
+// Publisher is implemented by strategies whose jobs reach the workers
+// through a broker, not the sink's job list: the coordinator publishes
+// each job at its due time.
+type Publisher interface {
+	// OpenPublisher connects the coordinator to the broker (endpoints:
+	// real addresses, dialed plainly: the coordinator is outside every
+	// fault) and makes the case's queue new and empty before any worker
+	// picks (a stream and its consumer, a consumer group).
+	OpenPublisher(ctx context.Context, endpoints map[string]string, prefix string) (Publication, error)
+}
+
+// Publication is the coordinator's side of a broker.
+type Publication interface {
+	// Publish puts job (its id without the prefix) on the broker. An
+	// error leaves it unknown whether the broker kept it: the caller
+	// publishes it again (a broker with a dedup window drops the second).
+	Publish(ctx context.Context, job string) error
+	Close() error
 }
 
 // Executor runs the steps of one client's job attempts. Its methods are
@@ -103,6 +143,9 @@ type Info struct {
 	// Lock: the strategy takes the case's backend's lock; without it, the
 	// case names no backend (the sink's PostgreSQL is its server).
 	Lock bool
+	// Elects: the strategy campaigns in the case's backend's election
+	// (Electing); the case names a backend that can elect.
+	Elects bool
 	// Unsafe marks a known-unsafe control, there to show the failure.
 	Unsafe bool
 	// Options is the zero value of its options struct (yaml and doc
@@ -144,6 +187,20 @@ func New(name string, decode backends.Decoder) (Strategy, error) {
 func TakesLock(s Strategy) bool {
 	l, ok := s.(Locking)
 	return ok && l.TakesLock()
+}
+
+// Elects reports whether s's clients take jobs only while elected.
+func Elects(s Strategy) bool {
+	e, ok := s.(Electing)
+	return ok && e.Elects()
+}
+
+// Servers lists the servers s needs beside the sink (none for most).
+func Servers(s Strategy) []backends.ServerSpec {
+	if sv, ok := s.(Serving); ok {
+		return sv.Servers()
+	}
+	return nil
 }
 
 // SinkServer is the server the sink runs on: the PostgreSQL the

@@ -35,7 +35,7 @@ func WriteAgreement(w io.Writer, a *verdict.Agreement) error {
 			if v == "" {
 				v = "—"
 			}
-			vs = append(vs, v)
+			vs = append(vs, string(v))
 			rs = append(rs, rate(r.TwoHolders[i]))
 		}
 		fmt.Fprintf(tw, "%s\t%s %s\t%s %s\t\n", r.Row, strings.Join(vs, " | "), mark(r.Flipped), strings.Join(rs, " | "), mark(r.Disjoint))

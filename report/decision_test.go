@@ -13,7 +13,7 @@ import (
 // TestDecisionRendering: the Markdown table and the image say each cell's
 // outcome in words, its evidence and its cost without faults.
 func TestDecisionRendering(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
 	mk := func(backend string, faults []history.ScheduledAt, viol, rejected int) verdict.CaseSummary {
 		r := checker.Result{Case: backend, Backend: backend, Valid: true, Decided: true, Violations: viol, AcquiresOK: 10, Status: checker.StatusOK,
 			Meta: history.CaseMeta{Backend: backend, Fenced: true, Faults: faults}, OverlapMaxMs: 12, ZombieMaxMs: 900}

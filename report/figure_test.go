@@ -3,10 +3,11 @@ package report
 import (
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/internal/docmark"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite docs/results.md's table of figures from the registry")
@@ -37,30 +38,10 @@ func TestFiguresRegistered(t *testing.T) {
 // TestResultsDocListsEveryFigure: docs/results.md's table of a run's
 // figures is the registry's (go test ./report -run ResultsDoc -update-docs).
 func TestResultsDocListsEveryFigure(t *testing.T) {
-	const begin, end = "<!-- figures: begin -->\n", "<!-- figures: end -->\n"
 	var b strings.Builder
 	b.WriteString("| file | contents |\n|---|---|\n")
 	for _, f := range Figures() {
 		fmt.Fprintf(&b, "| `%s.png`, `.svg` | %s |\n", f.Name, f.Contents)
 	}
-	want := b.String()
-	const doc = "../docs/results.md"
-	raw, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(raw)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no table of figures between %q and %q", doc, begin, end)
-	}
-	if got := s[i+len(begin) : j]; got != want {
-		if *updateDocs {
-			if err := os.WriteFile(doc, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("%s's table of figures is not the registry's (go test ./report -run ResultsDoc -update-docs):\n got:\n%s\nwant:\n%s", doc, got, want)
-	}
+	docmark.Hold(t, "../docs/results.md", "figures", b.String(), *updateDocs, "go test ./report -run ResultsDoc -update-docs")
 }

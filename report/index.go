@@ -80,7 +80,7 @@ table{border-collapse:collapse;font-size:14px}th,td{border:1px solid #ccc;paddin
 	for _, e := range entries {
 		v := e.sum.Verdicts()
 		class := "ok"
-		if len(e.sum.Rows) == 0 || v["violation"]+v["invalid"]+v["unavailable"]+v["not-reproduced"] > 0 || e.sum.ThresholdsFailed() > 0 {
+		if len(e.sum.Rows) == 0 || v[verdict.RowViolation]+v[verdict.RowInvalid]+v[verdict.RowUnavailable]+v[verdict.RowNotReproduced] > 0 || e.sum.ThresholdsFailed() > 0 {
 			class = "bad"
 		}
 		when := "?"

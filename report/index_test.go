@@ -18,7 +18,7 @@ import (
 // listed as such.
 func TestWriteIndex(t *testing.T) {
 	root := t.TempDir()
-	put := func(rel string, started time.Time, rowVerdict string) {
+	put := func(rel string, started time.Time, rowVerdict verdict.RowVerdict) {
 		dir := filepath.Join(root, rel)
 		os.MkdirAll(dir, 0o755)
 		s := verdict.Summary{Scenario: rel, Conditions: &verdict.Conditions{Started: started}, Rows: []verdict.RowSummary{{Row: "a", Verdict: rowVerdict}}, Cases: []verdict.CaseSummary{{}}}

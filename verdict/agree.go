@@ -32,12 +32,12 @@ type Agreement struct {
 // RowAgreement is one row across runs: its verdict and its two-holders
 // rate in each (absent where the run did not hold the row).
 type RowAgreement struct {
-	Row        string   `json:"row"`
-	Backend    string   `json:"backend"`
-	Verdicts   []string `json:"verdicts"`
-	TwoHolders []*Rate  `json:"two_holders"`
-	Flipped    bool     `json:"flipped"`
-	Disjoint   bool     `json:"disjoint"`
+	Row        string       `json:"row"`
+	Backend    string       `json:"backend"`
+	Verdicts   []RowVerdict `json:"verdicts"`
+	TwoHolders []*Rate      `json:"two_holders"`
+	Flipped    bool         `json:"flipped"`
+	Disjoint   bool         `json:"disjoint"`
 }
 
 // CellAgreement is one decision cell across runs.
@@ -62,7 +62,7 @@ func Agree(runs ...*Summary) *Agreement {
 		for _, r := range s.Rows {
 			j, ok := rowIdx[r.Row]
 			if !ok {
-				a.Rows = append(a.Rows, RowAgreement{Row: r.Row, Backend: r.Backend, Verdicts: make([]string, len(runs)), TwoHolders: make([]*Rate, len(runs))})
+				a.Rows = append(a.Rows, RowAgreement{Row: r.Row, Backend: r.Backend, Verdicts: make([]RowVerdict, len(runs)), TwoHolders: make([]*Rate, len(runs))})
 				j = len(a.Rows) - 1
 				rowIdx[r.Row] = j
 			}
@@ -75,7 +75,7 @@ func Agree(runs ...*Summary) *Agreement {
 	a.Rows = slices.DeleteFunc(a.Rows, func(r RowAgreement) bool { return present(r.TwoHolders) < 2 })
 	for i := range a.Rows {
 		r := &a.Rows[i]
-		var vs []string
+		var vs []RowVerdict
 		for _, v := range r.Verdicts {
 			if v != "" && !slices.Contains(vs, v) {
 				vs = append(vs, v)
@@ -208,7 +208,7 @@ func (a *Agreement) Lines() []string {
 				if v == "" {
 					v = "—"
 				}
-				vs = append(vs, v)
+				vs = append(vs, string(v))
 			}
 			out = append(out, fmt.Sprintf("row %s: verdict flipped: %s", r.Row, strings.Join(vs, " | ")))
 		}

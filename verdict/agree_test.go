@@ -6,7 +6,7 @@ import (
 )
 
 func TestAgree(t *testing.T) {
-	row := func(name, verdict string, hits, of int) RowSummary {
+	row := func(name string, verdict RowVerdict, hits, of int) RowSummary {
 		return RowSummary{Row: name, Backend: "etcd", Verdict: verdict, TwoHolders: NewRate(hits, of)}
 	}
 	run := func(id string, rows ...RowSummary) *Summary {

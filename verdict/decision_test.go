@@ -17,7 +17,7 @@ func TestFaultClass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return history.ScheduledAt{Type: typ, Target: target, Class: info.ClassOf(target)}
+		return history.ScheduledAt{FaultCore: history.FaultCore{Type: typ, Target: target}, Class: info.ClassOf(target)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -40,7 +40,7 @@ func TestFaultClass(t *testing.T) {
 		{"cpu starve the holder", history.CaseMeta{Faults: []history.ScheduledAt{f("cpu-starve", "holder")}}, history.ClassStarve},
 		{"disk stall", history.CaseMeta{Faults: []history.ScheduledAt{f("disk-stall", "etcd-1")}}, history.ClassDisk},
 		{"promote", history.CaseMeta{Faults: []history.ScheduledAt{f("promote", "postgres-2")}}, history.ClassFailover},
-		{"a history without classes", history.CaseMeta{Faults: []history.ScheduledAt{{Type: "pause", Target: "holder"}}}, ClassUnclassified},
+		{"a history without classes", history.CaseMeta{Faults: []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}}}}, ClassUnclassified},
 		{"mixed", history.CaseMeta{Faults: []history.ScheduledAt{f("pause", "holder"), f("kill", "leader")}}, ClassMixed},
 	} {
 		if got := FaultClass(tc.meta); got != tc.expect {
@@ -66,7 +66,7 @@ func cs(backend string, fenced bool, faults []history.ScheduledAt, valid bool, v
 }
 
 func TestDecisionOutcomes(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
 	for _, tc := range []struct {
 		name string
 		c    CaseSummary
@@ -95,8 +95,8 @@ func TestDecisionOutcomes(t *testing.T) {
 // class; one unsafe trial makes the cell unsafe; the no-fault columns
 // come from the fault-free cases only.
 func TestDecisionAggregates(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
-	kill := []history.ScheduledAt{{Type: "kill", Target: "leader", Class: history.ClassKillLead}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
+	kill := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "kill", Target: "leader"}, Class: history.ClassKillLead}}
 	clean := cs("etcd", true, nil, true, 0, 0, 0, 0, 0)
 	clean.Metrics.AcquireLatency = checker.Percentiles{Count: 100, P50: 2, P99: 9}
 	clean.Metrics.Handoff = checker.Percentiles{Count: 50, P50: 1.5}
@@ -126,7 +126,7 @@ func TestDecisionAggregates(t *testing.T) {
 // TestDecisionLockless: where no lock is taken, two holders mean nothing
 // (MODEL §18): the cell has no two-holders rate and is judged on damage.
 func TestDecisionLockless(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
 	c := cs("postgres-occ", false, pause, true, 0, 0, 0, 0, 0)
 	c.Check.Meta.Lockless, c.Check.Meta.Store = true, true
 	d := NewDecision(&Summary{Cases: []CaseSummary{c}})
@@ -140,7 +140,7 @@ func TestDecisionLockless(t *testing.T) {
 // its acquisitions during and after the faults are the case's, counted
 // once, not once per fault (MODEL §15).
 func TestDecisionCountsEachAcquisitionOnce(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}, {Type: "pause", Target: "holder", Class: history.ClassPause}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}, {FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
 	c := cs("etcd", true, pause, true, 0, 0, 0, 0, 0)
 	c.Check.Figures.AcquiresDuringFaults, c.Check.Figures.AcquiresAfterFaults = 1, 2
 	d := NewDecision(&Summary{Cases: []CaseSummary{c}})
@@ -153,7 +153,7 @@ func TestDecisionCountsEachAcquisitionOnce(t *testing.T) {
 // or results/latest beside the folder it links to) counts its trials
 // once: five trials stay five, and too few to call the lock safe.
 func TestDecisionCountsARunOnce(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
 	var cases []CaseSummary
 	for range 5 {
 		cases = append(cases, cs("etcd", true, pause, true, 0, 0, 0, 0, 0))
@@ -172,7 +172,7 @@ func TestDecisionCountsARunOnce(t *testing.T) {
 // 4 of 4; an invalid trial that proved damage alone is no sample of two
 // holders.
 func TestDecisionRateOverTrialsThatAnswer(t *testing.T) {
-	pause := []history.ScheduledAt{{Type: "pause", Target: "holder", Class: history.ClassPause}}
+	pause := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "pause", Target: "holder"}, Class: history.ClassPause}}
 	cases := []CaseSummary{cs("etcd", true, pause, true, 1, 0, 1, 0, 0)}
 	for range 3 {
 		cases = append(cases, cs("etcd", true, pause, false, 1, 0, 0, 0, 0))
@@ -190,7 +190,7 @@ func TestDecisionRateOverTrialsThatAnswer(t *testing.T) {
 // exposures but one sample of the rate ("0 of 1, ≤ 79%"): too few to call
 // the lock safe, however many windows it held.
 func TestDecisionTooFewTrials(t *testing.T) {
-	part := []history.ScheduledAt{{Type: "partition", Target: "link:redis-1", Class: history.ClassPartition}}
+	part := []history.ScheduledAt{{FaultCore: history.FaultCore{Type: "partition", Target: "link:redis-1"}, Class: history.ClassPartition}}
 	one := cs("redis", true, part, true, 0, 0, 0, 0, 0)
 	one.Check.Exposures = 10
 	cell := NewDecision(&Summary{Cases: []CaseSummary{one}}).Rows[0].Cells[history.ClassPartition]

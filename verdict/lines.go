@@ -21,8 +21,8 @@ var statusWords = map[checker.Status]string{
 func StatusWords(s checker.Status) string { return statusWords[s] }
 
 // Verdicts counts rows by verdict.
-func (s *Summary) Verdicts() map[string]int {
-	out := map[string]int{}
+func (s *Summary) Verdicts() map[RowVerdict]int {
+	out := map[RowVerdict]int{}
 	for _, r := range s.Rows {
 		out[r.Verdict]++
 	}
@@ -123,7 +123,7 @@ func (s *Summary) Tally() string {
 		return ""
 	}
 	parts := []string{fmt.Sprintf("%d as expected", v[RowReproduced])}
-	for _, k := range []string{RowViolation, RowUnavailable, RowNotReproduced, RowInvalid} {
+	for _, k := range []RowVerdict{RowViolation, RowUnavailable, RowNotReproduced, RowInvalid} {
 		if v[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", v[k], k))
 		}

@@ -24,13 +24,13 @@ type modelCase struct {
 	ErrorLine int         `json:"error_line"`
 	Cases     []modelWant `json:"cases"`
 	Rows      []struct {
-		Row        string   `json:"row"`
-		Verdict    string   `json:"verdict"`
-		Decided    *int     `json:"decided"`
-		Exposures  *int     `json:"exposures"`
-		TwoHolders *string  `json:"two_holders"`
-		OverlapMax *float64 `json:"overlap_max_ms"`
-		ZombieMax  *float64 `json:"zombie_max_ms"`
+		Row        string     `json:"row"`
+		Verdict    RowVerdict `json:"verdict"`
+		Decided    *int       `json:"decided"`
+		Exposures  *int       `json:"exposures"`
+		TwoHolders *string    `json:"two_holders"`
+		OverlapMax *float64   `json:"overlap_max_ms"`
+		ZombieMax  *float64   `json:"zombie_max_ms"`
 	} `json:"rows"`
 	// Cells are decision-view cells (MODEL §18) the history must give.
 	Cells []struct {

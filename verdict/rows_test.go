@@ -16,7 +16,7 @@ func TestRowVerdicts(t *testing.T) {
 		name     string
 		statuses []string
 		need     int
-		want     string
+		want     RowVerdict
 	}{
 		{"all met", []string{"ok", "ok", "ok"}, 3, "reproduced"},
 		{"enough met", []string{"ok", "not-reproduced", "ok"}, 2, "reproduced"},

@@ -42,13 +42,16 @@ type CaseSummary struct {
 	Digest string `json:"digest,omitempty"`
 }
 
+// RowVerdict is the verdict on a row, a case over its trials (MODEL §14).
+type RowVerdict string
+
 // Row verdicts (MODEL §14).
 const (
-	RowViolation     = "violation"
-	RowUnavailable   = "unavailable"
-	RowInvalid       = "invalid"
-	RowReproduced    = "reproduced"
-	RowNotReproduced = "not-reproduced"
+	RowViolation     RowVerdict = "violation"
+	RowUnavailable   RowVerdict = "unavailable"
+	RowInvalid       RowVerdict = "invalid"
+	RowReproduced    RowVerdict = "reproduced"
+	RowNotReproduced RowVerdict = "not-reproduced"
 )
 
 // RowSummary is the verdict on a case repeated over trials (MODEL §14):
@@ -76,7 +79,7 @@ type RowSummary struct {
 	// trial was not live as expected), invalid (a trial could not be
 	// judged, or the trials disagree on the row), reproduced (Met >= Need)
 	// or not-reproduced.
-	Verdict string `json:"verdict"`
+	Verdict RowVerdict `json:"verdict"`
 	// Why says, for an invalid row, what made it so.
 	Why string `json:"why,omitempty"`
 	// The evidence over the row's decided trials (MODEL §16, §17): valid

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -44,17 +45,20 @@ func init() {
 		Options:    Options{},
 		New:        func(decode backends.Decoder) (backends.Backend, error) { return New("", decode) },
 		NewLabeled: New,
+		Doc: backends.Doc{
+			Servers: "the cluster of the Go backend its `server` option names (one that lets drivers name it)",
+			Models:  "a lock client in any language, as a driver process speaking JSON lines (docs/drivers.md); `driver:LIBRARY@VERSION` runs a reference driver (redis-py, kazoo, python-etcd3, Curator, node-redis)",
+			Token:   "the driver's, when its hello says it has one",
+			Lost:    "the driver's `lost` message, when its hello says it sends one",
+			Options: "`command`, `server`, `server_options`, `library`, `env`, `acquire`, `lease`, `tokens`, `extend`, `renews`, `one_member`, `dials`, `start_timeout` (30s), `answer_grace` (2s): docs/drivers.md"},
+		Paused: backends.Paused{Excused: "a driver is its own process, its library's lost signal checked by `bench driver check` (lostSignal in checkfaults.go), and its holder paused past the lease, driver included, by scenarios/drivers.yaml (make bench-drivers)"},
 	})
 }
-
-// ServerKinds are the servers a driver can talk to: the Go backends whose
-// clusters lockbench starts for it.
-var ServerKinds = []string{"redis", "redis-sentinel", "redlock", "etcd", "zookeeper", "consul", "postgres"}
 
 // Options are a driver case's options.
 type Options struct {
 	Command []string `yaml:"command" doc:"the driver's command and arguments (default: the reference driver the label names)"`
-	Server  string   `yaml:"server" doc:"the server it talks to, as the Go backend of that name starts it: redis, redis-sentinel, redlock, etcd, zookeeper, consul or postgres (default: the reference driver's)"`
+	Server  string   `yaml:"server" doc:"the server it talks to, as the Go backend of that name starts it: a backend that lets drivers name it (docs/backends.md marks them: redis, etcd, ...; default: the reference driver's)"`
 	// ServerOptions go to the Go backend of Server, for its cluster's shape.
 	ServerOptions map[string]any `yaml:"server_options" doc:"options of the server's Go backend, for its cluster (default: that backend's defaults)"`
 	// Library are the library's own options, passed to the driver.
@@ -128,10 +132,10 @@ func New(label string, decode backends.Decoder) (backends.Backend, error) {
 		server = b.ref.Server
 	}
 	if server == "" {
-		return nil, fmt.Errorf("server: required (one of %s)", strings.Join(ServerKinds, ", "))
+		return nil, fmt.Errorf("server: required (one of %s)", strings.Join(backends.DriverServers(), ", "))
 	}
-	if !slices.Contains(ServerKinds, server) {
-		return nil, fmt.Errorf("server: %q is not one of %s", server, strings.Join(ServerKinds, ", "))
+	if !slices.Contains(backends.DriverServers(), server) {
+		return nil, fmt.Errorf("server: %q is not one of %s", server, strings.Join(backends.DriverServers(), ", "))
 	}
 	srvOpts := []byte("{}")
 	if len(o.ServerOptions) > 0 {
@@ -345,8 +349,8 @@ func (b *Backend) wait(ab Abilities) bool {
 // Open starts (or shares) the instance's driver and returns the client's
 // Locker on it.
 func (b *Backend) Open(ctx context.Context, env backends.Env) (backends.Locker, error) {
-	for _, fam := range []string{"redis", "etcd", "zookeeper", "consul", "postgres"} {
-		if env.Credentials(fam) != nil {
+	for _, fam := range slices.Sorted(maps.Keys(env.Auth)) {
+		if env.Auth[fam] != nil {
 			return nil, fmt.Errorf("%s: drivers are not given credentials yet (the targets file has %s credentials)", b.name, fam)
 		}
 	}

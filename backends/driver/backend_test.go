@@ -32,7 +32,7 @@ func TestNew(t *testing.T) {
 		{"unknown library option", "kazoo", "{library: {tmeout: 2}}", "kazoo takes no option tmeout (it takes: lost_on, timeout)"},
 		{"own driver", "mine@1", "{server: etcd, command: [./d]}", ""},
 		{"own driver, no server", "mine", "{command: [./d]}", "server: required"},
-		{"own driver, unknown server", "mine", "{server: mysql, command: [./d]}", `server: "mysql" is not one of redis, redis-sentinel`},
+		{"own driver, unknown server", "mine", "{server: mysql, command: [./d]}", `server: "mysql" is not one of consul, etcd, postgres, redis`},
 		{"no command, no reference", "mine", "{server: redis}", `"mine" is not a reference driver (redis-py, kazoo, python-etcd3, curator, node-redis)`},
 		{"no label, no command", "", "{}", "name a reference driver in the backend's label"},
 		{"reference on another server", "kazoo", "{server: redis}", "the reference driver kazoo talks to zookeeper, not redis"},

@@ -296,14 +296,14 @@ func (c *checker) acquire(ctx context.Context) (string, error) {
 
 // tryOnce is how another client probes a held lock: one try when the
 // driver offers it, or a short wait.
-func (c *checker) tryOnce(ctx context.Context, i int, key string) (backends.Lease, error, time.Duration) {
+func (c *checker) tryOnce(ctx context.Context, i int, key string) (backends.Lease, time.Duration, error) {
 	return c.tryFor(ctx, i, key, 500*time.Millisecond)
 }
 
-func (c *checker) tryFor(ctx context.Context, i int, key string, d time.Duration) (backends.Lease, error, time.Duration) {
+func (c *checker) tryFor(ctx context.Context, i int, key string, d time.Duration) (backends.Lease, time.Duration, error) {
 	start := time.Now()
 	l, err := c.take(ctx, i, key, d)
-	return l, err, time.Since(start)
+	return l, time.Since(start), err
 }
 
 // tryWindows are the exclusion probe's timeouts: a driver whose library
@@ -325,7 +325,7 @@ func (c *checker) exclusion(ctx context.Context) (string, error) {
 	}
 	var slow []string
 	for _, d := range tryWindows {
-		l, err, took := c.tryFor(ctx, 1, "check-a", d)
+		l, took, err := c.tryFor(ctx, 1, "check-a", d)
 		switch {
 		case err == nil:
 			c.give(ctx, 1, l)

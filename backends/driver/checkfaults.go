@@ -56,7 +56,7 @@ func (c *checker) expiry(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("client 0's release of its expired lease: %w", err)
 	}
 	// Client 1 must still hold it.
-	if l, err, _ := c.tryOnce(ctx, 0, "check-e"); err == nil {
+	if l, _, err := c.tryOnce(ctx, 0, "check-e"); err == nil {
 		c.give(ctx, 0, l)
 		return "", errors.New("after client 0's late release, client 0 could take the lock client 1 holds: the late release removed another holder's lock")
 	}

@@ -52,7 +52,7 @@ direction are marked "unverified"; -min-runs makes that a failure (101).`
 				return exitcode.With(err, exitcode.Config)
 			}
 			for _, s := range set {
-				if v := s.Verdicts(); v["invalid"] > 0 {
+				if v := s.Verdicts(); v[verdict.RowInvalid] > 0 {
 					return exitcode.With(fmt.Errorf("run %s in %s has invalid cases: it cannot be a baseline or a candidate", s.RunID, dir), exitcode.Invalid)
 				}
 			}

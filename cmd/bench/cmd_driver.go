@@ -64,7 +64,7 @@ and prints the ratios and the protocol's round trip.`
 			return driverCheck(ctx, cio, args[1], args[2:], *server, *options, *ttl, *out)
 		case "perf":
 			if len(args) < 2 {
-				return exitcode.With(errors.New("driver perf takes NAME..."), exitcode.Config)
+				return exitcode.With(errors.New("driver perf takes one NAME or more"), exitcode.Config)
 			}
 			if *clients < 1 || *dur <= 0 || *rounds < 1 {
 				return exitcode.With(errors.New("driver perf: -clients, -duration and -rounds must be positive"), exitcode.Config)

@@ -15,13 +15,15 @@ import (
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/jobs"
 )
 
 // listing is what bench list -json prints.
 type listing struct {
-	Backends  []backendEntry  `json:"backends"`
-	Faults    []faultEntry    `json:"faults"`
-	Scenarios []scenarioEntry `json:"scenarios"`
+	Backends   []backendEntry  `json:"backends"`
+	Strategies []strategyEntry `json:"job_strategies"`
+	Faults     []faultEntry    `json:"faults"`
+	Scenarios  []scenarioEntry `json:"scenarios"`
 }
 
 type backendEntry struct {
@@ -31,11 +33,22 @@ type backendEntry struct {
 	Options []backends.Option `json:"options"`
 }
 
+// strategyEntry is a job strategy (jobs.Info).
+type strategyEntry struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+	// Backend: the case names a backend (its lock, or its election).
+	Backend bool            `json:"needs_backend"`
+	Unsafe  bool            `json:"known_unsafe_control"`
+	Options []config.Option `json:"options,omitempty"`
+}
+
 type faultEntry struct {
 	Name    string   `json:"name"`
 	Summary string   `json:"summary"`
 	Targets []string `json:"targets"`
-	// ServerKinds limits the server kinds it acts on (faults.Info.Kinds;
+	// ServerKinds limits the server kinds it acts on (the kinds that
+	// declare what faults.Info.Asks;
 	// empty: any).
 	ServerKinds []string `json:"server_kinds,omitempty"`
 	Root        bool     `json:"needs_root"`
@@ -101,6 +114,9 @@ func buildListing(dir string) (*listing, error) {
 	for _, b := range backends.All() {
 		l.Backends = append(l.Backends, backendEntry{Name: b.Name, Summary: b.Summary, Unsafe: b.Unsafe, Options: b.OptionList()})
 	}
+	for _, s := range jobs.All() {
+		l.Strategies = append(l.Strategies, strategyEntry{Name: s.Name, Summary: s.Summary, Backend: s.Lock || s.Elects, Unsafe: s.Unsafe, Options: config.OptionsOf(s.Options)})
+	}
 	for _, f := range faults.All() {
 		var kinds []string
 		for _, k := range f.Targets {
@@ -110,7 +126,7 @@ func buildListing(dir string) (*listing, error) {
 		for _, r := range f.Requires() {
 			reqs = append(reqs, string(r))
 		}
-		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.Kinds, Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Modes: modesOf(f), Options: f.OptionList()})
+		l.Faults = append(l.Faults, faultEntry{Name: f.Name, Summary: f.Summary, Targets: kinds, ServerKinds: f.ActsOn(cluster.FaultKinds()), Root: f.NeedsRoot(), Requires: reqs, Claims: f.ClaimList(), Modes: modesOf(f), Options: f.OptionList()})
 	}
 	if dir == "" {
 		return l, nil
@@ -149,6 +165,9 @@ func (l *listing) write(w io.Writer, options bool) error {
 	for _, f := range l.Faults {
 		width = max(width, len(f.Name))
 	}
+	for _, s := range l.Strategies {
+		width = max(width, len(s.Name))
+	}
 	var b strings.Builder
 	b.WriteString("BACKENDS\n")
 	for _, be := range l.Backends {
@@ -163,6 +182,26 @@ func (l *listing) write(w io.Writer, options bool) error {
 				ow = max(ow, len(o.Name)+len(o.Type)+3)
 			}
 			for _, o := range be.Options {
+				fmt.Fprintf(&b, "  %-*s    %-*s  %s\n", width, "", ow, o.Name+" ("+o.Type+")", o.Doc)
+			}
+		}
+	}
+	b.WriteString("\nJOB STRATEGIES\n")
+	for _, s := range l.Strategies {
+		mark := ""
+		if s.Backend {
+			mark += " [backend: the case's]"
+		}
+		if s.Unsafe {
+			mark += " [known-unsafe control]"
+		}
+		fmt.Fprintf(&b, "  %-*s  %s%s\n", width, s.Name, s.Summary, mark)
+		if options {
+			ow := 0
+			for _, o := range s.Options {
+				ow = max(ow, len(o.Name)+len(o.Type)+3)
+			}
+			for _, o := range s.Options {
 				fmt.Fprintf(&b, "  %-*s    %-*s  %s\n", width, "", ow, o.Name+" ("+o.Type+")", o.Doc)
 			}
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestListSaysWhatEachFaultActsOn: bench list -json names, per fault, the
-// server kinds it is limited to (faults.Info.Kinds), and the text listing
+// server kinds it is limited to (those that declare what faults.Info.Asks),
+// and the text listing
 // says it in the targets.
 func TestListSaysWhatEachFaultActsOn(t *testing.T) {
 	stdout, _, err := runInProcess(t, "list", "-json", "../../scenarios")
@@ -43,6 +44,14 @@ func TestListSaysWhatEachFaultActsOn(t *testing.T) {
 	}
 	if c := byName["disk-stall"].Claims; !slices.Equal(c, []string{"cgroup:blkio"}) {
 		t.Errorf("disk-stall claims %v", c)
+	}
+	for _, want := range []string{"nats", "redis-streams", "leader", "skip-locked"} {
+		if !slices.ContainsFunc(l.Strategies, func(s strategyEntry) bool { return s.Name == want }) {
+			t.Errorf("job strategy %s is not listed", want)
+		}
+	}
+	if !strings.Contains(text, "JOB STRATEGIES") || !strings.Contains(text, "redis-streams") {
+		t.Errorf("the text listing has no job strategies:\n%s", text)
 	}
 	if c := byName["latency"].Claims; !slices.Equal(c, []string{"latency"}) {
 		t.Errorf("latency claims %v, want its own name", c)

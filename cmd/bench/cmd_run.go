@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/targets"
 	"github.com/lockbench/lockbench/verdict"
@@ -141,7 +142,7 @@ func scenarioOptions(network, targetsFile string, comp composeFlags) (scenario.O
 		o.Compose = &scenario.Compose{File: *comp.file, Project: *comp.project, WorkerImage: *comp.image}
 	}
 	if targetsFile != "" {
-		t, err := targets.Load(targetsFile)
+		t, err := targets.Load(targetsFile, cluster.CredentialFamilies())
 		if err != nil {
 			return o, exitcode.With(err, exitcode.Config)
 		}

@@ -95,10 +95,10 @@ func knownTable(w io.Writer, dirs []string, sums []*verdict.Summary) error {
 					names = append(names, m.Name)
 				}
 			}
-			if r.Verdict != "reproduced" {
+			if r.Verdict != verdict.RowReproduced {
 				failed++
 			}
-			t.Add(r.Row, r.Backend, r.Verdict, fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need), r.TwoHolders.String(),
+			t.Add(r.Row, r.Backend, string(r.Verdict), fmt.Sprintf("%d/%d trials (need %d)", r.Met, r.Trials, r.Need), r.TwoHolders.String(),
 				fmt.Sprint(viol), fmt.Sprint(rej), fmt.Sprint(acc), fmt.Sprint(regr), serverVersions(info, names))
 		}
 	}

@@ -63,7 +63,7 @@ func TestCompareCommand(t *testing.T) {
 // intervals are disjoint, disagree (exit 102); the same runs agree.
 func TestAgreeCommand(t *testing.T) {
 	root := t.TempDir()
-	writeRun := func(dir, id, digest, verdictWord string, hits int) {
+	writeRun := func(dir, id, digest string, verdictWord verdict.RowVerdict, hits int) {
 		t.Helper()
 		s := verdict.Summary{RunID: id, Rows: []verdict.RowSummary{{Row: "etcd[pause=0.9×lease]", Backend: "etcd", Verdict: verdictWord, TwoHolders: verdict.NewRate(hits, 10)}}}
 		if digest != "" {
@@ -75,7 +75,7 @@ func TestAgreeCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write := func(dir, verdictWord string, hits int) {
+	write := func(dir string, verdictWord verdict.RowVerdict, hits int) {
 		t.Helper()
 		writeRun(dir, filepath.Base(dir), "", verdictWord, hits)
 	}

@@ -10,7 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/internal/cluster"
+	"github.com/lockbench/lockbench/internal/docmark"
 	"github.com/lockbench/lockbench/internal/exitcode"
+	"github.com/lockbench/lockbench/internal/layout"
 )
 
 var update = flag.Bool("update", false, "rewrite generated tables in the documentation")
@@ -162,29 +167,90 @@ func TestHistoryCounts(t *testing.T) {
 		}
 		return len(m)
 	}
-	const begin, end = "<!-- history counts: begin -->\n", "<!-- history counts: end -->\n"
 	want := fmt.Sprintf("`checker/testdata/` holds %d hand-made histories with golden verdicts;\n"+
 		"`checker/testdata/model/` holds %d more, and `checker/testdata/figures/`\n%d,\n",
 		count(""), count("model"), count("figures"))
-	f := "../../docs/checker.md"
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no history counts between %q and %q", f, begin, end)
-	}
-	if got := s[i+len(begin) : j]; got != want {
-		if *update {
-			if err := os.WriteFile(f, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
+	docmark.Hold(t, "../../docs/checker.md", "history counts", want, *update, "go test ./cmd/bench -run TestHistoryCounts -update")
+}
+
+// faultTable is docs/scenarios.md's table of faults, from their
+// registrations: what each does and what shows it applied (Info.Does,
+// Info.Observed), its targets, the server kinds it acts on (those that
+// declare what it asks) and what it needs of the machine.
+func faultTable(t *testing.T) string {
+	var b strings.Builder
+	b.WriteString("| type | targets | what it does | observed as applied when |\n|---|---|---|---|\n")
+	for _, f := range faults.All() {
+		if f.Does == "" || f.Observed == "" {
+			t.Errorf("fault %s: Does and Observed (faults.Info) are what docs/scenarios.md's table says of it: declare them in its registration", f.Name)
 		}
-		t.Errorf("%s gives other counts than the tree (go test ./cmd/bench -run TestHistoryCounts -update):\n got: %s\nwant: %s", f, got, want)
+		var ts []string
+		for _, k := range f.Targets {
+			ts = append(ts, string(k))
+		}
+		targets := strings.Join(ts, ", ")
+		if kinds := f.ActsOn(cluster.FaultKinds()); kinds != nil {
+			targets += " of kind " + strings.Join(kinds, ", ")
+		}
+		var reqs []string
+		for _, r := range f.Requires() {
+			reqs = append(reqs, string(r))
+		}
+		if len(reqs) > 0 {
+			targets += " (needs " + strings.Join(reqs, ", ") + ")"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Name, targets, f.Does, f.Observed)
 	}
+	return b.String()
+}
+
+// TestFaultTableInDocs: docs/scenarios.md's table of faults is the
+// registry's (go test ./cmd/bench -run TestFaultTableInDocs -update).
+func TestFaultTableInDocs(t *testing.T) {
+	docmark.Hold(t, "../../docs/scenarios.md", "faults", faultTable(t), *update, "go test ./cmd/bench -run TestFaultTableInDocs -update")
+}
+
+// backendTable is docs/backends.md's table of backends, from their
+// registrations (backends.Info.Doc), with what a paused holder shows
+// (Info.Paused) and whether a driver may name it (Info.Drivers).
+func backendTable(t *testing.T) string {
+	var b strings.Builder
+	b.WriteString("| name | servers | what it models | fencing token | lost signal | paused past its lease | options (defaults) |\n|---|---|---|---|---|---|---|\n")
+	for _, i := range backends.All() {
+		d := i.Doc
+		if d.Servers == "" || d.Models == "" || d.Token == "" || d.Lost == "" || d.Options == "" {
+			t.Errorf("backend %s: its registration's Doc (servers, what it models, token, lost signal, options) is what docs/backends.md's table says of it: declare every field", i.Name)
+		}
+		paused := "its holder keeps the lock, with no signal"
+		if i.Paused.Excused == "" && i.Paused.Shows == "" {
+			t.Errorf("backend %s: its registration's Paused says what a paused holder shows, or why it is not tried so (backends.Paused)", i.Name)
+		}
+		switch {
+		case i.Paused.Excused != "":
+			paused = "not tried: " + i.Paused.Excused
+		case i.Paused.Shows == backends.PauseLost:
+			paused = "its holder learns the lease is lost"
+		}
+		name := "`" + i.Name + "`"
+		if i.Drivers {
+			name += " (a driver's server)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, d.Servers, d.Models, d.Token, d.Lost, paused, d.Options)
+	}
+	return b.String()
+}
+
+// TestBackendTableInDocs: docs/backends.md's table of backends is the
+// registry's (go test ./cmd/bench -run TestBackendTableInDocs -update).
+func TestBackendTableInDocs(t *testing.T) {
+	docmark.Hold(t, "../../docs/backends.md", "backends", backendTable(t), *update, "go test ./cmd/bench -run TestBackendTableInDocs -update")
+}
+
+// TestResultsFolderTableInDocs: docs/results.md's table of a results
+// folder is the files' registry (layout.Files: each registered by what
+// writes it; go test ./cmd/bench -run TestResultsFolderTableInDocs -update).
+func TestResultsFolderTableInDocs(t *testing.T) {
+	docmark.Hold(t, "../../docs/results.md", "results folder", layout.Markdown(), *update, "go test ./cmd/bench -run TestResultsFolderTableInDocs -update")
 }
 
 // TestSecurityClaimsAreTested: every test docs/security.md names for its

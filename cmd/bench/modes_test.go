@@ -3,52 +3,26 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/control"
+	"github.com/lockbench/lockbench/internal/docmark"
 	"github.com/lockbench/lockbench/internal/scenario"
 	"github.com/lockbench/lockbench/internal/targets"
-)
-
-// The fault table of modes (docs/architecture.md) sits between these two lines.
-const (
-	tableBegin = "<!-- bench list -modes: begin -->\n"
-	tableEnd   = "<!-- bench list -modes: end -->"
 )
 
 // TestKubernetesMappingInDocs: docs/architecture.md's table of how the
 // Kubernetes mode performs each fault is bench list -mode kubernetes's
 // (-update rewrites it).
 func TestKubernetesMappingInDocs(t *testing.T) {
-	const path = "../../docs/architecture.md"
-	begin, end := "<!-- bench list -mode kubernetes: begin -->\n", "<!-- bench list -mode kubernetes: end -->"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no table between %q and %q", path, begin, end)
-	}
 	m, err := cluster.LookupMode(cluster.ModeKubernetes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s[i+len(begin):j], howTable(m); got != want {
-		if *update {
-			if err := os.WriteFile(path, []byte(s[:i+len(begin)]+want+s[j:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("%s's Kubernetes table is not bench list -mode kubernetes's (-update rewrites it)", path)
-	}
+	docmark.Hold(t, "../../docs/architecture.md", "bench list -mode kubernetes", howTable(m), *update, "go test ./cmd/bench -run TestKubernetesMappingInDocs -update")
 	for _, a := range faults.Actions {
 		if m.How[a] == "" {
 			t.Errorf("the Kubernetes mode does not say how it performs %s, or why not", a)
@@ -61,24 +35,7 @@ func TestKubernetesMappingInDocs(t *testing.T) {
 // `go test ./cmd/bench -run TestModesFaultTable -update` when this
 // fails).
 func TestModesFaultTable(t *testing.T) {
-	b, err := os.ReadFile("../../docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("docs/architecture.md has no fault table between %q and %q", tableBegin, tableEnd)
-	}
-	if got, want := s[i+len(tableBegin):j], modesTable(); got != want {
-		if *update {
-			if err := os.WriteFile("../../docs/architecture.md", []byte(s[:i+len(tableBegin)]+want+s[j:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("docs/architecture.md's fault table is not bench list -modes's (go test ./cmd/bench -run TestModesFaultTable -update):\n--- docs/architecture.md\n%s\n--- bench list -modes\n%s", got, want)
-	}
+	docmark.Hold(t, "../../docs/architecture.md", "bench list -modes", modesTable(), *update, "go test ./cmd/bench -run TestModesFaultTable -update")
 }
 
 // TestValidationEnforcesTheModes: for every fault, every deployment mode
@@ -140,9 +97,9 @@ func TestValidationEnforcesTheModes(t *testing.T) {
 					switch {
 					case m.SourceCuts && f.Action == faults.ActCut && on == cluster.OnServer:
 						want = want && cluster.BindsSource(u.kind)
-					case !m.Faketime && slices.Contains(f.NeedsFaketime, u.kind):
+					case !m.Faketime && f.Faketime(cluster.FaultKind(u.kind).Abilities):
 						want = false
-					case m.NoEmulatedClock && len(f.NeedsFaketime) > 0 && !slices.Contains(f.NeedsFaketime, u.kind):
+					case m.NoEmulatedClock && f.Asks == faults.AskClock && !f.Faketime(cluster.FaultKind(u.kind).Abilities):
 						want = false
 					}
 					src := fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n",
@@ -202,7 +159,7 @@ func usesOf(t *testing.T, f faults.Info, on cluster.On) []use {
 		return []use{{backend: "etcd", fault: fault("link:etcd-1-peer")}}
 	}
 	var us []use
-	kinds := f.Kinds
+	kinds := f.ActsOn(cluster.FaultKinds())
 	if len(kinds) == 0 {
 		kinds = []string{"etcd"}
 		if f.Action == faults.ActCut {

@@ -37,8 +37,11 @@ func Example_report() {
 		return
 	}
 	c := sum.Cases[0].Check
-	fmt.Println(c.Status, c.Violations, c.OverlapMaxMs, sum.ExitCode())
-	// Output: violation 1 80 100
+	// Every type verdict returns is nameable here, outside lockbench.
+	var code verdict.ExitCode = sum.ExitCode()
+	rows := sum.Verdicts()
+	fmt.Println(c.Status, c.Violations, c.OverlapMaxMs, code, code == verdict.ExitViolation, rows[verdict.RowViolation])
+	// Output: violation 1 80 100 true 1
 }
 
 // Example_checker feeds the checker event by event: the streaming API a

@@ -14,6 +14,7 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 )
 
 // ConsulVersion is the Consul release built by scripts/build-servers.sh:
@@ -32,7 +33,12 @@ func init() {
 		Leader: func(ctx context.Context, live map[string][]*Server) (string, error) {
 			return consulLeader(ctx, live["consul"])
 		},
-		BindsSource: true})
+		BindsSource: true,
+		// Go reads the wall clock through the vDSO, out of libfaketime's reach.
+		Faults:      faults.Abilities{Clock: faults.ClockNone},
+		Credentials: "consul", Drivers: true,
+		Setup:   Setup{Build: "consul"},
+		Compose: "consul", Kube: "consul"})
 }
 
 func consulBinary() (string, error) { return cachedBinary("LOCKBENCH_CONSUL", "consul", ConsulVersion) }

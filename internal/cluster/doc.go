@@ -2,7 +2,7 @@
 // backend for one case, where the run's deployment mode puts them.
 //
 // A server kind (redis.go, etcd.go, consul.go, zookeeper.go, postgres.go,
-// sentinel.go, pgbouncer.go) says how to launch its members, how to tell
+// sentinel.go, pgbouncer.go, nats.go) says how to launch its members, how to tell
 // that the cluster is healthy and this run's, and which member leads (its
 // file registers a Kind, kind.go; launch.go is what its Start uses). A
 // deployment mode (mode.go) is chosen once, at validation (ModeOf), and

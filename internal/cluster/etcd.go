@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 )
 
 // EtcdVersion is the etcd release built by scripts/build-servers.sh.
@@ -76,7 +77,12 @@ func init() {
 				out = append(out, sp.Name+"-peer")
 			}
 			return out
-		}})
+		},
+		// Go reads the wall clock through the vDSO, out of libfaketime's reach.
+		Faults:      faults.Abilities{Clock: faults.ClockNone},
+		Credentials: "etcd", Drivers: true,
+		Setup:   Setup{Build: "etcd"},
+		Compose: "etcd", Kube: "etcd"})
 }
 
 func etcdBinary() (string, error) { return cachedBinary("LOCKBENCH_ETCD", "etcd", EtcdVersion) }

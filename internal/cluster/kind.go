@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"slices"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/config"
 )
 
@@ -40,6 +42,92 @@ type Kind struct {
 	// source of their connections to peers, so that address-level
 	// partitions separate them on loopback.
 	BindsSource bool
+
+	// What the rest of lockbench reads of the kind, each list derived
+	// from these declarations (TestEveryServerKindIsComplete names what
+	// a kind leaves undeclared):
+
+	// Faults is what faults may do to the kind's servers beyond stopping,
+	// killing and cutting them: how their clock moves (required), the
+	// protocol a fault speaks to them, a memory to fill, a standby to
+	// promote. Faults receive it as data (faults.Env.Server) and act on
+	// what it says, never on the kind's name; faults.Abilities.Check
+	// holds it to what the faults implement.
+	Faults faults.Abilities
+	// Credentials is the family of credentials a targets file gives the
+	// kind's servers (the key of its auth section, by which a backend
+	// reads them: env.Credentials): the replicated Redis servers are
+	// Redis's. Required.
+	Credentials string
+	// Drivers says a driver process may be given the kind's servers (its
+	// hello lists them): a backend a driver names as its server
+	// (backends.Info.Drivers) starts only such kinds.
+	Drivers bool
+	// Setup is what `make setup` installs for the kind (required): the
+	// Makefile's presence checks and builds are generated from it
+	// (kinds.mk, TestKindsMakefile).
+	Setup Setup
+	// Compose is the profile of compose/docker-compose.yml whose
+	// services are the kind's servers, and Kube the group (StatefulSet)
+	// of internal/kube's topology; NotDeployed says why a kind has
+	// neither (it runs only where lockbench starts it, or in a topology
+	// file of its own). One of the two is required.
+	Compose, Kube, NotDeployed string
+}
+
+// Setup is what `make setup` installs for a server kind.
+type Setup struct {
+	// Apt are the Debian packages it needs.
+	Apt []Package
+	// Build names the server scripts/build-servers.sh builds from the Go
+	// module proxy ("etcd").
+	Build string
+}
+
+// Package is a Debian package and how the Makefile sees it installed.
+type Package struct {
+	Name string
+	// Present is a shell test that succeeds once the package is
+	// installed: `command -v redis-server`, `[ -f /usr/share/java/x.jar ]`.
+	Present string
+}
+
+// ServerKind is the kind as faults see it (faults.Env.Server): its name
+// and the abilities it declares.
+func (k Kind) ServerKind() faults.ServerKind {
+	return faults.ServerKind{Name: k.Name, Abilities: k.Faults}
+}
+
+// FaultKind returns what faults see of the kind registered under name;
+// an unknown kind can do nothing (its clock untouchable).
+func FaultKind(name string) faults.ServerKind {
+	if k, err := LookupKind(name); err == nil {
+		return k.ServerKind()
+	}
+	return faults.ServerKind{Name: name, Abilities: faults.Abilities{Clock: faults.ClockNone}}
+}
+
+// FaultKinds lists what faults see of every registered kind.
+func FaultKinds() []faults.ServerKind {
+	var out []faults.ServerKind
+	for _, k := range Kinds() {
+		out = append(out, k.ServerKind())
+	}
+	return out
+}
+
+// CredentialFamilies lists the credential families of the registered
+// kinds (Kind.Credentials), sorted, once each: what a targets file's auth
+// section may name.
+func CredentialFamilies() []string {
+	var out []string
+	for _, k := range Kinds() {
+		if k.Credentials != "" && !slices.Contains(out, k.Credentials) {
+			out = append(out, k.Credentials)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 var kinds = config.NewRegistry[Kind]("server kind")

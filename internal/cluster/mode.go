@@ -53,11 +53,11 @@ type Mode struct {
 	Remote []On
 	// Faketime: the mode can start a server under libfaketime, so clock
 	// faults act on the server kinds whose clock that moves
-	// (faults.Info.NeedsFaketime); without it only on the kinds whose
-	// clock is emulated.
+	// (faults.ClockFaketime); without it only on the kinds whose clock is
+	// emulated.
 	Faketime bool
 	// NoEmulatedClock: clock faults act only where the mode moves a
-	// server's clock itself (the NeedsFaketime kinds), never emulated
+	// server's clock itself (the ClockFaketime kinds), never emulated
 	// through the server's data, which would need a client of lockbench's
 	// own with the server's credentials.
 	NoEmulatedClock bool
@@ -226,18 +226,24 @@ func (m Mode) Condition(info faults.Info, on On) string {
 			}
 		}
 		notes = append(notes, "between servers, only of kinds whose peer connections leave from their own address ("+strings.Join(kinds, ", ")+"); etcd's and ZooKeeper's members are cut in hosts mode (etcd's also by its peer links' toxics, link:etcd-N-peer)")
-	case m.NoEmulatedClock && len(info.NeedsFaketime) > 0:
-		notes = append(notes, "only on "+strings.Join(info.NeedsFaketime, ", ")+" servers, whose clock this mode moves itself (the others' clock lockbench emulates through their data, which it does not write on a targets file's servers)")
-	case !m.Faketime && len(info.NeedsFaketime) > 0:
-		var kinds []string
-		for _, k := range info.Kinds {
-			if !slices.Contains(info.NeedsFaketime, k) {
-				kinds = append(kinds, k)
-			}
-		}
-		notes = append(notes, "only on "+strings.Join(kinds, ", ")+" servers (emulated): "+strings.Join(info.NeedsFaketime, ", ")+" needs libfaketime, which this mode cannot start a server under")
+	case m.NoEmulatedClock && info.Asks == faults.AskClock:
+		notes = append(notes, "only on "+strings.Join(ClockKinds(info, true), ", ")+" servers, whose clock this mode moves itself (the others' clock lockbench emulates through their data, which it does not write on a targets file's servers)")
+	case !m.Faketime && info.Asks == faults.AskClock:
+		notes = append(notes, "only on "+strings.Join(ClockKinds(info, false), ", ")+" servers (emulated): "+strings.Join(ClockKinds(info, true), ", ")+" needs libfaketime, which this mode cannot start a server under")
 	}
 	return strings.Join(notes, "; ")
 }
 
 func kindNames() []string { return kinds.Names() }
+
+// ClockKinds lists the kinds a fault acts on whose clock it moves for real
+// (under libfaketime: real) or emulates (!real).
+func ClockKinds(info faults.Info, real bool) []string {
+	var out []string
+	for _, k := range Kinds() {
+		if k.Faults.Can(info.Asks) && info.Faketime(k.Faults) == real {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}

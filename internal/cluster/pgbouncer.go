@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 )
 
 // PgBouncer is Debian's pgbouncer, a connection pooler in front of the
@@ -22,7 +23,12 @@ const PgBouncer = "/usr/sbin/pgbouncer"
 
 func init() {
 	RegisterKind(Kind{Name: "pgbouncer", Start: startPgBouncer, Binary: pgbouncerBinary,
-		Version: func() string { return firstLine(PgBouncer, "--version") }})
+		Version: func() string { return firstLine(PgBouncer, "--version") },
+		// A pooler: the clock and the standby are its server's.
+		Faults:      faults.Abilities{Clock: faults.ClockNone},
+		Credentials: "postgres", Drivers: true,
+		Setup:       Setup{Apt: []Package{{Name: "pgbouncer", Present: "command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]"}}},
+		NotDeployed: "the pooler runs only where lockbench starts its PostgreSQL (a targets file names its own pooler as a server)"})
 }
 
 func pgbouncerBinary() (string, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 )
 
 // PostgresBin is the directory of PostgreSQL's server binaries: the
@@ -51,7 +52,13 @@ func init() {
 				return "postgresql " + f[2]
 			}
 			return v
-		}})
+		},
+		// Its clock moves for real: libfaketime preloaded into the server
+		// moves clock_timestamp() in every backend process.
+		Faults:      faults.Abilities{Clock: faults.ClockFaketime, Speaks: faults.ProtoPostgres, Promote: true},
+		Credentials: "postgres", Drivers: true,
+		Setup:   Setup{Apt: []Package{{Name: "postgresql", Present: "ls /usr/lib/postgresql/*/bin/postgres"}}},
+		Compose: "postgres", Kube: "postgres"})
 }
 
 func postgresBinary() (string, error) {

@@ -70,6 +70,12 @@ func (c *Cluster) settlePower() {
 	}
 }
 
+// SettlePower makes durable what the servers wrote so far: for state a
+// case makes once its servers answer that a long-lived deployment would
+// have had long before (a broker's stream and its consumer), so that a
+// power loss takes what the case wrote after it, not its bootstrap.
+func (c *Cluster) SettlePower() { c.settlePower() }
+
 // DiskFull makes the named server's disk full (every write to its data
 // dir fails with ENOSPC) or frees it; it returns the writes refused since
 // the last call.

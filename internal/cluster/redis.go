@@ -10,13 +10,20 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 )
 
 // RedisBinary is the redis-server executable to run.
 var RedisBinary = "redis-server"
 
 func init() {
-	RegisterKind(Kind{Name: "redis", Start: startRedis, Binary: redisBinary, Version: redisVersion, Short: redisShort, BindsSource: true})
+	RegisterKind(Kind{Name: "redis", Start: startRedis, Binary: redisBinary, Version: redisVersion, Short: redisShort, BindsSource: true,
+		// Its clock is emulated: libfaketime makes redis-server 7.0 abort
+		// at start, and Redis expires keys by its wall clock, so a jump
+		// moves every live lock's TTL instead.
+		Faults:      faults.Abilities{Clock: faults.ClockData, Speaks: faults.ProtoRedis, Memory: true},
+		Credentials: "redis", Drivers: true, Setup: Setup{Apt: []Package{{Name: "redis-server", Present: "command -v redis-server"}}},
+		Compose: "redis", Kube: "redis"})
 }
 
 func redisBinary() (string, error) {

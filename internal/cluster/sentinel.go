@@ -15,6 +15,7 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,9 +31,17 @@ func init() {
 	RegisterKind(Kind{Name: "redis-replicated", Start: startReplicated, Binary: redisBinary, Version: redisVersion, Short: redisShort,
 		Leader: master, LeaderIsMaster: true, BindsSource: true,
 		// The replicas replicate from the first server through one link.
-		Links: func(specs []backends.ServerSpec) []string { return []string{specs[0].Name + "-repl"} }})
+		Links:       func(specs []backends.ServerSpec) []string { return []string{specs[0].Name + "-repl"} },
+		Faults:      faults.Abilities{Clock: faults.ClockData, Speaks: faults.ProtoRedis, Memory: true},
+		Credentials: "redis", Drivers: true, Setup: Setup{Apt: []Package{{Name: "redis-server", Present: "command -v redis-server"}}},
+		NotDeployed: "a master and its replicas under Sentinels have a compose file of their own (compose/sentinel.yml) and no Kubernetes group yet"})
 	RegisterKind(Kind{Name: "sentinel", Start: startSentinels, Binary: redisBinary, Version: redisVersion, Short: redisShort,
-		Leader: master, LeaderIsMaster: true, BindsSource: true})
+		Leader: master, LeaderIsMaster: true, BindsSource: true,
+		// A Sentinel holds no lock: no clock, no memory of the locks.
+		Faults:      faults.Abilities{Clock: faults.ClockNone},
+		Credentials: "sentinel", Drivers: true,
+		Setup:       Setup{Apt: []Package{{Name: "redis-sentinel", Present: "command -v redis-sentinel"}}},
+		NotDeployed: "Sentinels run in compose/sentinel.yml, a compose file of their own, and in no Kubernetes group yet"})
 }
 
 // replicatedArgs are the arguments of one server of a replicated set. Every

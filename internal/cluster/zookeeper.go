@@ -15,6 +15,7 @@ import (
 	"github.com/lockbench/lockbench/internal/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/faults"
 )
 
 // ZooKeeper's jar and configuration as Debian's zookeeper package installs
@@ -44,7 +45,12 @@ func init() {
 				}
 			}
 			return "", errors.New("no zookeeper member says it is the leader")
-		}})
+		},
+		// ZooKeeper times its sessions on the monotonic clock.
+		Faults:      faults.Abilities{Clock: faults.ClockNone},
+		Credentials: "zookeeper", Drivers: true,
+		Setup:   Setup{Apt: []Package{{Name: "zookeeper", Present: "[ -f /usr/share/java/zookeeper.jar ]"}}},
+		Compose: "zookeeper", Kube: "zookeeper"})
 }
 
 func zookeeperBinary() (string, error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/realized"
 	"github.com/lockbench/lockbench/internal/scenario"
 	"go.yaml.in/yaml/v3"
@@ -47,7 +48,7 @@ func (m *modelRunner) Run(_ context.Context, name string, src []byte) (*realized
 				if f.Written != "" {
 					target = f.Written
 				}
-				t.Faults = append(t.Faults, realized.Fault{Type: f.Type, Target: target, AtNs: int64(f.At), ForNs: int64(f.For), Applied: true, Phase: realized.PhaseHolding})
+				t.Faults = append(t.Faults, realized.Fault{FaultCore: history.FaultCore{Type: f.Type, Target: target}, AtNs: int64(f.At), ForNs: int64(f.For), Applied: true, Phase: realized.PhaseHolding})
 				switch {
 				case f.Type == "pause" && target == "holder" && f.For >= m.lease && inst*c.Workload.Clients >= 2:
 					t.Outcome.Violations++

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/realized"
 )
 
@@ -77,9 +78,9 @@ func TestWindowClassAndCoverage(t *testing.T) {
 	}
 	c := NewCoverage([]string{"pause", "kill"}, lease)
 	c.Add(realized.Trial{Faults: []realized.Fault{
-		{Type: "pause", Phase: realized.PhaseHolding, ForNs: int64(3 * time.Second), Applied: true},
-		{Type: "pause", Phase: realized.PhaseHolding, ForNs: int64(2 * time.Second), Applied: true},
-		{Type: "kill", Phase: realized.PhaseUnknown},
+		{FaultCore: history.FaultCore{Type: "pause"}, Phase: realized.PhaseHolding, ForNs: int64(3 * time.Second), Applied: true},
+		{FaultCore: history.FaultCore{Type: "pause"}, Phase: realized.PhaseHolding, ForNs: int64(2 * time.Second), Applied: true},
+		{FaultCore: history.FaultCore{Type: "kill"}, Phase: realized.PhaseUnknown},
 	}})
 	if got := c.Count[Cell{"pause", realized.PhaseHolding, "1–2×"}]; got != 2 {
 		t.Errorf("pause/holding/1–2× = %d; want 2", got)

@@ -23,6 +23,7 @@ var layer = map[string]int{
 	"internal/layout": 0, "internal/version": 0, "internal/childenv": 0, "internal/wait": 0, "internal/threshold": 0, "internal/pacer": 0,
 	"internal/premise": 0, // tests' timing premises, checked and retried wider
 	"internal/links":   0,
+	"internal/docmark": 0, // the docs' generated parts, held by tests
 	// The machinery the cluster's deployment modes are built of, each a
 	// leaf with its own tests: the FUSE layer under data dirs, iptables,
 	// cgroups, network namespaces, process groups, the Docker CLI, the

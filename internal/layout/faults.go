@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/lockbench/lockbench/history"
 )
 
 // Fault is one line of faults.jsonl: a scheduled fault, the window in
@@ -13,10 +15,10 @@ import (
 // coordinator writes it as each fault ends; the realized schedules and
 // bench replay read it back as this same type.
 type Fault struct {
-	Case     string `json:"case"`
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Target   string `json:"target"`             // as written in the scenario
+	Case string `json:"case"`
+	// FaultCore is the fault as scheduled: name, type, target as written
+	// in the scenario, effect.
+	history.FaultCore
 	Resolved string `json:"resolved,omitempty"` // the concrete target hit
 	// Written is, for a fault of one side-by-side trial, its target as
 	// the trial wrote it (instance-2 where Target says instance-8).

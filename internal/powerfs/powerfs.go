@@ -121,11 +121,11 @@ func (f *FS) mount() error {
 	if err := syscall.Stat(f.Backing, &st); err != nil {
 		return fmt.Errorf("powerfs: backing dir: %w", err)
 	}
+	// The root is a node of the layer's; every node under it is the
+	// loopback's own, wrapped by its parent (node.WrapChild) as go-fuse
+	// makes its inode.
 	root := &fs.LoopbackRoot{Path: f.Backing, Dev: uint64(st.Dev)}
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: f}
-	}
-	rootNode := root.NewNode(root, nil, "", &st)
+	rootNode := &node{LoopbackNode: &fs.LoopbackNode{RootData: root}, fs: f}
 	root.RootNode = rootNode
 	opts := &fs.Options{MountOptions: fuse.MountOptions{
 		// Strict: no fallback to the fusermount helper, which would fork
@@ -308,15 +308,26 @@ func (f *FS) durable(ino uint64) {
 
 // node is a loopback node whose files record their writes.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	fs *FS
 }
 
 var (
-	_ fs.NodeOpener    = (*node)(nil)
-	_ fs.NodeCreater   = (*node)(nil)
-	_ fs.NodeSetattrer = (*node)(nil)
+	_ fs.NodeOpener      = (*node)(nil)
+	_ fs.NodeCreater     = (*node)(nil)
+	_ fs.NodeSetattrer   = (*node)(nil)
+	_ fs.NodeWrapChilder = (*node)(nil)
 )
+
+// WrapChild makes every node the loopback creates under n (a lookup, a
+// create, a mkdir) a node of the layer's, so that its files record their
+// writes too.
+func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if lb, ok := ops.(*fs.LoopbackNode); ok {
+		return &node{LoopbackNode: lb, fs: n.fs}
+	}
+	return ops
+}
 
 func (n *node) backing(name string) string {
 	return filepath.Join(n.RootData.Path, n.Path(nil), name)

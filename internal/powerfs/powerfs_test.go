@@ -259,3 +259,33 @@ func TestLoseMatchesAModel(t *testing.T) {
 		closeAll()
 	}
 }
+
+// TestNestedFilesRecord: a file two directories below the root (a data
+// dir's pg_wal/…) records its writes as one at the root does: every node
+// the loopback makes is wrapped into the layer's, level after level.
+func TestNestedFilesRecord(t *testing.T) {
+	p := mountTemp(t)
+	dir := filepath.Join(p.Mountpoint, "a", "b")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, 0, "synced")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, 6, "+lost")
+	f.Close()
+	if n := p.Pending(); n != int64(len("+lost")) {
+		t.Fatalf("pending %d bytes below a/b, want %d", n, len("+lost"))
+	}
+	if _, err := p.Lose(); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, filepath.Join(dir, "wal")); got != "synced" {
+		t.Errorf("a/b/wal after the loss: %q, want %q", got, "synced")
+	}
+}

@@ -19,12 +19,18 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/checker"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/verdict"
 )
 
 // File is the name of the realized schedules in a results folder.
 const File = "realized.json"
+
+func init() {
+	layout.RegisterFile(layout.File{Order: 50, Name: File,
+		Contents: "per trial, the schedule it really met: each fault with the target written and the one hit, its scheduled time and window and the window it was really in force (since the case start), its options, what was observed, and the lock's phase when it began (`waiting`, `holding`, `extending`, `releasing`, `idle`, from the history: the clients of the instance it hit, or of the whole trial for a server or a link); the trial's plan seed, lease and length; the versions of the servers and libraries; and its outcome (violations, damage, whether the lock never came back). `bench replay` runs it again ([hunt.md](hunt.md))"})
+}
 
 // Run is realized.json: every trial of a run.
 type Run struct {
@@ -57,11 +63,10 @@ type Trial struct {
 // Fault is one fault as it ran in a trial. Times are relative to the
 // case's start.
 type Fault struct {
-	Name string `json:"name"` // as written (without its lane's @lN)
-	Type string `json:"type"`
-	// Target is as the trial wrote it (a role, or one of the trial's own
-	// instances); Resolved what it hit.
-	Target   string         `json:"target"`
+	// FaultCore is the fault as the trial wrote it: its name (without
+	// its lane's @lN), type, target (a role, or one of the trial's own
+	// instances) and effect; Resolved is what it hit.
+	history.FaultCore
 	Resolved string         `json:"resolved,omitempty"`
 	Shared   bool           `json:"shared,omitempty"` // met by every lane of its batch
 	Options  map[string]any `json:"options,omitempty"`
@@ -237,7 +242,7 @@ func (b *batch) fault(f layout.Fault, l int) Fault {
 	if f.Written != "" {
 		target = f.Written
 	}
-	rf := Fault{Name: name, Type: f.Type, Target: target, Resolved: f.Resolved, Shared: b.meta.Lanes > 0 && f.Lane == 0,
+	rf := Fault{FaultCore: history.FaultCore{Name: name, Type: f.Type, Target: target, Effect: f.Effect}, Resolved: f.Resolved, Shared: b.meta.Lanes > 0 && f.Lane == 0,
 		Options: f.Options, AtNs: f.AtNs, ForNs: f.ForNs, SpreadNs: f.SpreadNs, Applied: f.Applied, Observed: f.Observed, Error: f.Error, Phase: PhaseUnknown}
 	if f.StartNs > 0 {
 		rf.StartNs = f.StartNs - b.start

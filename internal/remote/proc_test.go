@@ -38,8 +38,11 @@ func TestRemoteProcess(t *testing.T) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := p.Stopped(); err != nil || !st {
-		t.Errorf("after SIGSTOP: stopped %v, %v", st, err)
+	// The kernel marks a process stopped once it has taken the signal,
+	// which a busy machine may schedule late: wait for it, as the pause
+	// fault does, rather than read the state at once.
+	if st, err := stoppedWithin(p, true, 5*time.Second); err != nil || !st {
+		t.Errorf("after SIGSTOP: stopped %v, %v (not seen stopped within 5 s)", st, err)
 	}
 	if _, err := os.Stat(r.Note()); err != nil {
 		t.Errorf("no note of the stop on the host: %v", err)
@@ -58,7 +61,7 @@ func TestRemoteProcess(t *testing.T) {
 	if err := p.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := p.Stopped(); err != nil || st {
+	if st, err := stoppedWithin(p, false, 5*time.Second); err != nil || st {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.Pid()))
 		t.Errorf("after SIGCONT: stopped %v, %v (here: %q)", st, err, b)
 	}
@@ -81,5 +84,18 @@ func TestRemoteProcess(t *testing.T) {
 	os.WriteFile(bad.KnownHosts, nil, 0o644)
 	if _, err := remote.DialSSH(bad); err == nil {
 		t.Error("a host whose key is not in known_hosts was accepted")
+	}
+}
+
+// stoppedWithin polls p's stopped state until it is want or d has passed,
+// and returns the last answer.
+func stoppedWithin(p *procgroup.Process, want bool, d time.Duration) (bool, error) {
+	deadline := time.Now().Add(d)
+	for {
+		st, err := p.Stopped()
+		if (err == nil && st == want) || time.Now().After(deadline) {
+			return st, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -366,7 +366,7 @@ func (cr *caseRun) storeTotals(ctx context.Context) {
 // moves: they must start under libfaketime.
 func faketimeServers(c *scenario.Case) []string {
 	kinds := map[string]string{}
-	for _, s := range c.Backend.Servers() {
+	for _, s := range c.Servers() {
 		kinds[s.Name] = s.Kind
 	}
 	var out []string
@@ -376,7 +376,7 @@ func faketimeServers(c *scenario.Case) []string {
 			continue
 		}
 		for _, t := range f.Targets {
-			if k, ok := kinds[t.Name]; ok && t.Kind == faults.Server && slices.Contains(info.NeedsFaketime, k) && !slices.Contains(out, t.Name) {
+			if k, ok := kinds[t.Name]; ok && t.Kind == faults.Server && info.Faketime(cluster.FaultKind(k).Abilities) && !slices.Contains(out, t.Name) {
 				out = append(out, t.Name)
 			}
 		}
@@ -436,10 +436,14 @@ type keptCluster struct {
 }
 
 // clusterKey says which cases can share a cluster: the same backend and
-// options (so the same servers), the same proxied server-side links,
+// options and the same servers (a job strategy's broker among them), the same proxied server-side links,
 // clocks and data-dir layers, in the same mode.
 func clusterKey(c *scenario.Case, co cluster.Options) string {
-	return fmt.Sprintf("%s|%s|%q|%q|%s|%v", c.BackendName, c.Options, co.Proxied, co.Faketime, co.Mode, co.DiskLayer)
+	var servers []string
+	for _, s := range c.Servers() {
+		servers = append(servers, s.Kind+":"+s.Name)
+	}
+	return fmt.Sprintf("%s|%s|%q|%q|%q|%s|%v", c.BackendName, c.Options, servers, co.Proxied, co.Faketime, co.Mode, co.DiskLayer)
 }
 
 // refreshWait bounds how long a kept cluster may take to answer again.

@@ -204,12 +204,12 @@ func (e *faultEnv) Restart(ctx context.Context, t faults.Target) error {
 	return e.cr.acts.Restart(ctx, t.Name)
 }
 
-func (e *faultEnv) Server(t faults.Target) (string, string, error) {
+func (e *faultEnv) Server(t faults.Target) (string, faults.ServerKind, error) {
 	s, ok := e.cr.acts.Server(t.Name)
 	if t.Kind != faults.Server || !ok {
-		return "", "", fmt.Errorf("no server %s", t)
+		return "", faults.ServerKind{}, fmt.Errorf("no server %s", t)
 	}
-	return s.Addr, s.Kind, nil
+	return s.Addr, cluster.FaultKind(s.Kind), nil
 }
 
 // Peers lists, for a server, every other server of the cluster; for an

@@ -52,8 +52,8 @@ func TestEnvActsOnServersThroughTheCluster(t *testing.T) {
 	if got := fc.called(); got != "signal redis-1 19\nkill redis-1\nrestart redis-1" {
 		t.Errorf("calls:\n%s", got)
 	}
-	if addr, kind, err := env.Server(srv("redis-1")); addr != "127.9.0.10:7000" || kind != "redis" || err != nil {
-		t.Errorf("server: %s %s %v", addr, kind, err)
+	if addr, kind, err := env.Server(srv("redis-1")); addr != "127.9.0.10:7000" || kind.Name != "redis" || kind.Clock != faults.ClockData || err != nil {
+		t.Errorf("server: %s %+v %v", addr, kind, err)
 	}
 	for _, bad := range []faults.Target{srv("redis-9"), faults.InstanceTarget(1)} {
 		if _, _, err := env.Server(bad); err == nil {

@@ -21,7 +21,7 @@ import (
 // checks what it did, heals it, and records what really happened. choice
 // seeds the pick among several candidates for a role target.
 func (cr *caseRun) runFault(ctx context.Context, f *scenario.Fault, k int, choice uint64) {
-	rec := layout.Fault{Case: cr.c.Name, Name: f.Name, Type: f.Type, Target: f.Target(), AtNs: int64(f.At), ForNs: int64(f.For),
+	rec := layout.Fault{Case: cr.c.Name, FaultCore: f.Core(), AtNs: int64(f.At), ForNs: int64(f.For),
 		SpreadNs: int64(f.Spread), CycleNs: int64(f.Cycle), Lane: f.Lane, Options: f.Options, Written: f.Written}
 	defer cr.r.recordFault(&rec)
 	fail := func(err error) {

@@ -33,6 +33,9 @@ type sinkWatch struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+	// pub is the broker of a strategy whose jobs go through one (nil:
+	// the sink's job list is the queue).
+	pub jobs.Publication
 }
 
 // prepareSink makes the sink's tables and clears the case's rows, before
@@ -55,7 +58,15 @@ func (cr *caseRun) prepareSink(ctx context.Context) (*sinkWatch, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
-	return &sinkWatch{cr: cr, addr: addr, conn: conn, tr: jobs.Tracker{Prefix: cr.keyPrefix()}}, nil
+	s := &sinkWatch{cr: cr, addr: addr, conn: conn, tr: jobs.Tracker{Prefix: cr.keyPrefix()}}
+	if p, ok := cr.c.Strategy.(jobs.Publisher); ok {
+		if s.pub, err = p.OpenPublisher(pctx, cr.cl.Endpoints(), cr.keyPrefix()); err != nil {
+			conn.Close(context.Background())
+			return nil, err
+		}
+		cr.cl.SettlePower() // the queue is the deployment's, not the case's writes
+	}
+	return s, nil
 }
 
 // start publishes the jobs (due from now, the case having started) and
@@ -69,6 +80,13 @@ func (s *sinkWatch) start(ctx context.Context) error {
 		return err
 	}
 	s.stop = make(chan struct{})
+	if s.pub != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.publish(ctx, j.Count, j.Every.D())
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -88,6 +106,54 @@ func (s *sinkWatch) start(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// publishRetry is how long the coordinator waits before it publishes a
+// job again after a publish failed (the broker down, paused or cut off).
+const publishRetry = 50 * time.Millisecond
+
+// publish puts job n on the broker at its due time (n×every after now,
+// the time the sink's list was given), each until the broker confirms
+// it: a producer that retries, as at-least-once asks (the broker's dedup
+// window, where it has one, drops a repeat of a publish that had landed).
+// A job still unconfirmed when the case stops was never published: it is
+// lost, as it would be for the application.
+func (s *sinkWatch) publish(ctx context.Context, count int, every time.Duration) {
+	began := time.Now()
+	retries := 0
+	var last error
+	defer func() {
+		if retries > 0 {
+			fmt.Fprintf(s.cr.r.log, "  jobs: %d publish(es) retried (the last failure: %v)\n", retries, last)
+		}
+	}()
+	for n := 0; n < count; n++ {
+		if d := time.Until(began.Add(time.Duration(n) * every)); d > 0 {
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(d):
+			}
+		}
+		for {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := s.pub.Publish(pctx, fmt.Sprintf("j%d", n))
+			cancel()
+			if err == nil {
+				break
+			}
+			retries, last = retries+1, err
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(publishRetry):
+			}
+		}
+	}
 }
 
 // read copies the records committed since the last read into the history;
@@ -143,6 +209,9 @@ func (s *sinkWatch) close(ctx context.Context) {
 	if s.stop != nil {
 		close(s.stop)
 		s.wg.Wait()
+	}
+	if s.pub != nil {
+		s.pub.Close()
 	}
 	for try := 0; try < 3; try++ {
 		if s.read(context.WithoutCancel(ctx), true); s.err == nil {

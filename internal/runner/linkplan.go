@@ -24,7 +24,7 @@ type linkPlan struct {
 func planLinks(c *scenario.Case) linkPlan {
 	p := linkPlan{all: c.Workload.ProxyAll, shared: map[string]bool{}, perInst: map[string]map[history.Instance]bool{}}
 	servers := map[string]bool{links.Resource: true}
-	for _, s := range c.Backend.Servers() {
+	for _, s := range c.Servers() {
 		servers[s.Name] = true
 	}
 	instance := func(name string, n history.Instance) {

@@ -115,7 +115,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		if sc.Targets != nil {
 			break // the servers are not started here
 		}
-		if err := cluster.CheckBinaries(c.Backend.Servers()); err != nil {
+		if err := cluster.CheckBinaries(c.Servers()); err != nil {
 			return nil, exitcode.With(err, exitcode.Harness)
 		}
 	}
@@ -362,7 +362,7 @@ func versions(cases []*scenario.Case, external bool) map[string]string {
 		}
 	}
 	for _, c := range cases {
-		for kind, ver := range cluster.Versions(c.Backend.Servers()) {
+		for kind, ver := range cluster.Versions(c.Servers()) {
 			if external {
 				ver = "not started here: the servers of the targets file"
 			}

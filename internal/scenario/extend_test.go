@@ -41,6 +41,7 @@ func init() {
 		Leader:  func(context.Context, map[string][]*cluster.Server) (string, error) { return "kv-1", nil },
 		Links:   func(specs []backends.ServerSpec) []string { return []string{specs[0].Name + "-peer"} }})
 	faults.Register(faults.Info{Name: "test-slow", Summary: "a fault added by a test", Targets: []faults.Kind{faults.Link},
+		Example: faults.Example{Backend: "redis", Fault: "{type: test-slow, target: link:redis-1}"},
 		Classes: map[faults.Kind]string{faults.Link: history.ClassSlow}, New: func(faults.Decoder) (faults.Fault, error) { return slowFault{}, nil }})
 }
 

@@ -1,10 +1,11 @@
 package scenario
 
 import (
-	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/history"
+	"slices"
 	"strings"
 
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/jobs"
 	"go.yaml.in/yaml/v3"
@@ -73,6 +74,10 @@ func parseStrategy(errs *Errors, c *Case, cd *caseDoc, where string, line func(s
 	case info.Lock && cd.Backend == "":
 		errs.add(line("strategy"), where+".backend", "strategy %s takes the case's lock: name its backend", cd.Strategy)
 		return false
+	case info.Elects && cd.Backend == "":
+		errs.add(line("strategy"), where+".backend", "strategy %s campaigns in the case's backend's election: name its backend (%s)", cd.Strategy, electorNames())
+		return false
+	case info.Elects:
 	case !info.Lock && cd.Backend != "":
 		errs.add(line("backend"), where+".backend", "strategy %s takes no lock: leave the backend out (its server is the sink's PostgreSQL)", cd.Strategy)
 		return false
@@ -81,6 +86,27 @@ func parseStrategy(errs *Errors, c *Case, cd *caseDoc, where string, line func(s
 	}
 	c.StrategyName, c.Strategy = cd.Strategy, st
 	return true
+}
+
+// checkElects refuses a strategy that campaigns in an election on a
+// backend that has none (once the backend is built).
+func checkElects(errs *Errors, c *Case, backend, where string, line func(string) int) bool {
+	if c.Strategy == nil || !jobs.Elects(c.Strategy) || backends.Elects(c.Backend) {
+		return true
+	}
+	errs.add(line("backend"), where+".backend", "strategy %s campaigns in an election: backend %s has none (%s have)", c.StrategyName, backend, electorNames())
+	return false
+}
+
+// electorNames lists the backends that can elect a leader.
+func electorNames() string {
+	var n []string
+	for _, b := range backends.All() {
+		if be, err := b.New(func(any) error { return nil }); err == nil && backends.Elects(be) {
+			n = append(n, b.Name)
+		}
+	}
+	return strings.Join(n, ", ")
 }
 
 func strategyNames() string {
@@ -92,13 +118,35 @@ func strategyNames() string {
 }
 
 // Servers lists the servers the case's cluster needs: its backend's, and
-// for a job workload the effect sink's.
+// for a job workload the effect sink's and the strategy's own (a
+// broker), each once.
 func (c *Case) Servers() []backends.ServerSpec {
 	s := c.Backend.Servers()
 	if c.Strategy != nil {
 		s = jobs.WithSink(s)
+		for _, sp := range jobs.Servers(c.Strategy) {
+			if !slices.ContainsFunc(s, func(o backends.ServerSpec) bool { return o.Name == sp.Name }) {
+				s = append(s, sp)
+			}
+		}
 	}
 	return s
+}
+
+// jobServers are the servers of a job workload that are not its
+// backend's (the sink's, a broker's): every instance dials them.
+func (c *Case) jobServers() []string {
+	if c.Strategy == nil {
+		return nil
+	}
+	var out []string
+	own := c.Backend.Servers()
+	for _, s := range c.Servers() {
+		if !slices.ContainsFunc(own, func(o backends.ServerSpec) bool { return o.Name == s.Name }) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // jobsMeta records a job workload in the case's meta: its jobs, and a

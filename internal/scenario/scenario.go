@@ -175,7 +175,7 @@ func (c *Case) Meta() history.CaseMeta {
 		m.Misuse = append(m.Misuse, "work longer than the lease")
 	}
 	for _, f := range c.Faults {
-		sa := history.ScheduledAt{Name: f.Name, Type: f.Type, Target: f.Target(), At: int64(f.At), For: int64(f.For), Group: f.Group, Lane: f.Lane,
+		sa := history.ScheduledAt{FaultCore: f.Core(), At: int64(f.At), For: int64(f.For), Group: f.Group, Lane: f.Lane,
 			SpreadNs: int64(f.Spread), CycleNs: int64(f.Cycle)}
 		if info, err := faults.Lookup(f.Type); err == nil {
 			sa.Class = info.Class(f.Targets[0])
@@ -475,6 +475,9 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 		return nil
 	}
 	c.Backend = be
+	if !checkElects(errs, c, cd.Backend, where, line) {
+		ok = false
+	}
 	if can, says := backends.CanExtend(be); says && !can && c.Workload.AutoExtend.Every > 0 {
 		errs.add(line("workload"), where+".workload.auto_extend", "backend %s declares it cannot extend a lease (a driver's extend option)", cd.Backend)
 		ok = false
@@ -505,7 +508,7 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 	}
 	targets, serverKinds := c.targets()
 	serverLinks := map[string]bool{}
-	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
+	for _, l := range cluster.ServerLinks(c.Servers()) {
 		serverLinks[l] = true
 	}
 	sc := scheduleCtx{errs: errs, targets: targets, serverKinds: serverKinds, serverLinks: serverLinks, runFor: c.Workload.Duration.D(), keys: c.Workload.Keys.Count, hosts: network == NetworkHosts || compose, external: ext != nil && !compose, compose: compose, oneMember: backends.OneMember(c.Backend)}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/control"
 	"github.com/lockbench/lockbench/internal/targets"
@@ -506,51 +507,27 @@ cases:
 // no more: on a machine with nothing, every fault that requires something
 // is refused with the probe's reason, and every fault that requires
 // nothing is accepted; on a machine with everything, all are accepted.
-// The table must cover every registered fault.
+// Each fault is tried in the example use its registration carries.
 func TestRequirementsComeFromTheFault(t *testing.T) {
-	uses := map[string]struct{ backend, network, fault string }{
-		"bandwidth":       {"redis", "", "{type: bandwidth, rate: 10, target: link:redis-1}"},
-		"clock-jump":      {"postgres", "", "{type: clock-jump, jump: 5s, target: postgres-1}"},
-		"clock-drift":     {"postgres", "", "{type: clock-drift, rate: 1.5, target: postgres-1}"},
-		"cpu-starve":      {"redis", "", "{type: cpu-starve, target: redis-1}"},
-		"disk-stall":      {"etcd", "", "{type: disk-stall, target: etcd-1}"},
-		"disk-full":       {"redis", "", "{type: disk-full, target: redis-1}"},
-		"drop":            {"redis", "", "{type: drop, target: link:redis-1}"},
-		"isolate":         {"etcd", "", "{type: isolate, target: instance-1}"},
-		"kill":            {"redis", "", "{type: kill, target: redis-1}"},
-		"latency":         {"redis", "", "{type: latency, latency: 10ms, target: link:redis-1}"},
-		"loss":            {"etcd", "", "{type: loss, percent: 30, target: instance-1}"},
-		"memory-pressure": {"redis", "", "{type: memory-pressure, target: redis-1}"},
-		"netem":           {"etcd", "hosts", "{type: netem, delay: 10ms, target: etcd-1}"},
-		"one-way":         {"etcd", "", "{type: one-way, to: [etcd-1], target: instance-1}"},
-		"partition":       {"redis", "", "{type: partition, target: link:redis-1}"},
-		"pause":           {"redis", "", "{type: pause, target: holder}"},
-		"power-loss":      {"redis", "", "{type: power-loss, target: redis-1}"},
-		"promote":         {"postgres", "", "{type: promote, target: postgres-2}"},
-		"reset-peer":      {"redis", "", "{type: reset-peer, target: link:redis-1}"},
-		"slicer":          {"redis", "", "{type: slicer, average_size: 10, size_variation: 2, delay: 1ms, target: link:redis-1}"},
-		"split":           {"etcd", "", "{type: split, group: [etcd-1], target: instance-1}"},
-		"test-slow":       {"redis", "", "{type: test-slow, target: link:redis-1}"}, // extend_test.go's
-	}
-	src := func(name string) []byte {
-		u := uses[name]
+	src := func(info faults.Info) []byte {
+		u := info.Example
 		opts := ""
-		if name == "promote" {
-			opts = "\n    options: {standby: true}"
+		if u.Options != "" {
+			opts = "\n    options: " + u.Options
 		}
 		network := ""
-		if u.network != "" {
-			network = "network: " + u.network + "\n"
+		if u.Network != "" {
+			network = "network: " + u.Network + "\n"
 		}
-		fault := strings.Replace(u.fault, "}", ", at: 1s, for: 1s}", 1)
-		return []byte(fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n", network, u.backend, opts, fault))
+		fault := strings.Replace(u.Fault, "}", ", at: 1s, for: 1s}", 1)
+		return []byte(fmt.Sprintf("name: t\n%sworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: %s%s\n    faults:\n      - %s\n", network, u.Backend, opts, fault))
 	}
 	saved := cluster.Probe
 	defer func() { cluster.Probe = saved }()
 	none := errors.New("not on this machine")
 	for _, info := range faults.All() {
-		if _, ok := uses[info.Name]; !ok {
-			t.Errorf("fault %s is not in the table", info.Name)
+		if info.Example.Backend == "" || info.Example.Fault == "" {
+			t.Errorf("fault %s: its registration has no Example (faults.Info.Example: a backend and a use of the fault, as a scenario writes it)", info.Name)
 			continue
 		}
 		cluster.Probe.Firewall = func() error { return nil }
@@ -559,7 +536,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		cluster.Probe.Faketime = cluster.Probe.Firewall
 		cluster.Probe.Fuse = cluster.Probe.Firewall
 		cluster.Probe.Cgroups = func(string) error { return nil }
-		if _, err := Parse(info.Name+".yaml", src(info.Name)); err != nil {
+		if _, err := Parse(info.Name+".yaml", src(info)); err != nil {
 			t.Errorf("%s on a machine with everything: %v", info.Name, err)
 			continue
 		}
@@ -573,7 +550,7 @@ func TestRequirementsComeFromTheFault(t *testing.T) {
 		if info.Name != "netem" {
 			cluster.Probe.Hosts = cluster.Probe.Netem
 		}
-		_, err := Parse(info.Name+".yaml", src(info.Name))
+		_, err := Parse(info.Name+".yaml", src(info))
 		switch needs := len(info.Requires()) > 0; {
 		case needs && (err == nil || !strings.Contains(err.Error(), none.Error())):
 			t.Errorf("%s requires %v but a machine without them gives: %v", info.Name, info.Requires(), err)
@@ -939,5 +916,24 @@ cases:
 		if f := c.Faults[0]; f.At != time.Second || f.Kept != KeptFixed {
 			t.Errorf("spread: false: %s at %s, kept %q", f.Name, f.At, f.Kept)
 		}
+	}
+}
+
+// TestRecordsCarryTheEffect: the case meta says what each fault does to
+// the processes it hits, from the fault's registration (faults.Info.Effect),
+// so the checker reads it as data.
+func TestRecordsCarryTheEffect(t *testing.T) {
+	src := "name: t\nworkload: {duration: 3s, instances: 2}\ncases:\n  - name: c\n    backend: redis\n    faults:\n" +
+		"      - {type: pause, target: instance-1, at: 1s, for: 1s}\n      - {type: kill, target: redis-1, at: 2s, for: 0s}\n      - {type: latency, latency: 5ms, target: link:redis-1, at: 1s, for: 1s}\n"
+	s, err := Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]history.FaultEffect{}
+	for _, f := range s.Cases[0].Meta().Faults {
+		got[f.Type] = f.Effect
+	}
+	if got["pause"] != history.EffectStop || got["kill"] != history.EffectKill || got["latency"] != history.EffectNone {
+		t.Errorf("effects on the meta: %v", got)
 	}
 }

@@ -2,12 +2,12 @@ package scenario
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/workload"
@@ -207,20 +207,22 @@ func (sc scheduleCtx) parseFault(where string, j int, n *yaml.Node) *Fault {
 		}
 	}
 	for _, t := range f.Targets {
-		if len(info.Kinds) == 0 || bad || t.Kind != faults.Server || t.IsRole() {
+		if info.Asks == "" || bad || t.Kind != faults.Server || t.IsRole() {
 			continue
 		}
-		switch k := sc.serverKinds[t.Name]; {
-		case !slices.Contains(info.Kinds, k):
-			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is %s server", f.Type, strings.Join(info.Kinds, ", "), t, config.Article(k))
+		k := sc.serverKinds[t.Name]
+		kind := cluster.FaultKind(k)
+		switch real := info.Faketime(kind.Abilities); {
+		case !kind.Can(info.Asks):
+			errs.add(line("target"), fw+".target", "%s acts on %s servers; %s is %s server", f.Type, strings.Join(info.ActsOn(cluster.FaultKinds()), ", "), t, config.Article(k))
 			bad = true
-		case len(info.NeedsFaketime) > 0 && !slices.Contains(info.NeedsFaketime, k) && sc.modeFor(t, cluster.OnServer).NoEmulatedClock:
-			errs.add(line("target"), fw+".target", "%s on %s: the %s mode moves the clock of %s servers only; a %s server's clock lockbench emulates through its data, which it does not write on a targets file's servers", f.Type, t, sc.modeFor(t, cluster.OnServer).Name, strings.Join(info.NeedsFaketime, ", "), k)
+		case info.Asks == faults.AskClock && !real && sc.modeFor(t, cluster.OnServer).NoEmulatedClock:
+			errs.add(line("target"), fw+".target", "%s on %s: the %s mode moves the clock of %s servers only; a %s server's clock lockbench emulates through its data, which it does not write on a targets file's servers", f.Type, t, sc.modeFor(t, cluster.OnServer).Name, strings.Join(cluster.ClockKinds(info, true), ", "), k)
 			bad = true
-		case slices.Contains(info.NeedsFaketime, k) && !sc.modeFor(t, cluster.OnServer).Faketime:
+		case real && !sc.modeFor(t, cluster.OnServer).Faketime:
 			errs.add(line("target"), fw+".target", "%s moves the clock of a %s server through libfaketime, which the %s mode cannot start %s under", f.Type, k, sc.modeFor(t, cluster.OnServer).Name, t)
 			bad = true
-		case slices.Contains(info.NeedsFaketime, k) && sc.here(t) && sc.modeFor(t, cluster.OnServer).Name != cluster.ModeKubernetes:
+		case real && sc.here(t) && sc.modeFor(t, cluster.OnServer).Name != cluster.ModeKubernetes:
 			if err := cluster.Probe.Faketime(); err != nil {
 				errs.add(line("type"), fw+".type", "%v", err)
 				bad = true
@@ -363,4 +365,15 @@ func faultNames() string {
 		n = append(n, f.Name)
 	}
 	return strings.Join(n, ", ")
+}
+
+// Core is what every record of the fault says of it (history.FaultCore):
+// its name, type, target and, from its registration, what it does to the
+// processes it hits.
+func (f *Fault) Core() history.FaultCore {
+	c := history.FaultCore{Name: f.Name, Type: f.Type, Target: f.Target()}
+	if info, err := faults.Lookup(f.Type); err == nil {
+		c.Effect = info.Effect
+	}
+	return c
 }

@@ -278,15 +278,15 @@ func (c *Case) targets() (map[string]faults.Kind, map[string]string) {
 	if c.Backend == nil {
 		return t, kindOfServer
 	}
-	for _, s := range c.Backend.Servers() {
+	for _, s := range c.Servers() {
 		t[s.Name] = faults.Server
 		kindOfServer[s.Name] = s.Kind
 	}
-	for _, l := range cluster.ServerLinks(c.Backend.Servers()) {
+	for _, l := range cluster.ServerLinks(c.Servers()) {
 		t[faults.LinkTarget(l, 0).String()] = faults.Link
 	}
 	for i := 1; i <= c.Workload.Instances; i++ {
-		for _, name := range backends.Dials(c.Backend, i, c.Workload.Instances) {
+		for _, name := range append(backends.Dials(c.Backend, i, c.Workload.Instances), c.jobServers()...) {
 			t[faults.LinkTarget(name, 0).String()] = faults.Link
 			t[faults.LinkTarget(name, history.Instance(i)).String()] = faults.Link
 		}

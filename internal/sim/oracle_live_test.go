@@ -80,8 +80,7 @@ type ofault struct {
 	unobserved       bool
 	insts            []string
 	pause, acting    bool
-	down             map[string]bool // keys its target instances held at its start
-	role             string          // the target as scheduled: "holder", "holder-of:kN", ...
+	role             string // the target as scheduled: "holder", "holder-of:kN", ...
 }
 
 func liveOracle(ol olane) map[string]string {

@@ -71,8 +71,10 @@ type Toxiproxy struct {
 }
 
 // Load reads and checks a targets file; every problem is reported as
-// file:line: field: message, all at once.
-func Load(path string) (*File, error) {
+// file:line: field: message, all at once. families are the credential
+// families its auth section may name: the server kinds' own
+// (cluster.CredentialFamilies).
+func Load(path string, families []string) (*File, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read targets: %w", err)
@@ -111,8 +113,8 @@ func Load(path string) (*File, error) {
 		}
 	}
 	for _, fam := range slices.Sorted(maps.Keys(f.Auth)) {
-		if !contains(backends.Families, fam) {
-			add("auth", "%q is not a credential family%s (known: %s)", fam, suggest.Hint(fam, backends.Families), strings.Join(backends.Families, ", "))
+		if !contains(families, fam) {
+			add("auth", "%q is not a credential family%s (known: %s)", fam, suggest.Hint(fam, families), strings.Join(families, ", "))
 			continue
 		}
 		if err := f.Auth[fam].Check(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/internal/cluster"
 )
 
 // TestControlSection: a control plane is checked field by field, every
@@ -27,7 +29,7 @@ control:
     start: "redis-server /etc/redis.conf --daemonize yes"
 `
 	t.Setenv("LB_SSH_KEY", "/nonexistent/key")
-	f, err := Load(write(good))
+	f, err := Load(write(good), cluster.CredentialFamilies())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ control:
 		{strings.Replace(good, "    ssh: {host: 10.0.0.5, user: root, key_env: LB_SSH_KEY, known_hosts: kh}\n", "", 1), "give ssh: {host, user, key_env, known_hosts}"},
 		{strings.Replace(good, "pid_file:", "data_dri: /x\n    pid_file:", 1), "field data_dri not found in a control section"},
 	} {
-		_, err := Load(write(tt.body))
+		_, err := Load(write(tt.body), cluster.CredentialFamilies())
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "t.yaml") {
 			t.Errorf("want an error saying %q, got %v", tt.want, err)
 		}
@@ -71,7 +73,7 @@ control:
   etcd-1: {kubernetes: {namespace: lb, pod: etcd-0, kubeconfig: kc}, pattern: "--initial-cluster-state"}
   etcd-2: {kubernetes: {namespace: lb, pod: etcd-1}, pattern: "--initial-cluster-state"}
 `
-	f, err := Load(write(good))
+	f, err := Load(write(good), cluster.CredentialFamilies())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ control:
 		{strings.Replace(good, `, pattern: "--initial-cluster-state"}`+"\n  etcd-2", "}\n  etcd-2", 1), "exactly one of pid_file or pattern"},
 		{strings.Replace(good, `etcd-2: {kubernetes: {namespace: lb, pod: etcd-1}, pattern: "--initial-cluster-state"}`, `etcd-2: {ssh: {host: h, user: u, key_env: K, known_hosts: kh}, pid_file: /p, start: s}`, 1), "one control plane"},
 	} {
-		_, err := Load(write(tt.body))
+		_, err := Load(write(tt.body), cluster.CredentialFamilies())
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("want an error saying %q, got %v", tt.want, err)
 		}

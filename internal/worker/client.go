@@ -19,7 +19,10 @@ type client struct {
 	proc   string
 	w      workload.Workload
 	locker backends.Locker
-	ext    backends.Extender
+	// elector is the locker's leader election, where it has one (a job
+	// workload's leader strategy campaigns in it).
+	elector backends.Elector
+	ext     backends.Extender
 	// store runs the critical section in the lock's own database instead
 	// of the harness's resource (backends.Store).
 	store backends.Store

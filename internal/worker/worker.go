@@ -156,6 +156,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 		}
 	}()
 	lockers := make([]backends.Locker, w.Clients)
+	electors := make([]backends.Elector, w.Clients) // unprefixed: a job workload's election has its name from the prefix
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	for c := range lockers {
 		env := backends.Env{Endpoints: cfg.Endpoints, Dial: dialer.DialContext, TTL: w.TTL.D(), Instance: int(cfg.Instance), Client: c, Shared: shared, Auth: cfg.Auth}
@@ -164,6 +165,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 			return fmt.Errorf("worker %d client %d: open %s: %w", cfg.Instance, c, cfg.Backend, err)
 		}
 		watchBroken(lockers[c], cfg.Instance, logw)
+		electors[c], _ = lockers[c].(backends.Elector)
 		lockers[c] = backends.WithKeyPrefix(lockers[c], cfg.KeyPrefix)
 		defer lockers[c].Close()
 	}
@@ -199,13 +201,14 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 	for c := range clients {
 		proc := history.ClientProc(cfg.Instance, c).String()
 		cl := &client{
-			proc:   proc,
-			w:      w,
-			locker: lockers[c],
-			res:    res.Client(proc),
-			em:     em,
-			r:      rand.New(rand.NewPCG(cfg.Seed, uint64(plan)<<16|uint64(c))),
-			lg:     lg,
+			proc:    proc,
+			w:       w,
+			locker:  lockers[c],
+			elector: electors[c],
+			res:     res.Client(proc),
+			em:      em,
+			r:       rand.New(rand.NewPCG(cfg.Seed, uint64(plan)<<16|uint64(c))),
+			lg:      lg,
 		}
 		cl.keys = workload.NewKeyPicker(w.Keys, cl.r, int(plan-1)*w.Clients+c)
 		cl.keys.Offset = cfg.KeyOffset
@@ -233,6 +236,9 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, logw io.Writer)
 				cctx, cancel := clientContext(ctx)
 				defer cancel()
 				wait.Sleep(cctx, w.StartAfter.D())
+				if jc.elect {
+					defer jc.campaign(cctx)()
+				}
 				for !stopping.Load() && cctx.Err() == nil {
 					jc.attempt(cctx)
 				}

@@ -181,8 +181,8 @@ func cmp(seed uint64) result {
 			res.ms = append(res.ms, mismatch{class: class, where: "rows", field: "count", want: fmt.Sprint(len(wantRows)), got: fmt.Sprint(len(sum.Rows))})
 		} else {
 			for i, r := range sum.Rows {
-				if wantRows[i] != r.Verdict {
-					res.ms = append(res.ms, mismatch{class: class, where: "row " + r.Row, field: "verdict", want: wantRows[i], got: r.Verdict})
+				if wantRows[i] != string(r.Verdict) {
+					res.ms = append(res.ms, mismatch{class: class, where: "row " + r.Row, field: "verdict", want: wantRows[i], got: string(r.Verdict)})
 				}
 			}
 		}
@@ -340,7 +340,7 @@ func rowsOf(h *genHistory, statuses []checker.Status, thrFailed bool) ([]string,
 	}
 	var out []string
 	code := 0
-	rank := map[string]int{verdict.RowViolation: 100, verdict.RowInvalid: 101, verdict.RowUnavailable: 103, verdict.RowNotReproduced: 102}
+	rank := map[verdict.RowVerdict]int{verdict.RowViolation: 100, verdict.RowInvalid: 101, verdict.RowUnavailable: 103, verdict.RowNotReproduced: 102}
 	order := []int{100, 101, 103, 102}
 	worst := -1
 	for _, n := range names {
@@ -354,7 +354,7 @@ func rowsOf(h *genHistory, statuses []checker.Status, thrFailed bool) ([]string,
 		case r.met >= r.need:
 			v = verdict.RowReproduced
 		}
-		out = append(out, v)
+		out = append(out, string(v))
 		if c, ok := rank[v]; ok {
 			for i, o := range order {
 				if o == c && (worst < 0 || i < worst) {

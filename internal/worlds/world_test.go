@@ -586,14 +586,3 @@ func heap(s []int, n int, fn func()) {
 	}
 	heap(s, n-1, fn)
 }
-
-// describe is a short text of a case, for a report.
-func (rc *rcase) describe() string {
-	var b strings.Builder
-	for _, o := range rc.ops {
-		b.WriteString(o.f[:3])
-		b.WriteString(string(o.out))
-		b.WriteByte(' ')
-	}
-	return b.String()
-}
