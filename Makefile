@@ -145,7 +145,7 @@ SECURITY_TESTS := \
 	./internal/runner:'TestHistoryIsBounded' \
 	./cmd/bench:'TestExitCodeTableIsTheCodes|TestSecondSignalIsNotATeardown|TestFailedTeardownIsNotExit105|TestHostileInputIsExit104|TestRunPhonesNobody|TestKilledRunWithALayerLeavesNothingStuck|TestTargetsFile' \
 	./internal/links:'TestRefuseLookups'
-## security: replay every attack of docs/security.md against the code (about three minutes)
+## security: replay every attack of docs/security.md against the code (about five minutes, with -race)
 security:
 	@for t in $(SECURITY_TESTS); do p=$${t%%:*}; r=$${t#*:}; \
 	  $(GO) test -race -count=1 -v -run "^($$r)$$" "$$p" > /tmp/lockbench-security.log 2>&1 || { cat /tmp/lockbench-security.log; exit 1; }; \
