@@ -145,6 +145,8 @@ func TestParseBad(t *testing.T) {
 		{"fault window that overflows", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1h, for: 100h}]\n"), []string{"for: must be a positive duration of at most 24h"}},
 		{"a 292-year duration", base("    backend: local\n    workload: {ttl: 2562047h}\n"), []string{"bad.yaml:", "\"2562047h\" is longer than any duration lockbench takes"}},
 		{"a rate of 1e18", base("    backend: local\n    workload: {duration: 2s, rate: {per_second: 1e18}}\n"), []string{"workload.rate", "more than lockbench paces"}},
+		{"more than 10M operations", base("    backend: local\n    workload: {duration: 101s, rate: {per_second: 100000}}\n"), []string{"workload.rate", "plans 1.01e+07 operations", "at most 10000000 a case"}},
+		{"10M operations at a ramp's peak", base("    backend: local\n    workload: {duration: 200s, rate: {from: 10, to: 60000}}\n"), []string{"workload.rate", "60000 per second for 3m20s plans 1.2e+07 operations"}},
 		{"a case name with a terminal escape", "name: t\nworkload: {duration: 2s}\ncases:\n  - name: \"c\\e]0;pwned\\a\\nx\"\n    backend: local\n", []string{"a case name is at most 100 letters", `"c\x1b]0;pwned\a\nx"`}},
 		{"case too long", base("    backend: local\n    workload: {duration: 25h}\n"), []string{"workload.duration", "longer than"}},
 		{"nemesis too dense", "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n    backend: local\n    nemesis: {every: {min: 1us, max: 1us}, for: {min: 1us, max: 1us}, faults: [{type: pause, target: instance-1}]}\n", []string{"bad.yaml:6:", "nemesis.every"}},
