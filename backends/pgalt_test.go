@@ -111,7 +111,12 @@ func TestPostgresAlternatives(t *testing.T) {
 			// Let the lease expire without a release: another client takes
 			// the row over with a higher token, the old owner's release is
 			// refused and its lost signal has fired. Sleeping longer than
-			// the lease is always enough: the database's clock runs on.
+			// the lease is always enough, however slow the machine: the
+			// row expires a lease after the database received the
+			// extension, before its answer came; the client's own validity
+			// ran from when it sent it, and its lost channel checks that
+			// deadline whenever it is read (Watchdog.Lost), so it is
+			// closed here whether or not its timer's goroutine has run.
 			time.Sleep(ttl + ttl/4)
 			lb, err := b.Acquire(ctx, key)
 			if err != nil {

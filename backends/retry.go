@@ -10,13 +10,19 @@ import (
 // outcome use it to give the lock up once the cluster answers again, as a
 // client with an idempotent release would, instead of leaving it taken
 // until the lease runs out; for is how long the lease may outlive its last
-// renewal, after which there is nothing left to release.
+// renewal, after which there is nothing left to release. The first
+// attempt is made whatever the time (a caller that ran late still tries).
 func releaseLater(d time.Duration, try func(ctx context.Context) (done bool)) {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+	end := time.Now().Add(d)
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		done := try(ctx)
 		cancel()
 		if done {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+		if !time.Now().Before(end) {
 			return
 		}
 	}

@@ -142,6 +142,9 @@ type Result struct {
 	Zombies     int       `json:"zombies"`
 	ZombieMaxMs float64   `json:"zombie_max_ms"`
 	ZombieP50Ms float64   `json:"zombie_p50_ms"`
+	// Late counts the releases and extensions sent after their grant was
+	// certainly gone, and the service's answers to them (MODEL §6).
+	Late
 
 	// Unproven is what a record that lost worker lines shows and its
 	// lost lines could undo (MODEL §12, A4): nil when no line was lost.
@@ -209,6 +212,7 @@ type Unproven struct {
 	Zombies          int       `json:"zombies"`
 	ZombieMaxMs      float64   `json:"zombie_max_ms"`
 	ZombieP50Ms      float64   `json:"zombie_p50_ms"`
+	Late
 	// StoreLost and StorePhantom are the store's lost and phantom
 	// increments the lost lines could explain.
 	StoreLost    int `json:"store_lost,omitempty"`
@@ -220,8 +224,8 @@ type Unproven struct {
 // is the least over the allowed worlds (A7).
 func (r *Result) unprove(lines int) {
 	u := &Unproven{Lines: lines, Violations: r.Violations, Examples: r.Examples, OverlapMaxMs: r.OverlapMaxMs, OverlapP50Ms: r.OverlapP50Ms,
-		FirstViolationMs: r.FirstViolationMs, Zombies: r.Zombies, ZombieMaxMs: r.ZombieMaxMs, ZombieP50Ms: r.ZombieP50Ms}
-	r.Violations, r.Examples, r.OverlapsMs = 0, nil, nil
+		FirstViolationMs: r.FirstViolationMs, Zombies: r.Zombies, ZombieMaxMs: r.ZombieMaxMs, ZombieP50Ms: r.ZombieP50Ms, Late: r.Late}
+	r.Violations, r.Examples, r.OverlapsMs, r.Late = 0, nil, nil, Late{}
 	r.OverlapMaxMs, r.OverlapP50Ms, r.FirstViolationMs = 0, 0, -1
 	r.Zombies, r.ZombieMaxMs, r.ZombieP50Ms = 0, 0, 0
 	if st := r.Store; st != nil {

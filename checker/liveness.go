@@ -51,6 +51,10 @@ type FaultLiveness struct {
 	// a live client (of any key): how long the lock was out of service
 	// after, say, its holder failed (-1: none before the end).
 	NextGrantMs float64 `json:"next_grant_ms"`
+	// StaysDown: the fault was judged for available: false (MODEL §11),
+	// on whether the keys it took down stayed unavailable: met, they did;
+	// unmet, one was served again. It has no recovery time.
+	StaysDown bool `json:"stays_down,omitempty"`
 }
 
 // Recovery verdicts of a fault (FaultLiveness.Verdict).
@@ -486,6 +490,7 @@ func (l *liveness) result(faults []*faultRec, available *bool, maxGap int64, ask
 			fl.Verdict, fl.RecoveredAfterMs = v, rec
 			if !*available {
 				fl.RecoveredAfterMs = -1 // MODEL §11: no recovery time for available: false
+				fl.StaysDown = true
 			}
 			if at.f != f {
 				fl.JudgedWith = at.f.name

@@ -110,6 +110,9 @@ type op struct {
 	h   *hold
 	lin *linOp
 	kl  *keyLive // its key's state
+	// late: a release or extension invoked after its grant was certainly
+	// gone (MODEL §6).
+	late bool
 }
 
 // client is one client "i<N>c<M>" (MODEL §3).
@@ -281,6 +284,7 @@ func (c *Case) invoke(cl *client, e *history.Event) {
 	case history.OpRelease:
 		if h := cl.holds.get(e.Key); h != nil {
 			o.h = h
+			c.lateInvoke(o, h, e.T)
 			cl.releasing.put(h)
 			c.fig.hol.add(e.T - h.begin)
 			others := h.kl.waiters
@@ -294,6 +298,7 @@ func (c *Case) invoke(cl *client, e *history.Event) {
 		}
 	case history.OpExtend:
 		o.h = cl.holds.get(e.Key)
+		c.lateInvoke(o, o.h, e.T)
 	}
 	c.lin.invoke(cl, o)
 }
@@ -333,6 +338,7 @@ func (c *Case) complete(cl *client, e *history.Event) {
 		case history.OK:
 			c.fig.releases++
 		}
+		c.lateDone(o, e.Type)
 		if h := cl.releasing.get(e.Key); h != nil && h == o.h {
 			cl.releasing.del(h)
 			h.release = e.Type
@@ -351,6 +357,7 @@ func (c *Case) complete(cl *client, e *history.Event) {
 		// MODEL §6: an extension counts whenever its answer comes, in the
 		// hold or after a lost signal ended it (resolve waited for it).
 		h := o.h
+		c.lateDone(o, e.Type)
 		switch {
 		case h == nil:
 		case e.Type == history.OK:

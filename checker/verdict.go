@@ -98,6 +98,8 @@ func (c *Case) Result() Result {
 	for _, d := range r.Harness.Degraded {
 		r.Invalid = append(r.Invalid, "harness degraded: "+d)
 	}
+	lateBroken, lateMissing, noValue := c.lateAndLin(&r)
+	r.Invalid = append(r.Invalid, noValue...)
 	var liveUnmet, liveOpen []string
 	asked := c.meta.Expect.Available != nil || exp.RecoversWithinNs > 0 || exp.MaxGapNs > 0
 	r.Liveness, liveUnmet, liveOpen = c.live.result(c.faultList, exp.Available, exp.MaxGapNs, asked, c.clientList, c.lastT)
@@ -120,6 +122,7 @@ func (c *Case) Result() Result {
 		r.Resource.Verdict = Violation
 	}
 	broken, missing := safety(r)
+	broken, missing = append(broken, lateBroken...), append(missing, lateMissing...)
 	// A record that breaks its own rules (MODEL §2, §3) proves nothing:
 	// what the checker found in it is an artifact of reading it.
 	unreadable := c.unreadable()

@@ -18,7 +18,7 @@ func TestDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"python/lockbench_driver.py", "python/redis_lock.py", "python/kazoo_lock.py", "python/etcd3_lock.py", "node/lease.js", "java/CuratorDriver.java", ".complete"} {
+	for _, f := range []string{"python/lockbench_driver.py", "python/redis_lock.py", "python/kazoo_lock.py", "python/etcd3_lock.py", "node/lockbench_driver.js", "node/lease.js", "java/LockbenchDriver.java", "java/CuratorDriver.java", ".complete"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}

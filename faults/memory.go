@@ -27,7 +27,7 @@ func init() {
 	Register(Info{Name: "memory-pressure",
 		Example:  Example{Backend: "redis", Fault: "{type: memory-pressure, target: redis-1}"},
 		Does:     "fills the server to its `maxmemory` with keys of other data (`value_kb`, default 16) and, every `every_ms` (default 5) for the window, tops it up to its limit again (one-byte values until one is refused or evicts, 1-KiB ones for a larger hole), as a cache sharing the server would; what happens is the server's `maxmemory_policy`: an eviction policy evicts keys (a lock key, or its fencing counter, long before its TTL), `noeviction` refuses writes that need memory (OOM). Heal deletes the filler. A server with no limit is refused (it would only grow); `limit_mb` (default 256) bounds the fill",
-		Observed: "the server evicted a key (`evicted_keys` in `INFO stats`) or refused a write (OOM); while in force, how often and for how long at most a top-up found the server with room (from the last time it was seen at its limit): a lapse longer than `max_lapse_ms` (default 100; a busy machine running the filler late) is the effect not held, and the case is invalid; at heal, it is below its limit again",
+		Observed: "the server evicted a key (`evicted_keys` in `INFO stats`) or refused a write (OOM); while in force, how often and for how long at most a top-up found the server with room (from the last time it was seen at its limit): a lapse longer than `max_lapse_ms` (default 100; a busy machine running the filler late), or lapses that add up to more than `max_lapse_pct` of the time in force (default 20: many short ones) and to more than `max_lapse_ms`, is the effect not held, and the case is invalid; at heal, it is below its limit again",
 		Action:   ActAdmin, Claims: []string{ClaimProcess, "memory"}, Options: MemoryPressureOptions{}, Classes: map[Kind]string{Server: history.ClassMemory},
 		Summary: "fill a Redis server to its maxmemory with other keys and keep writing them (evictions or OOM refusals, per its maxmemory_policy)",
 		Targets: []Kind{Server}, Asks: AskMemory, New: newMemoryPressure})
@@ -45,6 +45,11 @@ type MemoryPressureOptions struct {
 	// while in force: a longer lapse (a busy machine that ran the filler
 	// late) is the effect not held, and the case is judged so.
 	MaxLapseMS int `yaml:"max_lapse_ms" doc:"the longest the server may have had room while in force before the pressure counts as not held (default 100)"`
+	// MaxLapsePct bounds the lapses together: many short ones (a filler
+	// a little late at every tick) leave the server with room for much
+	// of the window though none is long. Judged once they add up to
+	// more than MaxLapseMS.
+	MaxLapsePct int `yaml:"max_lapse_pct" doc:"the share of the time in force, in percent, the server may have had room in all (once that is past max_lapse_ms) before the pressure counts as not held (default 20)"`
 }
 
 type memoryPressure struct{ o MemoryPressureOptions }
@@ -66,6 +71,9 @@ func newMemoryPressure(decode Decoder) (Fault, error) {
 	if o.MaxLapseMS == 0 {
 		o.MaxLapseMS = 100
 	}
+	if o.MaxLapsePct == 0 {
+		o.MaxLapsePct = 20
+	}
 	switch {
 	case o.ValueKB < 0 || o.ValueKB > 64*1024:
 		return nil, fmt.Errorf("value_kb: %d is outside 1..65536", o.ValueKB)
@@ -75,6 +83,8 @@ func newMemoryPressure(decode Decoder) (Fault, error) {
 		return nil, fmt.Errorf("every_ms: must be positive")
 	case o.MaxLapseMS < 0:
 		return nil, fmt.Errorf("max_lapse_ms: must be positive")
+	case o.MaxLapsePct < 0 || o.MaxLapsePct > 100:
+		return nil, fmt.Errorf("max_lapse_pct: %d is outside 1..100", o.MaxLapsePct)
 	}
 	return memoryPressure{o}, nil
 }
@@ -238,6 +248,7 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Eff
 		t := time.NewTicker(time.Duration(m.o.EveryMS) * time.Millisecond)
 		defer t.Stop()
 		lapse.full = time.Now()
+		lapse.since = lapse.full
 		for {
 			select {
 			case <-stop:
@@ -273,6 +284,11 @@ func (m memoryPressure) Start(ctx context.Context, env Env, target Target) (*Eff
 				return "", fmt.Errorf("the pressure on %s was not kept: a filler write failed (%v); %s", target, topUpErr, held)
 			case lapse.longest > maxLapse:
 				return "", fmt.Errorf("the pressure on %s lapsed: %s, beyond the %s it may (max_lapse_ms)", target, held, maxLapse)
+			case lapse.total > maxLapse && lapse.share() > float64(m.o.MaxLapsePct):
+				// In all longer than one lapse may be, and more than the
+				// share: a window of a few ms with one short lapse is not.
+				return "", fmt.Errorf("the pressure on %s lapsed: %s, in all beyond the %d%% of the %s in force it may (max_lapse_pct)",
+					target, held, m.o.MaxLapsePct, lapse.until.Sub(lapse.since).Round(time.Millisecond))
 			}
 			return held, nil
 		},
@@ -330,10 +346,20 @@ const maxTopUpWrites = 512
 // from the last moment it was seen at the limit to the moment it was
 // again: an upper bound on how long it had room.
 type lapses struct {
+	since, until   time.Time // the time in force watched
 	full           time.Time // when last seen at its limit
 	open           bool      // room was found since
 	n              int
 	total, longest time.Duration
+}
+
+// share is the lapses' total, in percent of the time in force.
+func (l *lapses) share() float64 {
+	in := l.until.Sub(l.since)
+	if in <= 0 {
+		return 0
+	}
+	return 100 * float64(l.total) / float64(in)
 }
 
 func (l *lapses) saw(room, full bool, now time.Time) {
@@ -346,8 +372,9 @@ func (l *lapses) saw(room, full bool, now time.Time) {
 	}
 }
 
-// end closes an open lapse at now.
+// end closes an open lapse at now, and with it the time watched so far.
 func (l *lapses) end(now time.Time) {
+	l.until = now
 	if !l.open {
 		return
 	}
@@ -362,5 +389,5 @@ func (l lapses) String() string {
 	if l.n == 0 {
 		return "kept at its limit throughout"
 	}
-	return fmt.Sprintf("found with room %d time(s), for at most %s in all, the longest at most %s", l.n, l.total.Round(time.Millisecond), l.longest.Round(time.Millisecond))
+	return fmt.Sprintf("found with room %d time(s), for at most %s in all (%.0f%% of the time in force), the longest at most %s", l.n, l.total.Round(time.Millisecond), l.share(), l.longest.Round(time.Millisecond))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // injectedCut is a cut an outside injector keeps: it has no packet count,
@@ -61,5 +62,36 @@ func TestEveryActionHasAVerb(t *testing.T) {
 	}
 	if len(verbs) != len(Actions) {
 		t.Errorf("%d verbs for %d actions", len(verbs), len(Actions))
+	}
+}
+
+// TestLapsesAddUp: lapses are judged in all as well as one by one: many
+// short ones that together leave the server with room for most of the
+// time in force are counted, with their share of it.
+func TestLapsesAddUp(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	var l lapses
+	l.since, l.full = t0, t0
+	// Room found at every 40 ms tick for a second, the server back at its
+	// limit at each next: 25 lapses of 40 ms, none long.
+	for i := 1; i <= 25; i++ {
+		at := t0.Add(time.Duration(i) * 40 * time.Millisecond)
+		l.saw(true, false, at.Add(-20*time.Millisecond))
+		l.saw(false, true, at)
+	}
+	l.end(t0.Add(time.Second))
+	if l.n != 25 || l.longest != 40*time.Millisecond || l.total != time.Second || l.share() != 100 {
+		t.Errorf("lapses %+v, share %.0f%%: want 25 of 40ms, 1s in all, 100%% of the second", l, l.share())
+	}
+	if s := l.String(); !strings.Contains(s, "25 time(s)") || !strings.Contains(s, "1s in all (100% of the time in force)") {
+		t.Errorf("said %q", s)
+	}
+	// Kept at its limit throughout: no share.
+	var kept lapses
+	kept.since, kept.full = t0, t0
+	kept.saw(false, true, t0.Add(time.Second))
+	kept.end(t0.Add(time.Second))
+	if kept.share() != 0 || kept.String() != "kept at its limit throughout" {
+		t.Errorf("kept: %+v %q", kept, kept.String())
 	}
 }

@@ -397,6 +397,22 @@ type Expectation struct {
 	// judged, and no default applies to them (MODEL §13). In a scenario
 	// file: "violations: any".
 	Any []string `json:"any,omitempty" yaml:"-"`
+	// Linearizable: true means the service's answers must linearize as a
+	// lease lock (MODEL §8: a violation breaks the case's safety); false
+	// means they are expected not to (a library that speaks for another
+	// client's grant). Unset: reported, not judged.
+	Linearizable *bool `json:"linearizable,omitempty" yaml:"linearizable"`
+	// LateReleasesAccepted and LateExtensionsAccepted: false means every
+	// release (extension) sent after its client's grant was certainly
+	// gone must be refused, true that the service is expected to accept
+	// some (MODEL §6, §13). Asked of a case with no late one, the
+	// question has no value (A6). Unset: reported, not judged.
+	LateReleasesAccepted   *bool `json:"late_releases_accepted,omitempty" yaml:"late_releases_accepted"`
+	LateExtensionsAccepted *bool `json:"late_extensions_accepted,omitempty" yaml:"late_extensions_accepted"`
+	// MaxOverlapNs bounds the longest overlap of two holders (MODEL §6,
+	// §13): longer breaks the case's safety (0: not checked). It bounds
+	// what violations: true (or any) allows.
+	MaxOverlapNs int64 `json:"max_overlap_ns,omitempty" yaml:"-"`
 	// DuplicateEffects, StaleEffects and LostJobs are a job workload's
 	// outcomes (MODEL §20): a job's effect applied twice or more; an
 	// effect applied with a token below one already applied for its job;
@@ -409,6 +425,7 @@ type Expectation struct {
 // AnyOutcomes are the outcomes an expectation may leave to any
 // (Expectation.Any), by their JSON names.
 var AnyOutcomes = []string{"violations", "stale_writes_accepted", "lost_updates", "token_regressions", "leases_lost", "available",
+	"linearizable", "late_releases_accepted", "late_extensions_accepted",
 	"duplicate_effects", "stale_effects_accepted", "lost_jobs"}
 
 // IsAny reports whether e leaves the named outcome to any.
@@ -427,7 +444,8 @@ func (e Expectation) anyConflict() error {
 	set := map[string]bool{
 		"violations": e.Violations != nil, "stale_writes_accepted": e.StaleAccepted != nil,
 		"lost_updates": e.LostUpdates != nil, "token_regressions": e.TokenRegressions != nil,
-		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil,
+		"leases_lost": e.LeasesLost != nil, "available": e.Available != nil, "linearizable": e.Linearizable != nil,
+		"late_releases_accepted": e.LateReleasesAccepted != nil, "late_extensions_accepted": e.LateExtensionsAccepted != nil,
 		"duplicate_effects": e.DuplicateEffects != nil, "stale_effects_accepted": e.StaleEffects != nil, "lost_jobs": e.LostJobs != nil,
 	}
 	for _, a := range e.Any {
@@ -482,8 +500,8 @@ func (m CaseMeta) Validate() error {
 		return fmt.Errorf("lease_ns, expiry_bound_ns and op_timeout_ns must not be negative")
 	case m.Trials < 0 || m.Trial < 0 || m.Need < 0 || m.Trial > m.Trials || m.Need > m.Trials:
 		return fmt.Errorf("trial %d of %d (need %d): need 0 <= trial <= trials and need <= trials", m.Trial, m.Trials, m.Need)
-	case m.Expect.MaxGapNs < 0 || m.Expect.RecoversWithinNs < 0 || m.Expect.MinGapNs < 0:
-		return fmt.Errorf("expect: max_gap_ns, min_gap_ns and recovers_within_ns must not be negative")
+	case m.Expect.MaxGapNs < 0 || m.Expect.RecoversWithinNs < 0 || m.Expect.MinGapNs < 0 || m.Expect.MaxOverlapNs < 0:
+		return fmt.Errorf("expect: max_gap_ns, min_gap_ns, recovers_within_ns and max_overlap_ns must not be negative")
 	}
 	if err := m.Expect.anyConflict(); err != nil {
 		return err

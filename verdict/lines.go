@@ -32,11 +32,17 @@ func (s *Summary) Verdicts() map[RowVerdict]int {
 // Availability says in a few words how live the lock was: the longest gap
 // (MODEL §11), and how soon it recovered after each fault healed; a
 // recovery the case could not tell is said to be unknown (unknown is
-// never silent, MODEL §11).
+// never silent, MODEL §11). A fault judged for available: false is judged
+// on whether its keys stayed down, not on a recovery: it says that.
 func Availability(l checker.Liveness) string {
 	out := fmt.Sprintf("longest_gap=%.0fms", l.LongestGapMs)
 	for _, f := range l.Faults {
 		switch {
+		case f.StaysDown:
+			said := map[string]string{checker.Met: "yes", checker.Unmet: "no (served again)", checker.Undecided: "unknown"}[f.Verdict]
+			if said != "" {
+				out += fmt.Sprintf(" stayed_down_after_%s=%s", f.Fault, said)
+			}
 		case f.Verdict == checker.Undecided:
 			out += fmt.Sprintf(" recovered_after_%s=unknown", f.Fault)
 		case f.RecoveredAfterMs >= 0:
@@ -59,6 +65,19 @@ func ViolationsText(r checker.Result) string {
 		return fmt.Sprintf("open(%d in the record, %d line(s) lost)", u.Violations, u.Lines)
 	}
 	return fmt.Sprint(r.Violations)
+}
+
+// LateText says a case's late releases and extensions (MODEL §6) and how
+// the service answered them, or nothing when there were none.
+func LateText(l checker.Late) string {
+	out := ""
+	if l.Releases > 0 {
+		out += fmt.Sprintf(" late_releases=%d(accepted %d, refused %d)", l.Releases, l.ReleasesAccepted, l.ReleasesRefused)
+	}
+	if l.Extends > 0 {
+		out += fmt.Sprintf(" late_extensions=%d(accepted %d, refused %d)", l.Extends, l.ExtendsAccepted, l.ExtendsRefused)
+	}
+	return out
 }
 
 // LostText says a case's lost updates, with those the record shows and
@@ -93,9 +112,9 @@ func CaseLines(c CaseSummary) []string {
 		p99 = fmt.Sprintf("%.2fms", m.AcquireLatency.P99)
 	}
 	violations, lost := ViolationsText(r), LostText(r)
-	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%s stale_accepted=%d lost=%s stale_rejected=%d token_regressions=%d | acquisitions=%d %s | acq/s=%.0f p99=%s",
+	out := []string{fmt.Sprintf("%-24s %-14s %-34s violations=%s stale_accepted=%d lost=%s stale_rejected=%d token_regressions=%d%s | acquisitions=%d %s | acq/s=%.0f p99=%s",
 		r.Case, r.Backend, statusWords[r.Status], violations, r.Resource.StaleAccepted, lost, r.Resource.StaleRejected,
-		r.TokenRegressions, r.AcquiresOK, Availability(r.Liveness), m.AcquiresPerSec, p99)}
+		r.TokenRegressions, LateText(r.Late), r.AcquiresOK, Availability(r.Liveness), m.AcquiresPerSec, p99)}
 	if j := r.Jobs; j != nil {
 		out = append(out, "    "+JobsLine(j))
 	}

@@ -59,3 +59,37 @@ func TestCaseLinesSayAnUnknownRecovery(t *testing.T) {
 		t.Errorf("asked:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestCaseLineSaysWhetherTheLockStayedDown: a fault judged for available:
+// false has no recovery (MODEL §11): its line says whether the keys it
+// took down stayed down, never "recovered never" beside "served again".
+func TestCaseLineSaysWhetherTheLockStayedDown(t *testing.T) {
+	sum, err := AnalyzeFile(filepath.Join("..", "checker", "testdata", "stays-unavailable.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join(CaseLines(sum.Cases[0]), "\n")
+	if !strings.Contains(lines, "stayed_down_after_") || strings.Contains(lines, "=never") {
+		t.Errorf("lines:\n%s", lines)
+	}
+	for _, tt := range []struct {
+		verdict, want string
+	}{{checker.Met, "stayed_down_after_p=yes"}, {checker.Unmet, "stayed_down_after_p=no (served again)"}, {checker.Undecided, "stayed_down_after_p=unknown"}} {
+		l := checker.Liveness{Faults: []checker.FaultLiveness{{Fault: "p", Verdict: tt.verdict, RecoveredAfterMs: -1, StaysDown: true}}}
+		if got := Availability(l); !strings.HasSuffix(got, tt.want) {
+			t.Errorf("%s: %q, want it to end %q", tt.verdict, got, tt.want)
+		}
+	}
+}
+
+// TestCaseLineSaysLateCalls: late releases and extensions (MODEL §6) and
+// the service's answers are on the case line, and nothing when none.
+func TestCaseLineSaysLateCalls(t *testing.T) {
+	if got := LateText(checker.Late{}); got != "" {
+		t.Errorf("none: %q", got)
+	}
+	if got, want := LateText(checker.Late{Releases: 9, ReleasesAccepted: 5, ReleasesRefused: 3, Extends: 1, ExtendsRefused: 1}),
+		" late_releases=9(accepted 5, refused 3) late_extensions=1(accepted 0, refused 1)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

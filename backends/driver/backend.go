@@ -86,6 +86,7 @@ type Backend struct {
 	ref      *Reference
 	opt      Options
 	server   backends.Backend
+	kind     string // the server's kind: the Go backend's name
 	lease    leaseRule
 	tokens   bool
 	extend   bool
@@ -148,7 +149,7 @@ func New(label string, decode backends.Decoder) (backends.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server_options: %w", err)
 	}
-	b.server = sb
+	b.server, b.kind = sb, server
 	if b.lease, err = parseLease(o.Lease, b.ref != nil); err != nil {
 		return nil, err
 	}
@@ -259,6 +260,32 @@ func (b *Backend) LeaseTime(ttl time.Duration) time.Duration {
 	return 0
 }
 
+// Cycle is the period of what a fault's effect depends on (backends.Cycler),
+// by the rule of the server kind's own backend, on the driver's lease:
+// a third of a ZooKeeper session (its client pings a third of the
+// timeout), half a Consul session's TTL, an etcd lease, else the lease.
+func (b *Backend) Cycle(ttl time.Duration) time.Duration {
+	lease := b.LeaseTime(ttl)
+	switch b.kind {
+	case "zookeeper":
+		return lease / 3
+	case "consul":
+		return lease / 2
+	}
+	return lease
+}
+
+// ExpiryBound is the longest the service may keep a silent holder's grant
+// (backends.ExpiryBounder), by the server kind's rule: an etcd lease is
+// given its whole TTL again by each new leader, so twice it; else the
+// lease.
+func (b *Backend) ExpiryBound(ttl time.Duration) time.Duration {
+	if b.kind == "etcd" {
+		return 2 * b.LeaseTime(ttl)
+	}
+	return b.LeaseTime(ttl)
+}
+
 // Command is the driver's command line (a reference driver's needs its
 // files in place: drivers.Dir).
 func (b *Backend) Command() ([]string, []string, error) {
@@ -322,17 +349,19 @@ func (b *Backend) Agree(h Reply) error {
 	ab := h.Abilities
 	switch {
 	case b.library != "" && h.Library != b.library:
-		return fmt.Errorf("the case names library %s, but the driver says it is %s %s", b.library, h.Library, h.Version)
+		return withFix(fmt.Errorf("the case names library %s, but the driver says it is %s %s", b.library, h.Library, h.Version),
+			fmt.Sprintf("name the library the driver is: driver:%s@%s", h.Library, h.Version))
 	case b.version != "" && h.Version != b.version:
-		return fmt.Errorf("the case names %s@%s, but the driver says it is %s %s: rename the case's backend, or install %s", b.library, b.version, h.Library, h.Version, b.version)
+		return withFix(fmt.Errorf("the case names %s@%s, but the driver says it is %s %s: rename the case's backend, or install %s", b.library, b.version, h.Library, h.Version, b.version),
+			fmt.Sprintf("driver:%s@%s (or driver:%s, any version)", h.Library, h.Version, h.Library))
 	case b.tokens && !ab.Token:
-		return fmt.Errorf("the case declares fencing tokens (%s), but the driver says it has none", b.declared)
+		return withFix(fmt.Errorf("the case declares fencing tokens (%s), but the driver says it has none", b.declared), "tokens: false")
 	case !b.tokens && ab.Token:
-		return fmt.Errorf("the driver says its leases carry fencing tokens, but the case declares none (%s): set tokens: true", b.declared)
+		return withFix(fmt.Errorf("the driver says its leases carry fencing tokens, but the case declares none (%s): set tokens: true", b.declared), "tokens: true")
 	case b.extend && !ab.Extend:
-		return fmt.Errorf("the case declares extension (%s), but the driver says it cannot extend", b.declared)
+		return withFix(fmt.Errorf("the case declares extension (%s), but the driver says it cannot extend", b.declared), "extend: false (and no auto_extend in the workload)")
 	case b.acquire != "" && !slices.Contains(ab.Acquire, b.acquire):
-		return fmt.Errorf("acquire: %s, but the driver offers only %s", b.acquire, strings.Join(ab.Acquire, ", "))
+		return withFix(fmt.Errorf("acquire: %s, but the driver offers only %s", b.acquire, strings.Join(ab.Acquire, ", ")), "acquire: "+ab.Acquire[0])
 	}
 	return nil
 }
@@ -407,9 +436,11 @@ func ceilSeconds(d time.Duration) time.Duration {
 }
 
 var (
-	_ backends.Backend    = (*Backend)(nil)
-	_ backends.Leaser     = (*Backend)(nil)
-	_ backends.Renewer    = (*Backend)(nil)
-	_ backends.Router     = (*Backend)(nil)
-	_ backends.Extendable = (*Backend)(nil)
+	_ backends.Backend       = (*Backend)(nil)
+	_ backends.Leaser        = (*Backend)(nil)
+	_ backends.Renewer       = (*Backend)(nil)
+	_ backends.Router        = (*Backend)(nil)
+	_ backends.Extendable    = (*Backend)(nil)
+	_ backends.Cycler        = (*Backend)(nil)
+	_ backends.ExpiryBounder = (*Backend)(nil)
 )

@@ -188,3 +188,32 @@ func TestOwnDriverFindsTheHelpers(t *testing.T) {
 		t.Errorf("%s=%s holds no Python helper: %v", EnvDrivers, dir, err)
 	}
 }
+
+// TestCycleFollowsTheServerKind: a driver's trials spread their faults
+// over its lock's own cycle, by the rule of its server kind's backend on
+// the driver's lease (docs/scenarios.md): a third of a ZooKeeper session,
+// half a Consul session, an etcd lease, else the lease; its expiry bound
+// is twice an etcd lease (a new leader renews it whole), else the lease.
+func TestCycleFollowsTheServerKind(t *testing.T) {
+	ttl := 2 * time.Second
+	for _, tc := range []struct {
+		label, opts   string
+		cycle, expiry time.Duration
+	}{
+		{"kazoo", "{library: {timeout: 6}}", 2 * time.Second, 6 * time.Second},
+		{"curator", "{}", 10 * time.Second / 3, 10 * time.Second}, // 60 s asked, 20 ticks of 500 ms granted
+		{"mine", "{server: zookeeper, lease: 9s, command: [./d]}", 3 * time.Second, 9 * time.Second},
+		{"mine", "{server: consul, lease: 10s, command: [./d]}", 5 * time.Second, 10 * time.Second},
+		{"python-etcd3", "{}", 2 * time.Second, 4 * time.Second},
+		{"redis-py", "{}", ttl, ttl},
+		{"mine", "{server: redis, lease: none, command: [./d]}", 0, 0},
+	} {
+		b, err := newTestBackend(tc.label, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, e := backends.Cycle(b, ttl), backends.ExpiryBound(b, ttl); c != tc.cycle || e != tc.expiry {
+			t.Errorf("%s %s: cycle %s, expiry bound %s; want %s, %s", tc.label, tc.opts, c, e, tc.cycle, tc.expiry)
+		}
+	}
+}

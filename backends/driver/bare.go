@@ -16,7 +16,7 @@ func (p *Process) Ping(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if a.reply.Type != TypeOK {
-		return 0, fmt.Errorf("driver %s: ping answered with %s: %s", p.cfg.Name, a.reply.Code, a.reply.Message)
+		return 0, fmt.Errorf("driver %s: ping answered with %s: %s", p.cfg.Name, a.reply.Code, p.redact.Redact(a.reply.Message))
 	}
 	return time.Since(start), nil
 }

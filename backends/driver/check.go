@@ -43,7 +43,10 @@ type StepResult struct {
 	Name   string
 	Status string
 	Detail string
-	Took   time.Duration
+	// Fix is, for a failed step, the option (of the case, the check or
+	// the driver's command) that would make it pass, when one would.
+	Fix  string
+	Took time.Duration
 }
 
 // CheckReport is a check's outcome.
@@ -163,10 +166,10 @@ func (c *checker) step(name string, f func() (string, error)) bool {
 		return true
 	case errors.As(err, &broken):
 		c.broken = true
-		c.record(name, Fail, err.Error(), took)
+		c.fail(name, err, took)
 		return false
 	case err != nil:
-		c.record(name, Fail, err.Error(), took)
+		c.fail(name, err, took)
 		return false
 	case strings.HasPrefix(detail, "note: "):
 		c.record(name, Note, strings.TrimPrefix(detail, "note: "), took)
@@ -180,6 +183,15 @@ func (c *checker) record(name, status, detail string, took time.Duration) {
 	c.rep.Steps = append(c.rep.Steps, StepResult{Name: name, Status: status, Detail: detail, Took: took})
 	mark := map[string]string{Pass: "✓", Fail: "✗", Skip: "–", Note: "!"}[status]
 	fmt.Fprintf(c.o.Progress, "  %s %-26s %6.2fs  %s\n", mark, name, took.Seconds(), detail)
+}
+
+// fail records a failed step, with the option that would fix it.
+func (c *checker) fail(name string, err error, took time.Duration) {
+	c.record(name, Fail, err.Error(), took)
+	if fix := c.fixFor(err); fix != "" {
+		c.rep.Steps[len(c.rep.Steps)-1].Fix = fix
+		fmt.Fprintf(c.o.Progress, "  %-36s  fix: %s\n", "", fix)
+	}
 }
 
 func (c *checker) start(ctx context.Context) (*Process, error) {

@@ -79,3 +79,31 @@ func (quickTimeout) Acquire(_ context.Context, key string) (backends.Lease, erro
 }
 func (quickTimeout) Release(context.Context, backends.Lease) error { return nil }
 func (quickTimeout) Close() error                                  { return nil }
+
+// TestFailuresNameTheirFix: a failed step says the option that would fix
+// it where one would (the interpreter, the lease, what the case
+// declares), and nothing where the driver itself is wrong.
+func TestFailuresNameTheirFix(t *testing.T) {
+	own := &Backend{opt: Options{Command: []string{"python3", "my_lock.py"}}}
+	for _, tt := range []struct {
+		name string
+		b    *Backend
+		err  error
+		want string
+	}{
+		{"pyenv's python", own, errors.New("exited before answering its hello; its stderr ends: ModuleNotFoundError: No module named 'redis'"), "/usr/bin/python3 instead of python3"},
+		{"Debian's python", &Backend{opt: Options{Command: []string{"/usr/bin/python3", "x.py"}}}, errors.New("ModuleNotFoundError: No module named 'redis'"), ""},
+		{"the helper", own, errors.New("ModuleNotFoundError: No module named 'lockbench_driver'"), "LOCKBENCH_DRIVERS"},
+		{"node modules", &Backend{opt: Options{Command: []string{"node", "l.js"}}}, errors.New("Error: Cannot find module 'redis'"), "NODE_PATH"},
+		{"a slow start", own, errors.New("did not answer its hello within 30s"), "start_timeout (now 30s, the default)"},
+		{"the lease", own, withFix(errors.New("client 1 could not take the lock"), (&checker{o: CheckOptions{Backend: own}, lease: 2 * time.Second}).leaseFix()), "'{lease: none}'"},
+		{"the declarations", own, own.Agree(Reply{Abilities: &Abilities{Token: true, Acquire: []string{"try"}}}), "tokens: true"},
+		{"the driver's own bug", own, errors.New("client 1 took check-a while client 0 held it"), ""},
+	} {
+		c := &checker{o: CheckOptions{Backend: tt.b}}
+		got := c.fixFor(tt.err)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: fix %q, want one saying %q", tt.name, got, tt.want)
+		}
+	}
+}

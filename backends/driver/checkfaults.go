@@ -31,7 +31,7 @@ func (c *checker) expiry(ctx context.Context) (string, error) {
 	time.Sleep(c.lease + 500*time.Millisecond)
 	l1, err := c.take(ctx, 1, "check-e", 5*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("client 0's lease of %s ran out, but client 1 could not take the lock: %w", c.lease, err)
+		return "", withFix(fmt.Errorf("client 0's lease of %s ran out, but client 1 could not take the lock: %w", c.lease, err), c.leaseFix())
 	}
 	defer c.give(ctx, 1, l1)
 	var notes []string
@@ -173,7 +173,8 @@ func (c *checker) lostSignal(ctx context.Context) (string, error) {
 	select {
 	case <-lost:
 	case <-time.After(wait):
-		return "", fmt.Errorf("the links were cut for %s (the lease is %s) and healed, and no lost came within %s after", cut, c.lease, wait)
+		return "", withFix(fmt.Errorf("the links were cut for %s (the lease is %s) and healed, and no lost came within %s after", cut, c.lease, wait),
+			c.leaseFix()+"; a library that never says its lease is gone has no lost ability: its hello must say lost: false")
 	case <-c.p.Broken():
 		return "", c.p.Err()
 	}

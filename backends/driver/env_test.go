@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/layout"
 )
 
 // TestDriverGetsOnlyItsEnv: a driver inherits none of bench's secrets (an
@@ -121,3 +123,27 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 func (l *lockedBuffer) Len() int { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Len() }
 
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestDriverSecretsNeverLogged: a driver that prints the secret of its
+// env: on stderr (and a URL holding it) and in its error leaves it in
+// neither the log nor the error that quotes it.
+func TestDriverSecretsNeverLogged(t *testing.T) {
+	const secret = "tok-7f3a9c2e-secret"
+	var log lockedBuffer
+	cfg := fakeConfig(t, "leak")
+	cfg.Env = append(cfg.Env, "LEAK_TOKEN="+secret)
+	cfg.Log = &log
+	p, err := Start(context.Background(), cfg)
+	if err == nil {
+		p.Close()
+		t.Fatal("started")
+	}
+	for where, s := range map[string]string{"the error": err.Error(), "the log": log.String()} {
+		if strings.Contains(s, secret) || !strings.Contains(s, layout.Redacted) {
+			t.Errorf("%s: %q, want the secret redacted", where, s)
+		}
+	}
+	if !strings.Contains(log.String(), "redis://user:[redacted]@127.0.0.1:6379") {
+		t.Errorf("the log lost what it said around the secret: %q", log.String())
+	}
+}

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 func fakeConfig(t *testing.T, mode string) Config {
 	t.Helper()
 	return Config{Name: "fake-" + mode, Command: []string{os.Args[0]}, Env: []string{envFake + "=" + mode},
-		StartTimeout: 5 * time.Second, Grace: 300 * time.Millisecond, Hello: Hello{TTLMs: 1000, Namespace: "lockbench"}}
+		StartTimeout: time.Minute, Grace: 300 * time.Millisecond, Hello: Hello{TTLMs: 1000, Namespace: "lockbench"}}
 }
 
 // fakeDriver serves the protocol on stdin and stdout. Its lock is a map
@@ -36,6 +36,7 @@ func fakeConfig(t *testing.T, mode string) Config {
 //
 //	good          behaves
 //	refuse        refuses its options at hello
+//	leak          prints its LEAK_TOKEN on stderr and in its refusal
 //	silent        never answers its hello
 //	garbage       answers the second acquire with a line that is not JSON
 //	hang          never answers an acquire of key "hang"
@@ -66,6 +67,11 @@ func fakeDriver(mode string) {
 	switch mode {
 	case "refuse":
 		send(map[string]any{"type": "error", "code": "options", "message": "no option frob"})
+		return
+	case "leak":
+		tok := os.Getenv("LEAK_TOKEN")
+		fmt.Fprintf(os.Stderr, "connecting with token %s to redis://user:%s@127.0.0.1:6379\n", tok, tok)
+		send(map[string]any{"type": "error", "code": "options", "message": "the server refused token " + tok})
 		return
 	case "silent":
 		time.Sleep(time.Hour)

@@ -106,7 +106,7 @@ func newLocker(p *Process, client int, wait bool, ttl time.Duration, own bool) b
 }
 
 func (l *locker) opError(op, key string, r Reply) error {
-	return &OpError{Driver: l.p.Name(), Op: op, Key: key, Code: r.Code, Message: r.Message, Definite: r.Definite(), Unsent: r.Unsent()}
+	return &OpError{Driver: l.p.Name(), Op: op, Key: key, Code: r.Code, Message: l.p.redact.Redact(r.Message), Definite: r.Definite(), Unsent: r.Unsent()}
 }
 
 func (l *locker) Acquire(ctx context.Context, key string) (backends.Lease, error) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/childenv"
+	"github.com/lockbench/lockbench/internal/layout"
 )
 
 // EnvTag is set in every driver's environment to a value of its own, so
@@ -96,6 +97,9 @@ type Process struct {
 	exitErr    error
 	readerDone chan struct{}
 	stderr     *tailBuffer
+	// redact takes the secrets of the driver's env: out of what it prints
+	// (its stderr, in the log and in the errors that quote it).
+	redact *layout.Redactor
 }
 
 type leaseKey struct {
@@ -151,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	rand.Read(tb[:])
 	p := &Process{cfg: cfg, tag: hex.EncodeToString(tb[:]), pending: map[uint64]*call{}, abandoned: map[uint64]string{},
 		leases: map[leaseKey]*lease{}, helloCh: make(chan []byte, 1), helloTaken: make(chan struct{}), broken: make(chan struct{}), exited: make(chan struct{}),
-		readerDone: make(chan struct{}), stderr: &tailBuffer{max: 6}}
+		readerDone: make(chan struct{}), stderr: &tailBuffer{max: 6}, redact: layout.NewRedactor(cfg.Env)}
 	p.writeIdle = sync.NewCond(&p.writeMu)
 	if cfg.Hello.Bare != nil {
 		p.bareCh = make(chan Reply, 1)
@@ -245,7 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		case err != nil:
 			p.breakf("line 1 of its output (its answer to hello), %s: %v", quote(line), err)
 		case r.Type == TypeError:
-			refused := &BrokenError{Driver: cfg.Name, Msg: fmt.Sprintf("refused its start: %s: %s", r.Code, r.Message)}
+			refused := &BrokenError{Driver: cfg.Name, Msg: fmt.Sprintf("refused its start: %s: %s", r.Code, p.redact.Redact(r.Message))}
 			p.breakf("%s", refused.Msg)
 			p.Close()
 			return nil, refused

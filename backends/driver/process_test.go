@@ -34,16 +34,22 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 // TestStartRefusals: a driver that refuses its options or never answers
-// its hello fails its start, saying so, and is gone.
+// its hello fails its start, saying so, and is gone. The refusal is
+// waited for as long as a start may take (a race-built test binary on a
+// busy machine is slow to answer): only the silent driver's timeout is
+// short, and it never answers whatever the wait.
 func TestStartRefusals(t *testing.T) {
-	for _, tc := range []struct{ mode, want string }{
-		{"refuse", "driver fake-refuse: refused its start: options: no option frob"},
-		{"silent", "driver fake-silent: did not answer its hello within 500ms"},
+	for _, tc := range []struct {
+		mode, want string
+		timeout    time.Duration
+	}{
+		{"refuse", "driver fake-refuse: refused its start: options: no option frob", time.Minute},
+		{"silent", "driver fake-silent: did not answer its hello within 500ms", 500 * time.Millisecond},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			cfg := fakeConfig(t, tc.mode)
-			cfg.StartTimeout = 500 * time.Millisecond
+			cfg.StartTimeout = tc.timeout
 			p, err := Start(context.Background(), cfg)
 			if err == nil {
 				p.Close()
@@ -57,7 +63,12 @@ func TestStartRefusals(t *testing.T) {
 }
 
 // TestBreaks: every way a driver can break makes it broken, with an error
-// that names it and says what it did, and leaves no process behind.
+// that names it and says what it did, and leaves no process behind. The
+// acquires that lead up to a break are given a minute (a slow answer to
+// the first acquire of garbage would break nothing, and the second, whose
+// answer is the garbage, would never be sent); only hang's acquire, whose
+// timeout is what is tested, has a short one. The waits for the break
+// and the exit catch a hang, far beyond what a slow machine takes.
 func TestBreaks(t *testing.T) {
 	for _, tc := range []struct {
 		mode string
@@ -80,14 +91,18 @@ func TestBreaks(t *testing.T) {
 			p := startFake(t, tc.mode)
 			l := newLocker(p, 0, false, time.Second, false)
 			for _, k := range tc.keys {
-				if _, err := l.Acquire(ctxFor(t, 200*time.Millisecond), k); err != nil {
+				wait := time.Minute
+				if k == "hang" {
+					wait = 200 * time.Millisecond
+				}
+				if _, err := l.Acquire(ctxFor(t, wait), k); err != nil {
 					break
 				}
 			}
 			select {
 			case <-p.Broken():
-			case <-time.After(5 * time.Second):
-				t.Fatal("not broken")
+			case <-time.After(time.Minute):
+				t.Fatal("not broken a minute after its last acquire")
 			}
 			var be *BrokenError
 			if !errors.As(p.Err(), &be) {
@@ -99,13 +114,13 @@ func TestBreaks(t *testing.T) {
 				}
 			}
 			// Every later call fails at once with the same error.
-			if _, err := l.Acquire(ctxFor(t, time.Second), "z"); !errors.Is(err, p.Err()) {
+			if _, err := l.Acquire(ctxFor(t, time.Minute), "z"); !errors.Is(err, p.Err()) {
 				t.Errorf("acquire after the break: %v", err)
 			}
 			select {
 			case <-p.Exited():
-			case <-time.After(5 * time.Second):
-				t.Error("the broken driver still runs")
+			case <-time.After(time.Minute):
+				t.Error("the broken driver still runs a minute after its break")
 			}
 		})
 	}
@@ -163,8 +178,8 @@ func TestOutcomes(t *testing.T) {
 	}
 	select {
 	case <-lose.Lost():
-	case <-time.After(2 * time.Second):
-		t.Error("lost was not signalled")
+	case <-time.After(time.Minute):
+		t.Error("lost was not signalled in a minute")
 	}
 	if d, err := p.Ping(ctx); err != nil || d <= 0 {
 		t.Errorf("ping: %v %v", d, err)

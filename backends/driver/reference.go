@@ -124,11 +124,13 @@ var References = []Reference{
 		Summary: "redis-py's Lock (SET NX PX, Lua compare-and-delete release, extend by Lua); no token, no lost signal",
 		Package: "python3-redis", Server: "redis", Acquire: AcquireWait, Extend: true,
 		Options: map[string]string{
-			"timeout":        "the lock's timeout in seconds; null: none (default: the workload's ttl)",
-			"sleep":          "seconds between tries of a blocking acquire (default 0.1)",
-			"thread_local":   "keep the token in thread-local storage (default true)",
-			"extend":         "replace (extend(ttl, replace_ttl=True), the default here), add (extend(ttl): the library's default) or reacquire",
-			"socket_timeout": "seconds a command may wait for its reply; null: forever (default null, redis-py's)",
+			"timeout":         "the lock's timeout in seconds; null: none (default: the workload's ttl)",
+			"sleep":           "seconds between tries of a blocking acquire (default 0.1)",
+			"thread_local":    "keep the token in thread-local storage (default true)",
+			"extend":          "replace (extend(ttl, replace_ttl=True), the default here), add (extend(ttl): the library's default) or reacquire",
+			"socket_timeout":  "seconds a command may wait for its reply; null: forever (default null, redis-py's)",
+			"release_retries": "retries of a release that failed on the connection, once a second, as an application's retry would (default 0)",
+			"share":           "none (a Lock per acquisition, the default), threads (one redis.lock.Lock per key shared by the instance's clients, each a thread) or tasks (one redis.asyncio.lock.Lock per key shared by the clients, each an asyncio task of one event loop)",
 		},
 		lease: func(lib map[string]any, _ []backends.ServerSpec, ttl time.Duration) time.Duration {
 			if v, ok := lib["timeout"]; ok {
@@ -171,8 +173,9 @@ var References = []Reference{
 		Package: "python3-etcd3", Server: "etcd", Acquire: AcquireTry, Extend: true,
 		Dials: []string{"etcd-1"},
 		Options: map[string]string{
-			"ttl":     "the lock's lease in whole seconds (default: the workload's ttl, rounded up)",
-			"timeout": "seconds a gRPC call may take; null: forever (default null, the library's)",
+			"ttl":             "the lock's lease in whole seconds (default: the workload's ttl, rounded up)",
+			"timeout":         "seconds a gRPC call may take; null: forever (default null, the library's)",
+			"context_manager": "acquire as `with client.lock(...)` does: __enter__, the library's 10 s acquire whose result is not looked at (default false)",
 		},
 		lease: func(lib map[string]any, _ []backends.ServerSpec, ttl time.Duration) time.Duration {
 			if s, ok := number(lib["ttl"]); ok {

@@ -30,7 +30,7 @@ func (p *Process) copyStderr(r io.ReadCloser) {
 	for {
 		line, cut, err := readCut(br, maxStderrLine)
 		if len(line) > 0 || (err == nil && !cut) {
-			s := strings.ToValidUTF8(string(line), "?")
+			s := p.redact.Redact(strings.ToValidUTF8(string(line), "?"))
 			if cut {
 				s += " [cut]"
 			}

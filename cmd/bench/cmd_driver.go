@@ -31,7 +31,8 @@ COMMAND after --, a label for your own: LIBRARY or LIBRARY@VERSION, which
 the driver's hello must match.
 
   bench driver check redis-py
-  bench driver check -server redis mylib@1.2 -- python3 my_driver.py
+  bench driver check -server redis mylib@1.2 -- /usr/bin/python3 my_driver.py
+  bench driver check -server redis -options '{lease: none}' mylib -- /usr/bin/python3 my_driver.py
   bench driver perf redis-py kazoo
   bench driver list
   bench driver path     # the protocol helpers' folder ($LOCKBENCH_DRIVERS in a driver's environment)
@@ -42,14 +43,18 @@ the driver, not the cluster), and proves its handshake, every operation,
 mutual exclusion between two of its clients, unknown outcomes and the
 answer within a timeout when its links are cut, its lost signal, its
 refusal of requests it cannot serve, and a clean exit that leaves no
-process behind. It exits 101 if a step failed, saying what in words.
+process behind. It exits 101 if a step failed, saying what in words, and
+the option that would fix it where one would (-options takes a case's
+driver options: lease, tokens, extend, acquire, library, env, ...).
+Name Debian's interpreter (/usr/bin/python3): a python3 earlier on the
+PATH (pyenv's, a virtualenv's) cannot import Debian's python3-* libraries.
 
 perf runs, for each driver, interleaved rounds of the library's own bare
 loop (in the driver's process, no lockbench), the harness with the driver
 (direct: lock and recording only) and with the protected resource (full),
 and prints the ratios and the protocol's round trip.`
 	server := c.fs.String("server", "", "check: the server a driver of your own talks to (a Go backend's name: redis, etcd, zookeeper, ...)")
-	options := c.fs.String("options", "", "check: the driver backend's options as YAML (library, server_options, lease, tokens, extend, ...; default for a reference driver: its quick check settings)")
+	options := c.fs.String("options", "", "check: the driver backend's options as YAML, as a case gives them (library, server_options, lease, tokens, extend, acquire, env, ...; default for a reference driver: its quick check settings)")
 	ttl := c.fs.Duration("ttl", 2*time.Second, "check: the lease time the driver is told")
 	clients := c.fs.Int("clients", 8, "perf: concurrent clients, each on a key of its own")
 	dur := c.fs.Duration("duration", 5*time.Second, "perf: length of each measured run")

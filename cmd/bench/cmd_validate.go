@@ -83,9 +83,18 @@ func printSchedule(w io.Writer, path string, sc *scenario.Scenario) {
 			fmt.Fprintln(w, "      faults:")
 		}
 		for _, f := range c.Faults {
-			spread := ""
+			// Each trial's offset, by its trial: side-by-side trials
+			// run as one batch, a lane each.
+			var note []string
+			if c.Lanes > 1 && f.Lane > 0 {
+				note = append(note, fmt.Sprintf("trial %d", c.Trial+f.Lane-1))
+			}
 			if n := f.ScheduleNote(fmtDur); n != "" {
-				spread = " (" + n + ")"
+				note = append(note, n)
+			}
+			spread := ""
+			if len(note) > 0 {
+				spread = " (" + strings.Join(note, ": ") + ")"
 			}
 			fmt.Fprintf(w, "        %8s – %-8s %-11s %s%s%s\n", fmtDur(f.At), fmtDur(f.At+f.For), f.Type, f.Target(), targetNote(f.Targets[0]), spread)
 		}

@@ -252,3 +252,34 @@ func TestBackendTableInDocs(t *testing.T) {
 func TestResultsFolderTableInDocs(t *testing.T) {
 	docmark.Hold(t, "../../docs/results.md", "results folder", layout.Markdown(), *update, "go test ./cmd/bench -run TestResultsFolderTableInDocs -update")
 }
+
+// TestSecurityClaimsAreTested: every test docs/security.md names for its
+// guarantees exists, and make security runs it.
+func TestSecurityClaimsAreTested(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := regexp.MustCompile(`(?s)SECURITY_TESTS := (.*?)\n\n`).FindSubmatch(mk)
+	if list == nil {
+		t.Fatal("the Makefile has no SECURITY_TESTS")
+	}
+	names := regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllSubmatch(doc, -1)
+	if len(names) < 20 {
+		t.Fatalf("docs/security.md names %d tests", len(names))
+	}
+	sources, _ := exec.Command("grep", "-rhoE", "--include=*_test.go", `^func Test[A-Za-z0-9_]+\(`, "../..").Output()
+	for _, m := range names {
+		name := string(m[1])
+		if !strings.Contains(string(sources), "func "+name+"(") {
+			t.Errorf("docs/security.md names %s, which no test file defines", name)
+		}
+		if !regexp.MustCompile(`[':|]` + name + `[|']`).Match(list[1]) {
+			t.Errorf("docs/security.md names %s, which make security does not run (SECURITY_TESTS)", name)
+		}
+	}
+}

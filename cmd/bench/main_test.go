@@ -162,9 +162,12 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 	for _, c := range sum.Cases {
 		byName[c.Check.Case] = c
 	}
-	if c := byName["redis"]; c.Check.Violations != 0 || c.Check.Status != "ok" || c.Metrics.Acquisitions < 50 || c.Check.Resource.LostUpdates != 0 {
+	var p premises
+	if c := byName["redis"]; c.Check.Violations != 0 || c.Check.Status != "ok" || c.Check.Resource.LostUpdates != 0 {
 		t.Errorf("redis: status=%s violations=%d acquisitions=%d lost=%d", c.Check.Status, c.Check.Violations, c.Metrics.Acquisitions, c.Check.Resource.LostUpdates)
 	}
+	// A clean verdict is evidence as far as the case made acquisitions.
+	p.acquisitions(t, byName["redis"], 50, 5*time.Millisecond)
 	if c := byName["local"]; c.Check.Violations == 0 || c.Check.Resource.LostUpdates == 0 {
 		t.Errorf("local: violations=%d lost=%d; the in-memory lock must let two instances in", c.Check.Violations, c.Check.Resource.LostUpdates)
 	}
@@ -190,6 +193,7 @@ func TestControlsAgainstRealRedis(t *testing.T) {
 	if strings.TrimSpace(checkOut) != strings.Join(runLines, "\n") {
 		t.Errorf("bench check differs from the run:\ncheck:\n%s\nrun:\n%s", checkOut, strings.Join(runLines, "\n"))
 	}
+	p.done(t)
 }
 
 func readSummary(t *testing.T, dir string) *verdict.Summary {

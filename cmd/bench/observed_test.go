@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,12 +117,15 @@ func TestSentinelFaultsTakeEffect(t *testing.T) {
 	}
 	// The window opens the instant the cut begins to be made: a grant
 	// acknowledged in that instant may still count.
-	if b, d := during("wait"); b == 0 || d > 2 {
+	var p premises
+	defer p.done(t)
+	b, d := during("wait")
+	if d > 2 {
 		t.Errorf("wait_replicas 2: %d acquisitions before the cut, %d during; want some, then none", b, d)
 	}
-	if _, d := during("no-wait"); d < 20 {
-		t.Errorf("without wait_replicas the master keeps granting during the cut; got %d", d)
-	}
+	p.enough(t, cs["wait"], fmt.Sprintf("%d acquisitions before the cut", b), b, 1, 3*time.Millisecond)
+	_, d = during("no-wait")
+	p.enough(t, cs["no-wait"], fmt.Sprintf("%d acquisitions during the 2s cut", d), d, 20, 3*time.Millisecond) // the master keeps granting without wait_replicas
 	recs := faultRecords(t, dir)
 	for _, name := range []string{"wait/partition-1", "no-wait/partition-1"} {
 		if r := recs[name]; r.Unobserved != "" || !strings.Contains(strings.Join(r.Observed, "; "), "no answer") {
@@ -139,8 +143,19 @@ func TestSentinelFaultsTakeEffect(t *testing.T) {
 	if m := regexp.MustCompile(`took over from redis-1 ([0-9.]+m?s) after`).FindStringSubmatch(strings.Join(r.Observed, "; ")); m != nil {
 		took, _ = time.ParseDuration(m[1])
 	}
-	if c := cs["failover"]; c.Check.Status != "ok" || !c.Check.Valid || c.Metrics.LongestGapMs > float64((took+3*time.Second).Milliseconds()) {
-		t.Errorf("failover case: %s valid=%v %v, longest gap %.0fms (want the lock back within 3s of the promotion, %s after the kill)", c.Check.Status, c.Check.Valid, c.Check.Invalid, c.Metrics.LongestGapMs, took)
+	// A machine that slowed the clients themselves (their holds stretched)
+	// may take longer: the premise unmet, not a finding.
+	c := cs["failover"]
+	if c.Check.Status != "ok" || !c.Check.Valid {
+		t.Errorf("failover case: %s valid=%v %v", c.Check.Status, c.Check.Valid, c.Check.Invalid)
+	}
+	if gap := c.Metrics.LongestGapMs; gap > float64((took + 3*time.Second).Milliseconds()) {
+		figures := fmt.Sprintf("failover case: longest gap %.0fms (want the lock back within 3s of the promotion, %s after the kill); holds p50 %.0fms of at most 3ms", gap, took, c.Metrics.HoldTime.P50)
+		if stretched(c.Metrics.HoldTime.P50, 3*time.Millisecond) {
+			p.unmet = append(p.unmet, figures)
+		} else {
+			t.Error(figures)
+		}
 	}
 }
 

@@ -139,3 +139,72 @@ func midHold(t *testing.T, path string) map[string]bool {
 	}
 	return out
 }
+
+// offsetsScenario: three side-by-side trials of a pause at an instant of a
+// constant-hold workload, and three of the same pause aimed at the holder.
+const offsetsScenario = `
+name: offsets
+seed: 7
+workload: {duration: 6s, instances: 1, clients: 1, ttl: 2s, hold: {dist: constant, value: 1s}, think: {dist: constant, value: 1s}}
+cases:
+  - name: at-an-instant
+    backend: redis
+    trials: {count: 3, need: 1, side_by_side: 3}
+    faults: [{type: pause, target: instance-1, at: 500ms, for: 3s}]
+  - name: at-the-holder
+    backend: redis
+    trials: {count: 3, need: 1, side_by_side: 3}
+    faults: [{type: pause, target: holder, at: 500ms, for: 3s}]
+`
+
+// TestValidateShowsEachTrialsOffset: bench validate shows, for each trial
+// of a row, where its fault is scheduled and why: the instant written
+// kept in every trial of the named target, and each trial's own offset
+// of the role-aimed one, which the window shown starts at; another seed
+// draws other offsets and keeps the instants.
+func TestValidateShowsEachTrialsOffset(t *testing.T) {
+	path := writeScenario(t, offsetsScenario)
+	line := regexp.MustCompile(`(?m)^\s+(\S+) – \S+\s+pause\s+(\S+) .*\(trial (\d): (.*)\)$`)
+	offsets := func(args ...string) []time.Duration {
+		t.Helper()
+		out, _, err := runInProcess(t, append([]string{"validate"}, args...)...)
+		if err != nil {
+			t.Fatalf("validate: %v\n%s", err, out)
+		}
+		var moved []time.Duration
+		trials := map[string][]string{}
+		for _, m := range line.FindAllStringSubmatch(out, -1) {
+			at, target, trial, note := m[1], m[2], m[3], m[4]
+			switch {
+			case strings.HasPrefix(target, "instance-"):
+				trials["instant"] = append(trials["instant"], trial)
+				if at != "500ms" || !strings.HasPrefix(note, "at the time written: on named targets") {
+					t.Errorf("trial %s of the instant: at %s (%s); want 500ms, kept", trial, at, note)
+				}
+			case target == "holder":
+				trials["holder"] = append(trials["holder"], trial)
+				off := regexp.MustCompile(`^(\S+) later than written: spread over the lock's 2s cycle$`).FindStringSubmatch(note)
+				if off == nil {
+					t.Errorf("trial %s of the holder's pause: %q, want its offset", trial, note)
+					continue
+				}
+				d, err1 := time.ParseDuration(off[1])
+				start, err2 := time.ParseDuration(at)
+				if err1 != nil || err2 != nil || d < 0 || d >= 2*time.Second || start != 500*time.Millisecond+d {
+					t.Errorf("trial %s of the holder's pause: starts at %s, %s later than written: the window shown is not the offset's", trial, at, off[1])
+				}
+				moved = append(moved, d)
+			}
+		}
+		for _, row := range []string{"instant", "holder"} {
+			if got := strings.Join(trials[row], ","); got != "1,2,3" {
+				t.Errorf("the %s's pause shown for trials %q, want 1,2,3:\n%s", row, got, out)
+			}
+		}
+		return moved
+	}
+	a, b := offsets(path), offsets("-seed", "8", path)
+	if len(a) != 3 || len(b) != 3 || (a[0] == b[0] && a[1] == b[1] && a[2] == b[2]) {
+		t.Errorf("offsets with seed 7 %v, with seed 8 %v: want three each, drawn by the seed", a, b)
+	}
+}

@@ -16,6 +16,14 @@ loop waiting between tries: the blocking acquire of 0.12.0 raises
 TypeError as soon as it has to wait, on Debian 12's tenacity 8.2 (its wait
 callback has tenacity's old two-argument signature: kragniz/python-etcd3
 #2149). `acquire: wait` runs it as the library's default does.
+
+`context_manager: true` acquires as `with client.lock(name, ttl):` does:
+Lock.__enter__ calls acquire() with its own default timeout (10s) and
+enters the block whatever it returned, so a waiter whose 10s run out
+enters without the lock (kragniz/python-etcd3 #599); the driver answers
+ok where __enter__ returns, as the application goes on. With Debian 12's
+tenacity the wait raises TypeError first, after the transaction that
+found the key held: the lock was not taken (effect none).
 """
 
 import math
@@ -33,7 +41,7 @@ class Etcd3Lock(Library):
     version = etcd3.__version__
     abilities = {"token": False, "extend": True, "lost": False,
                  "acquire": ["try", "wait"], "concurrent": True, "bare": True}
-    options = {"ttl": None, "timeout": None}
+    options = {"ttl": None, "timeout": None, "context_manager": False}
 
     def __init__(self, hello, lost):
         super().__init__(hello, lost)
@@ -48,12 +56,28 @@ class Etcd3Lock(Library):
 
     def acquire(self, client, key, wait, timeout):
         lock = self.c.lock("%s/%s" % (self.namespace, key), ttl=self.ttl)
+        if self.opts["context_manager"]:
+            return self.enter(lock)
         try:
             got = lock.acquire(timeout=timeout if wait else 0)
         except Etcd3Exception as e:
             raise Failure("unavailable", "%s: %s" % (type(e).__name__, e))
         if not got:
             raise Failure("held", "the lock is held by another client")
+        lease = uuid.uuid4().hex
+        self.locks[lease] = lock
+        return lease, None
+
+    def enter(self, lock):
+        """What `with lock:` does before its block runs."""
+        try:
+            lock.__enter__()
+        except Etcd3Exception as e:
+            raise Failure("unavailable", "%s: %s" % (type(e).__name__, e))
+        except TypeError as e:
+            # tenacity 8.2 calling python-etcd3's two-argument wait
+            # callback, after the transaction that found the key held
+            raise Failure("error", "__enter__: TypeError: %s" % e, "none")
         lease = uuid.uuid4().hex
         self.locks[lease] = lock
         return lease, None

@@ -1,16 +1,27 @@
 """The lockbench driver protocol (docs/drivers.md) for Python lock libraries.
 
 A driver is a Library subclass that knows one lock library; serve() speaks
-the protocol around it: the hello, one thread per client (so a library that
-keeps its token in thread-local storage, as redis-py's Lock does, releases
-on the thread that acquired), the answer to every operation within its
-timeout, the lost signal, the bare loop of `bench driver perf`, and a clean
-exit when stdin closes.
+the protocol around it: the hello, each client on a thread of its own (so a
+library that keeps its token in thread-local storage, as redis-py's Lock
+does, releases on the thread that acquired) or, for a Library with
+tasks = True, each client an asyncio task of one event loop (its acquire,
+release and extend are then coroutines: the application's tasks sharing
+what the library keeps per thread); the answer to every operation within
+its timeout, the lost signal, the bare loop of `bench driver perf`, and a
+clean exit when stdin closes.
+
+Use it from outside lockbench's clone: `bench driver path` prints the folder
+lockbench writes it to, which a driver's environment names in
+LOCKBENCH_DRIVERS:
+
+    sys.path.insert(0, os.path.join(os.environ["LOCKBENCH_DRIVERS"], "python"))
+    from lockbench_driver import Failure, Library, serve
 
 Only the standard library: the drivers run on Debian's python3 with the
 lock library's Debian package.
 """
 
+import asyncio
 import collections
 import json
 import os
@@ -58,6 +69,10 @@ class Library:
                  "acquire": ["wait", "try"], "concurrent": True, "bare": True}
     # options maps each library option the driver takes to its default.
     options = {}
+    # tasks: serve each client as an asyncio task of one event loop, the
+    # library's acquire, release, extend (and close) being coroutines;
+    # False: each client on a thread of its own, the calls blocking.
+    tasks = False
 
     def __init__(self, hello, lost):
         self.hello = hello
@@ -166,6 +181,36 @@ class _Deadlines(threading.Thread):
                                             "message": "%s did not return within %d ms" % (op.req["type"], op.req.get("timeout_ms", 0))})
 
 
+class _Now:
+    """The result of a blocking library call as an awaitable that is
+    already done: one coroutine (_Server.run) serves threaded and asyncio
+    libraries alike, and on a thread it never suspends."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __await__(self):
+        return self.value
+        yield  # noqa: unreachable - makes this a generator
+
+
+def _now(fn, *args):
+    return _Now(fn(*args))
+
+
+def _run_now(coro):
+    """Runs a coroutine that never suspends (a blocking library's) to its
+    end on this thread."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+    raise RuntimeError("a blocking library call suspended: set tasks = True for an asyncio library")
+
+
 class _Server:
     def __init__(self, lib_class):
         self.lib_class = lib_class
@@ -178,6 +223,9 @@ class _Server:
         # (dict.pop, one step under the GIL) is the right to answer it.
         self.pending = {}
         self.deadlines = _Deadlines(self)
+        # loop runs the clients' tasks of a Library with tasks = True.
+        self.loop = None
+        self.call = _now
 
     def log(self, msg):
         sys.stderr.write(msg + "\n")
@@ -200,31 +248,57 @@ class _Server:
             msg["message"] = message
         self.out.send(msg)
 
-    def client_queue(self, client):
+    def put(self, client, op):
+        """Queues op behind its client's earlier operations, on the
+        client's thread or task."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.task_put, client, op)
+            return
         q = self.clients.get(client)
         if q is None:
             q = queue.SimpleQueue()
             self.clients[client] = q
             threading.Thread(target=self.client_loop, args=(client, q), daemon=True).start()
-        return q
+        q.put(op)
 
     def client_loop(self, client, q):
         while True:
             op = q.get()
             if op not in self.pending:
                 continue  # its deadline passed while it queued
-            self.run(client, op)
+            _run_now(self.run(client, op))
 
-    def run(self, client, op):
+    def start_tasks(self):
+        self.loop = asyncio.new_event_loop()
+        self.call = lambda fn, *args: fn(*args)
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+    def task_put(self, client, op):
+        # On the loop's thread.
+        q = self.clients.get(client)
+        if q is None:
+            q = asyncio.Queue()
+            self.clients[client] = q
+            self.loop.create_task(self.task_loop(client, q))
+        q.put_nowait(op)
+
+    async def task_loop(self, client, q):
+        while True:
+            op = await q.get()
+            if op in self.pending:
+                await self.run(client, op)
+
+    async def run(self, client, op):
         req = op.req
         kind = req["type"]
+        call = self.call
         # The library gets a little less than lockbench's timeout, so that
         # its own answer (a blocking acquire giving up: held) comes first.
         left = op.deadline - time.monotonic()
         timeout = max(0.0, left - max(0.05, 0.1 * left))
         try:
             if kind == "acquire":
-                lease, token = self.lib.acquire(client, req["key"], bool(req.get("wait")), timeout)
+                lease, token = await call(self.lib.acquire, client, req["key"], bool(req.get("wait")), timeout)
                 msg = {"type": "ok", "lease": lease}
                 if token is not None:
                     msg["token"] = token
@@ -237,16 +311,16 @@ class _Server:
                         self.held.pop((client, lease), None)
                     self.log("acquire %s answered late: releasing lease %s" % (req["key"], lease))
                     try:
-                        self.lib.release(client, lease)
+                        await call(self.lib.release, client, lease)
                     except Exception as e:  # noqa: BLE001
                         self.log("release of the late lease %s: %r" % (lease, e))
             elif kind == "release":
                 with self.held_lock:
                     self.held.pop((client, req["lease"]), None)
-                self.lib.release(client, req["lease"])
+                await call(self.lib.release, client, req["lease"])
                 self.answer(op, {"type": "ok"})
             elif kind == "extend":
-                self.lib.extend(client, req["lease"], req.get("ttl_ms") or self.lib.ttl_ms)
+                await call(self.lib.extend, client, req["lease"], req.get("ttl_ms") or self.lib.ttl_ms)
                 self.answer(op, {"type": "ok"})
             else:
                 self.answer(op, {"type": "error", "code": "unsupported", "effect": "none",
@@ -285,6 +359,8 @@ class _Server:
                        "language": self.lib.language, "abilities": self.lib.abilities})
         if hello.get("bare"):
             return self.bare(hello["bare"])
+        if self.lib.tasks:
+            self.start_tasks()
         self.deadlines.start()
         for line in stdin:
             req = json.loads(line)
@@ -294,7 +370,7 @@ class _Server:
                 continue
             op = _Op(req, time.monotonic() + req.get("timeout_ms", 10000) / 1000.0)
             self.pending[op] = True
-            self.client_queue(req.get("client", 0)).put(op)
+            self.put(req.get("client", 0), op)
         return 0
 
     def bare(self, shape):
@@ -305,11 +381,15 @@ class _Server:
         errors = [0] * shape["clients"]
         wait = self.lib.abilities["acquire"][0] == "wait"
 
-        def loop(i):
+        call = self.call
+        if self.lib.tasks:
+            call = lambda fn, *args: fn(*args)  # noqa: E731
+
+        async def loop(i):
             key = "bare-%d" % i
             while time.monotonic() < stop:
                 try:
-                    lease, _ = self.lib.acquire(i, key, wait, 2.0)
+                    lease, _ = await call(self.lib.acquire, i, key, wait, 2.0)
                 except Failure as f:
                     if f.code != "held":
                         errors[i] += 1
@@ -318,17 +398,22 @@ class _Server:
                     errors[i] += 1
                     continue
                 try:
-                    self.lib.release(i, lease)
+                    await call(self.lib.release, i, lease)
                     counts[i] += 1
                 except Exception:  # noqa: BLE001
                     errors[i] += 1
 
         start = time.monotonic()
-        threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(shape["clients"])]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if self.lib.tasks:
+            async def all_tasks():
+                await asyncio.gather(*(loop(i) for i in range(shape["clients"])))
+            asyncio.run(all_tasks())
+        else:
+            threads = [threading.Thread(target=lambda i=i: _run_now(loop(i)), daemon=True) for i in range(shape["clients"])]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         self.out.send({"type": "bare", "cycles": sum(counts), "errors": sum(errors),
                        "seconds": time.monotonic() - start})
         return 0
@@ -346,9 +431,16 @@ def serve(lib_class):
         code = 1
     finally:
         if server.lib is not None:
-            closer = threading.Thread(target=server.lib.close, daemon=True)
-            closer.start()
-            closer.join(2.0)
+            if server.loop is not None and asyncio.iscoroutinefunction(server.lib.close):
+                fut = asyncio.run_coroutine_threadsafe(server.lib.close(), server.loop)
+                try:
+                    fut.result(2.0)
+                except Exception:  # noqa: BLE001 - exiting anyway
+                    pass
+            else:
+                closer = threading.Thread(target=server.lib.close, daemon=True)
+                closer.start()
+                closer.join(2.0)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -67,14 +67,14 @@ func TestRemoteClock(t *testing.T) {
 	read := func() (float64, float64) {
 		t.Helper()
 		after := mono()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			b, err := os.ReadFile(out)
 			var w, m float64
 			if _, err2 := fmt.Sscanf(string(b), "%g %g", &w, &m); err == nil && err2 == nil && m > after {
 				return w - (m + base), m
 			}
 		}
-		t.Fatal("the process wrote no clock reading for 10s")
+		t.Fatal("the process wrote no clock reading for a minute")
 		return 0, 0
 	}
 	if skew, _ := read(); skew < -0.2 || skew > 0.2 {

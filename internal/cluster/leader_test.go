@@ -45,18 +45,19 @@ func TestLeaderWithAMemberStopped(t *testing.T) {
 	b := etcdMember(t, "etcd-2", "b", "c", 3)
 	c := etcdMember(t, "etcd-3", "c", "c", 3)
 	start := time.Now()
-	// The deadline the fault's leader watch gives each question.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// A deadline for the question: the answering members' answers come
+	// within it however busy the machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got, err := etcdLeader(ctx, []*Server{old, b, c})
 	if err != nil || got != "etcd-3" {
 		t.Errorf("leader %q, %v; want etcd-3", got, err)
 	}
-	// The question's own deadline is 1 s; what this guards against is a
-	// stopped member holding the answer past it (an HTTP client with no
-	// timeout waits as long as the member is stopped), so the bound leaves
-	// a busy machine 2 s of slack rather than 300 ms.
-	if d := time.Since(start); d > 3*time.Second {
+	// What this guards against is a stopped member holding the answer
+	// past the question's deadline (an HTTP client with no timeout waits
+	// as long as the member is stopped, here for good): the bound leaves
+	// a busy machine 25 s past the deadline.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("took %s: the stopped member held the others up", d)
 	}
 

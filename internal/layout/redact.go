@@ -3,6 +3,7 @@ package layout
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -146,4 +147,41 @@ func RedactValue(v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// minSecret is the shortest value a Redactor replaces wherever it stands:
+// a shorter one ("1", "yes") would take words out of every line, and is no
+// credential.
+const minSecret = 6
+
+// Redactor redacts, in text a program printed, the values of the secrets
+// it was given (an env: section's, plainEnv's and LOCKBENCH_* settings
+// aside) wherever they stand, then what RedactText finds: a driver that
+// prints its token or a URL with it in a traceback leaves neither in a log.
+type Redactor struct{ values []string }
+
+// NewRedactor takes the secrets of env (K=V items) whose values are long
+// enough to be told from words.
+func NewRedactor(env []string) *Redactor {
+	r := &Redactor{}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || plainEnv[k] || strings.HasPrefix(k, "LOCKBENCH_") || len(v) < minSecret {
+			continue
+		}
+		r.values = append(r.values, v)
+	}
+	// The longest first: a secret that holds another is replaced whole.
+	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+// Redact returns s with the secrets' values and RedactText's redacted.
+func (r *Redactor) Redact(s string) string {
+	if r != nil {
+		for _, v := range r.values {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return RedactText(s)
 }

@@ -87,3 +87,19 @@ func TestResultsAreTheUsersAlone(t *testing.T) {
 		t.Errorf("a shared results folder is %s", st.Mode().Perm())
 	}
 }
+
+// TestRedactorTakesTheValuesOut: the secrets of an env are taken out of
+// printed text wherever they stand; search paths, LOCKBENCH_* settings
+// and values too short to be told from words stay.
+func TestRedactorTakesTheValuesOut(t *testing.T) {
+	r := NewRedactor([]string{"API_TOKEN=abc123secret", "LONGER=abc123secret-and-more", "PYTHONPATH=/opt/lib", "LOCKBENCH_DRIVERS=/opt/drivers", "FLAG=1", "BAD"})
+	got := r.Redact("token abc123secret-and-more then abc123secret in /opt/lib and /opt/drivers, 1 try, --password hunter2")
+	want := "token [redacted] then [redacted] in /opt/lib and /opt/drivers, 1 try, --password [redacted]"
+	if got != want {
+		t.Errorf("redacted:\n%q\nwant\n%q", got, want)
+	}
+	var none *Redactor
+	if got := none.Redact("PGPASSWORD=x y"); got != "PGPASSWORD=[redacted] y" {
+		t.Errorf("a nil Redactor: %q", got)
+	}
+}

@@ -144,3 +144,21 @@ func TestDialerMarksItsConnections(t *testing.T) {
 		t.Errorf("the connection's mark is %#x (%v), want 0x4c010203", mark, gerr)
 	}
 }
+
+// TestRefuseLookups: a process whose addresses are all IPs refuses name
+// lookups without sending a query (its hosts file still answers); the
+// addresses are told apart.
+func TestRefuseLookups(t *testing.T) {
+	if !AllIPs("127.0.0.1:6379", "[::1]:2379", "127.0.9.1", "") || AllIPs("127.0.0.1:1", "redis.internal:6379") || AllIPs("FailoverClient") {
+		t.Error("AllIPs does not tell IPs from names")
+	}
+	saved := net.DefaultResolver
+	defer func() { net.DefaultResolver = saved }()
+	RefuseLookups()
+	if _, err := net.DefaultResolver.LookupIPAddr(context.Background(), "FailoverClient"); err == nil || !strings.Contains(err.Error(), "no name lookups from this process") {
+		t.Errorf("a lookup of a name: %v, want it refused", err)
+	}
+	if ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), "localhost"); err != nil || len(ips) == 0 {
+		t.Errorf("localhost, from the hosts file: %v %v", ips, err)
+	}
+}

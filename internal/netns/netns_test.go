@@ -15,8 +15,8 @@ import (
 )
 
 // hostsChild is a helper process run inside a host's namespace:
-// "listen ADDR" echoes lines; "dial ADDR" connects, sends one line and
-// prints the round trip or the error.
+// "listen ADDR" echoes lines; "dial ADDR WAIT" connects, sends one line
+// and prints the round trip or the error, waiting WAIT for each.
 func hostsChild(arg string) {
 	verb, addr, _ := strings.Cut(arg, " ")
 	switch verb {
@@ -41,15 +41,17 @@ func hostsChild(arg string) {
 			}()
 		}
 	case "dial":
+		addr, w, _ := strings.Cut(addr, " ")
+		wait, _ := time.ParseDuration(w)
 		start := time.Now()
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("tcp", addr, wait)
 		if err != nil {
 			fmt.Println("error", err)
 			return
 		}
 		defer c.Close()
 		fmt.Fprintln(c, "ping")
-		c.SetDeadline(time.Now().Add(2 * time.Second))
+		c.SetDeadline(time.Now().Add(wait))
 		if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
 			fmt.Println("error", err)
 			return
@@ -115,18 +117,21 @@ func TestHosts(t *testing.T) {
 	if line, _ := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(line, "listening") {
 		t.Fatalf("listener in %s: %q", nsB, line)
 	}
-	dial := func() string {
+	// A path that must be open gets a hang's bound; the cut one 2 s, its
+	// silence proven by its rule's dropped packets.
+	dialWithin := func(wait time.Duration) string {
 		t.Helper()
-		o, err := child(h, nsA, "dial "+b+":7000").Output()
+		o, err := child(h, nsA, "dial "+b+":7000 "+wait.String()).Output()
 		if err != nil {
 			t.Fatalf("dial child: %v", err)
 		}
 		return strings.TrimSpace(string(o))
 	}
+	dial := func() string { t.Helper(); return dialWithin(time.Minute) }
 	if got := dial(); !strings.HasPrefix(got, "ok") {
 		t.Fatalf("host a cannot reach host b: %s", got)
 	}
-	if c, err := net.DialTimeout("tcp", b+":7000", time.Second); err != nil {
+	if c, err := net.DialTimeout("tcp", b+":7000", time.Minute); err != nil {
 		t.Fatalf("the harness cannot reach host b: %v", err)
 	} else {
 		c.Close()
@@ -136,7 +141,7 @@ func TestHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := dial(); !strings.HasPrefix(got, "error") {
+	if got := dialWithin(2 * time.Second); !strings.HasPrefix(got, "error") {
 		t.Errorf("a reached b through a cut: %s", got)
 	}
 	if n, err := rule.Packets(); err != nil || n == 0 {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -143,7 +144,10 @@ func workload(o Options, resource bool) string {
 }
 
 func harness(ctx context.Context, o Options, backend string, v Variant, round int) (Sample, error) {
-	src := fmt.Sprintf("name: perf-%s-%s\nworkload: %s\ncases: [{name: %s, backend: %s}]\n", backend, v, workload(o, v == Full), backend, backend)
+	// A name is letters, digits, '-' and '_': a driver's backend
+	// (driver:redis-py) names its case without the colon.
+	name := strings.NewReplacer(":", "-", "@", "-").Replace(backend)
+	src := fmt.Sprintf("name: perf-%s-%s\nworkload: %s\ncases: [{name: %s, backend: %q}]\n", name, v, workload(o, v == Full), name, backend)
 	sc, err := scenario.Parse("perf.yaml", []byte(src))
 	if err != nil {
 		return Sample{}, err

@@ -47,7 +47,14 @@ func TestRemoteProcess(t *testing.T) {
 	if _, err := os.Stat(r.Note()); err != nil {
 		t.Errorf("no note of the stop on the host: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond) // a few polls of the watcher
+	// The watcher's question, asked here (three times, as the watcher
+	// would over its polls, which a sleep would leave to the machine's
+	// speed): a stopped process has not exited.
+	for i := 0; i < 3; i++ {
+		if r.Exited() {
+			t.Fatal("a stopped process was taken for an exited one")
+		}
+	}
 	if !p.Alive() {
 		t.Fatal("a stopped process was taken for an exited one")
 	}
@@ -64,10 +71,13 @@ func TestRemoteProcess(t *testing.T) {
 	if err := p.Kill(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if !r.Exited() {
+		t.Error("a killed process was not seen exited")
+	}
 	select {
 	case <-p.Done():
-	case <-time.After(2 * time.Second):
-		t.Error("the watcher did not see the process go")
+	case <-time.After(time.Minute): // two polls over SSH: a hang's bound
+		t.Error("the watcher did not see the process go in a minute")
 	}
 	bad := ctl.SSH
 	bad.KnownHosts = filepath.Join(t.TempDir(), "empty")

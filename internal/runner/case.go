@@ -57,7 +57,10 @@ type caseRun struct {
 	// storeSince is when each storing client's store began (as events
 	// arrive, up to a flush of the worker's emitter late).
 	storeSince map[string]int64
-	stats      history.HarnessStats
+	// watchRounds counts watchRecovery's looks at the keys (a test knows
+	// from it that the watch looked, not only that time passed).
+	watchRounds atomic.Int64
+	stats       history.HarnessStats
 	// killedBy is, for each server or instance a fault of the case
 	// killed, that fault's name (faults.KillRecord): a heal that finds
 	// the process gone asks it (checker/MODEL.md §10).
@@ -289,6 +292,7 @@ func (cr *caseRun) watchRecovery(ctx context.Context) {
 		wait.Sleep(ctx, more)
 	}
 	for ctx.Err() == nil && cr.unservedSince(last) != "" && monoclock.Since(cr.r.base) < last+int64(upTo) {
+		cr.watchRounds.Add(1)
 		wait.Sleep(ctx, 50*time.Millisecond) // not served since the heal: not yet due back, perhaps
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -13,7 +14,8 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/scenario"
+	"github.com/lockbench/lockbench/internal/monoclock"
+	"github.com/lockbench/lockbench/internal/premise"
 )
 
 // TestRunFaultRecordsWhatHappened: a fault applied, observed and healed
@@ -304,71 +306,116 @@ func realFault(t *testing.T, typ string) faults.Fault {
 	return f
 }
 
-// faultEnds reads the fault-end marks the history holds, by fault.
-func (tc *testCase) faultEnds(t *testing.T) map[string]history.Event {
+// TestRunFaultPauseEndedByAKill: a kill of the case ends the paused
+// instance inside the pause's window; the pause's fault-end names it
+// (by), and its heal is no failure (MODEL §10). Its premises, read from
+// the record: the kill came once the pause was in force (it is started
+// then), and was done before the pause's window ended; unmet (a machine
+// that ran the kill late), the window is made longer.
+func TestRunFaultPauseEndedByAKill(t *testing.T) {
+	premise.Retry(t, []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 6 * time.Second}, func(window time.Duration) string {
+		tc := newTestCase(t, newFakeCluster("redis-1"))
+		tc.r.log = &lockedWriter{w: tc.r.log} // two faults log at once
+		tc.worker(t, 2, "redis-1")
+		pause := fault("pause", realFault(t, "pause"), "instance-2")
+		pause.For = window
+		kill := fault("kill", realFault(t, "kill"), "instance-2")
+		kill.At, kill.For = 0, 0
+		paused := make(chan struct{})
+		go func() {
+			defer close(paused)
+			tc.runFault(context.Background(), pause, 0, 0)
+		}()
+		if !tc.inForce(paused) {
+			t.Fatalf("the pause never took effect: %+v", tc.faultRecords(t))
+		}
+		tc.runFault(context.Background(), kill, 1, 0)
+		<-paused
+		starts, ends := tc.faultMarks(t)
+		if killed, healDue := ends["kill-1"].T, starts["pause-1"].T+int64(window); killed >= healDue {
+			return fmt.Sprintf("the kill was done %s after the pause began, past its %s window", time.Duration(killed-starts["pause-1"].T), window)
+		}
+		end := ends["pause-1"]
+		if end.Err != "" || end.By != "kill-1" || !strings.Contains(end.Observed, "killed by kill-1 while stopped") {
+			t.Errorf("the pause's fault-end: %+v, want healed, by kill-1", end)
+		}
+		return ""
+	})
+}
+
+// TestRunFaultPauseOfAProcessLost: the paused instance exits with no
+// kill of the case (something outside the scenario killed it): the
+// pause's heal failed, and its fault-end names no fault (A8). Its
+// premise, as above: the process was killed while the pause was in
+// force, before its window ended.
+func TestRunFaultPauseOfAProcessLost(t *testing.T) {
+	premise.Retry(t, []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 6 * time.Second}, func(window time.Duration) string {
+		tc := newTestCase(t, newFakeCluster("redis-1"))
+		w := tc.worker(t, 2, "redis-1")
+		pause := fault("pause", realFault(t, "pause"), "instance-2")
+		pause.For = window
+		paused := make(chan struct{})
+		go func() {
+			defer close(paused)
+			tc.runFault(context.Background(), pause, 0, 0)
+		}()
+		if !tc.inForce(paused) {
+			t.Fatalf("the pause never took effect: %+v", tc.faultRecords(t))
+		}
+		w.proc.Kill(5 * time.Second)
+		killed := monoclock.Since(tc.r.base)
+		<-paused
+		starts, ends := tc.faultMarks(t)
+		if healDue := starts["pause-1"].T + int64(window); killed >= healDue {
+			return fmt.Sprintf("the process was gone %s after the pause began, past its %s window", time.Duration(killed-starts["pause-1"].T), window)
+		}
+		end := ends["pause-1"]
+		if !strings.Contains(end.Err, "no kill of this case ended it") || end.By != "" {
+			t.Errorf("the pause's fault-end: %+v, want a failed heal naming no fault", end)
+		}
+		if r := tc.faultRecords(t)[0]; r.HealError == "" || !tc.dirty.Load() {
+			t.Errorf("record %+v, dirty %v: want the heal error recorded and the cluster dirty", r, tc.dirty.Load())
+		}
+		return ""
+	})
+}
+
+// inForce waits until a fault of the case is in force (applied, its
+// fault-start pushed) or the fault's run ended (done): whether it was.
+func (tc *testCase) inForce(done <-chan struct{}) bool {
+	for {
+		if s, _ := tc.r.fault.Load().(string); s != "" {
+			return true
+		}
+		select {
+		case <-done:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// faultMarks reads the fault-start and fault-end marks the history
+// holds, by fault.
+func (tc *testCase) faultMarks(t *testing.T) (starts, ends map[string]history.Event) {
 	t.Helper()
 	if err := tc.r.m.flush(true); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]history.Event{}
+	starts, ends = map[string]history.Event{}, map[string]history.Event{}
 	rd := history.NewReader(bytes.NewReader(tc.history.Bytes()), "history")
 	for rd.Next() {
-		if e := rd.Event(); e.F == history.MarkFaultEnd {
-			out[e.Fault] = *e
+		switch e := rd.Event(); e.F {
+		case history.MarkFaultStart:
+			starts[e.Fault] = *e
+		case history.MarkFaultEnd:
+			ends[e.Fault] = *e
 		}
 	}
 	if rd.Err() != nil {
 		t.Fatal(rd.Err())
 	}
-	return out
-}
-
-// TestRunFaultPauseEndedByAKill: a kill of the case ends the paused
-// instance inside the pause's window; the pause's fault-end names it
-// (by), and its heal is no failure (MODEL §10).
-func TestRunFaultPauseEndedByAKill(t *testing.T) {
-	tc := newTestCase(t, newFakeCluster("redis-1"))
-	tc.r.log = &lockedWriter{w: tc.r.log} // two faults log at once
-	tc.worker(t, 2, "redis-1")
-	pause := fault("pause", realFault(t, "pause"), "instance-2")
-	pause.For = 300 * time.Millisecond
-	kill := fault("kill", realFault(t, "kill"), "instance-2")
-	kill.At, kill.For = 100*time.Millisecond, 0
-	var wg sync.WaitGroup
-	for k, f := range []*scenario.Fault{pause, kill} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tc.runFault(context.Background(), f, k, 0)
-		}()
-	}
-	wg.Wait()
-	end := tc.faultEnds(t)["pause-1"]
-	if end.Err != "" || end.By != "kill-1" || !strings.Contains(end.Observed, "killed by kill-1 while stopped") {
-		t.Errorf("the pause's fault-end: %+v, want healed, by kill-1", end)
-	}
-}
-
-// TestRunFaultPauseOfAProcessLost: the paused instance exits with no
-// kill of the case (something outside the scenario killed it): the
-// pause's heal failed, and its fault-end names no fault (A8).
-func TestRunFaultPauseOfAProcessLost(t *testing.T) {
-	tc := newTestCase(t, newFakeCluster("redis-1"))
-	w := tc.worker(t, 2, "redis-1")
-	pause := fault("pause", realFault(t, "pause"), "instance-2")
-	pause.For = 300 * time.Millisecond
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		w.proc.Kill(5 * time.Second)
-	}()
-	tc.runFault(context.Background(), pause, 0, 0)
-	end := tc.faultEnds(t)["pause-1"]
-	if !strings.Contains(end.Err, "no kill of this case ended it") || end.By != "" {
-		t.Errorf("the pause's fault-end: %+v, want a failed heal naming no fault", end)
-	}
-	if r := tc.faultRecords(t)[0]; r.HealError == "" || !tc.dirty.Load() {
-		t.Errorf("record %+v, dirty %v: want the heal error recorded and the cluster dirty", r, tc.dirty.Load())
-	}
+	return starts, ends
 }
 
 // lockedWriter serializes writes to w.

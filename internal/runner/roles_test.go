@@ -213,7 +213,7 @@ func TestConnectedMember(t *testing.T) {
 	w.proc = p
 	w.routes = []links.Route{{Name: "zk-2", Addr: ln.Addr().String()}, {Name: "zk-1", Addr: "127.0.0.1:1"}}
 	var m string
-	for deadline := time.Now().Add(5 * time.Second); m == "" && err == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); m == "" && err == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		m, err = tc.connectedMember(1)
 	}
 	if err != nil || m != "zk-2" {

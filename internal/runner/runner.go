@@ -27,6 +27,7 @@ import (
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/internal/links"
 	"github.com/lockbench/lockbench/internal/monoclock"
 	"github.com/lockbench/lockbench/internal/scenario"
 )
@@ -117,6 +118,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Outcome, er
 		if err := cluster.CheckBinaries(c.Servers()); err != nil {
 			return nil, exitcode.With(err, exitcode.Harness)
 		}
+	}
+	if sc.Targets == nil {
+		// Every server is lockbench's own, on an address it chose: no
+		// name to look up, and a library's query would reach outside
+		// the run (links.RefuseLookups).
+		links.RefuseLookups()
 	}
 	r := &run{opts: opts, sc: sc, seed: sc.Seed, log: opts.Log}
 	if opts.Seed != nil {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -29,7 +30,26 @@ func (e *Errors) add(line int, field, format string, args ...any) {
 	if line < 1 {
 		line = 1
 	}
-	e.List = append(e.List, fmt.Sprintf("%s:%d: %s", e.Path, line, msg))
+	e.List = append(e.List, printable(fmt.Sprintf("%s:%d: %s", e.Path, line, msg)))
+}
+
+// printable escapes the control characters of s (a terminal escape, a
+// newline, a carriage return) as Go would quote them: what a file wrote
+// into a name or a value is printed, never acted on by the terminal.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+): `)

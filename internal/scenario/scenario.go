@@ -488,21 +488,10 @@ func parseCase(errs *Errors, i int, n *yaml.Node, base workload.Workload, baseOK
 			ok = false
 		}
 	}
-	if cd.Expect.MaxGap < 0 || cd.Expect.RecoversWithin < 0 || cd.Expect.MinGap < 0 {
-		errs.add(line("expect"), where+".expect", "max_gap, min_gap and recovers_within must not be negative")
+	if !cd.Expect.check(errs, line("expect"), where+".expect") {
 		ok = false
 	}
-	if cd.Expect.MaxGap > 0 && cd.Expect.MinGap > cd.Expect.MaxGap {
-		errs.add(line("expect"), where+".expect.min_gap", "%s is longer than max_gap %s: no run can meet both", cd.Expect.MinGap, cd.Expect.MaxGap)
-		ok = false
-	}
-	c.Expect = cd.Expect.Expectation
-	c.Expect.MaxGapNs, c.Expect.RecoversWithinNs = int64(cd.Expect.MaxGap), int64(cd.Expect.RecoversWithin)
-	c.Expect.MinGapNs = int64(cd.Expect.MinGap)
-	if e := cd.Expect; e.Measure && (len(e.Any) > 0 || e.Violations != nil || e.StaleAccepted != nil || e.LostUpdates != nil || e.Available != nil || e.MaxGap != 0 || e.MinGap != 0 || e.RecoversWithin != 0 || e.TokenRegressions != nil || e.LeasesLost != nil) {
-		errs.add(line("expect"), where+".expect.measure", "a case that measures expects nothing: leave out any, violations, stale_writes_accepted, lost_updates, token_regressions, leases_lost, available, max_gap, min_gap and recovers_within")
-		ok = false
-	}
+	c.Expect = cd.Expect.record()
 	if !ok {
 		return nil
 	}

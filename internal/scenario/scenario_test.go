@@ -137,11 +137,16 @@ func TestParseBad(t *testing.T) {
 		{"any for a bound", base("    backend: local\n    expect: {max_gap: any}\n"), []string{"bad.yaml:6:", "max_gap: any is only for an outcome"}},
 		{"any beside measure", base("    backend: local\n    expect: {measure: true, violations: any}\n"), []string{"expect.measure", "leave out any"}},
 		{"any misspelt", base("    backend: local\n    expect: {violations: anything}\n"), []string{"violations: want true, false or any, not \"anything\""}},
+		{"max_overlap beside no violations", base("    backend: local\n    expect: {max_overlap: 1s}\n"), []string{"bad.yaml:6:", "expect.max_overlap", "say violations: true or any"}},
+		{"max_overlap beside measure", base("    backend: local\n    expect: {measure: true, max_overlap: 1s}\n"), []string{"expect.measure", "max_overlap"}},
+		{"late releases misspelt", base("    backend: local\n    expect: {late_releases_accepted: sometimes}\n"), []string{"late_releases_accepted: want true, false or any"}},
 		{"unknown field after comments", "name: t\n# a comment\n\ncases:\n  - name: c\n    # more\n\n    backend: local\n    workload:\n      # and more\n      clinets: 2\n", []string{"bad.yaml:11:", "clinets"}},
 		{"top-level workload error reported once, where written", "name: t\nworkload:\n  ttl: -1s\ncases: [{name: a, backend: local}, {name: b, backend: local}]\n", []string{"bad.yaml:3: workload.ttl"}},
 		{"fault window that overflows", base("    backend: local\n    faults: [{type: pause, target: instance-1, at: 1h, for: 100h}]\n"), []string{"for: must be a positive duration of at most 24h"}},
 		{"a 292-year duration", base("    backend: local\n    workload: {ttl: 2562047h}\n"), []string{"bad.yaml:", "\"2562047h\" is longer than any duration lockbench takes"}},
 		{"a rate of 1e18", base("    backend: local\n    workload: {duration: 2s, rate: {per_second: 1e18}}\n"), []string{"workload.rate", "more than lockbench paces"}},
+		{"more than 10M operations", base("    backend: local\n    workload: {duration: 101s, rate: {per_second: 100000}}\n"), []string{"workload.rate", "plans 1.01e+07 operations", "at most 10000000 a case"}},
+		{"10M operations at a ramp's peak", base("    backend: local\n    workload: {duration: 200s, rate: {from: 10, to: 60000}}\n"), []string{"workload.rate", "60000 per second for 3m20s plans 1.2e+07 operations"}},
 		{"a case name with a terminal escape", "name: t\nworkload: {duration: 2s}\ncases:\n  - name: \"c\\e]0;pwned\\a\\nx\"\n    backend: local\n", []string{"a case name is at most 100 letters", `"c\x1b]0;pwned\a\nx"`}},
 		{"case too long", base("    backend: local\n    workload: {duration: 25h}\n"), []string{"workload.duration", "longer than"}},
 		{"nemesis too dense", "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n    backend: local\n    nemesis: {every: {min: 1us, max: 1us}, for: {min: 1us, max: 1us}, faults: [{type: pause, target: instance-1}]}\n", []string{"bad.yaml:6:", "nemesis.every"}},
@@ -212,6 +217,24 @@ func TestExpectAny(t *testing.T) {
 	d := e.WithDefaults(true, true)
 	if d.Violations != nil || d.Available != nil || d.StaleAccepted == nil {
 		t.Errorf("defaults over any: %+v", d)
+	}
+	if err := s.Cases[0].Meta().Validate(); err != nil {
+		t.Errorf("meta: %v", err)
+	}
+}
+
+// TestExpectWhatTellsClientsApart reads the expectations on late calls,
+// linearizability and the longest overlap into the case's meta.
+func TestExpectWhatTellsClientsApart(t *testing.T) {
+	src := "name: t\nworkload: {duration: 2s}\ncases:\n  - name: c\n    backend: local\n    expect: {violations: true, late_releases_accepted: false, late_extensions_accepted: any, linearizable: true, max_overlap: 400ms}\n"
+	s, err := Parse("late.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Cases[0].Meta().Expect
+	if e.LateReleasesAccepted == nil || *e.LateReleasesAccepted || e.Linearizable == nil || !*e.Linearizable ||
+		e.MaxOverlapNs != int64(400*time.Millisecond) || !e.IsAny("late_extensions_accepted") || e.LateExtensionsAccepted != nil {
+		t.Errorf("expect = %+v", e)
 	}
 	if err := s.Cases[0].Meta().Validate(); err != nil {
 		t.Errorf("meta: %v", err)

@@ -428,7 +428,7 @@ func (g *gen) randomCase(name string, laned bool) *caseConfig {
 		c.keys = c.instances * c.clientsPer
 	}
 	g.faults(c, laned)
-	g.expectations(c)
+	g.expectAll(c)
 	if g.p(0.6) {
 		c.harness = "ok"
 	}

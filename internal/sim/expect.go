@@ -12,6 +12,10 @@ type effExpect struct {
 	maxGap, recov int64
 	minGap        int64
 	measure       bool
+	// what tells a client's bug from its control (MODEL §13); nil, 0:
+	// not asked
+	linearizable, lateRel, lateExt *bool
+	maxOverlap                     int64
 	// asked: the scenario asked a liveness question (available itself,
 	// recovers_within or max_gap).
 	asked bool
@@ -34,6 +38,8 @@ func (m *CaseMeta) effective() effExpect {
 		e.stale = bp(false)
 	}
 	e.lost = m.Expect.LostUpdates
+	e.linearizable, e.lateRel, e.lateExt = m.Expect.Linearizable, m.Expect.LateReleasesAccepted, m.Expect.LateExtensionsAccepted
+	e.maxOverlap = m.Expect.MaxOverlapNs
 	e.available = m.Expect.Available
 	e.asked = e.available != nil || e.recov > 0 || e.maxGap > 0
 	if e.available == nil && len(m.Faults) > 0 && !m.Expect.isAny("available") {

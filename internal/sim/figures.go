@@ -187,55 +187,13 @@ func (x *evalCtx) mutex(t *CaseTruth) {
 			// never), answered in the hold or after it ended; unsent and
 			// refused ones renew nothing. Not for a hold that turns out
 			// good: its ok release says the grant outlived the hold.
-			var mine []*opRec
-			for _, op := range cr.ops {
-				if op.client == h.client && op.key == h.key && x.visible(op) && op.invIdx > h.beginIdx && op.invIdx < endIdx &&
-					(op.kind == "extend" || (op.kind == "acquire" && op.dup)) {
-					mine = append(mine, op)
-				}
-			}
-			sort.Slice(mine, func(i, j int) bool { return mine[i].invIdx < mine[j].invIdx })
-			e := x.T(h.acq.compIdx) + lease
-			// spare: invokes of the unknown extensions not yet landed;
-			// each may land last, just before the lease runs out
-			var spare []int64
 			shape := func(s string) {
 				if t.zombieShape == nil {
 					t.zombieShape = map[string]int{}
 				}
 				t.zombieShape[s]++
 			}
-			for _, op := range mine {
-				if x.in(op.compIdx) && op.compIdx > endIdx && x.outcome(op) != "unknown" {
-					shape("an extension answered after the lost signal ended its hold")
-				}
-				switch o := x.outcome(op); {
-				case o == "unsent" && op.kind == "extend":
-					shape("an extension never sent")
-				case o == "ok":
-					if len(spare) > 0 {
-						shape("an ok renewal after an extension of unknown outcome")
-					}
-					a, c := x.T(op.invIdx), x.T(op.compIdx)
-					// it took effect with the grant in force: if the
-					// lease had run out by its invoke, spare extensions
-					// landed first, as few as it takes
-					for len(spare) > 0 && e <= a && spare[0] < e {
-						spare, e = spare[1:], e+lease
-					}
-					if e > a && e < c {
-						c = e // as late as the grant lets it
-					}
-					e = c + lease
-				case op.kind == "extend" && o == "unknown":
-					spare = append(spare, x.T(op.invIdx))
-				}
-			}
-			for _, u := range spare {
-				if u < e {
-					e += lease
-				}
-			}
+			e := x.leaseEnd(h, x.renewals(h, endIdx), endIdx, shape)
 			if e < endT {
 				if e < taken {
 					taken, rule = e, 2

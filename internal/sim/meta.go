@@ -31,6 +31,13 @@ type Expect struct {
 	Note             string
 	// Any: the outcomes left to any (MODEL §13), by their JSON names.
 	Any []string
+	// What tells a client's bug from its control (MODEL §6, §13): the
+	// service's answers linearizable, late calls accepted, the longest
+	// overlap (0: not bounded).
+	Linearizable           *bool
+	LateReleasesAccepted   *bool
+	LateExtensionsAccepted *bool
+	MaxOverlapNs           int64
 }
 
 // isAny reports whether the expectation leaves the outcome to any.
@@ -185,6 +192,18 @@ func (e *Expect) encode() []byte {
 	}
 	if e.MinGapNs != 0 {
 		o.Int("min_gap_ns", e.MinGapNs)
+	}
+	if e.Linearizable != nil {
+		o.Bool("linearizable", *e.Linearizable)
+	}
+	if e.LateReleasesAccepted != nil {
+		o.Bool("late_releases_accepted", *e.LateReleasesAccepted)
+	}
+	if e.LateExtensionsAccepted != nil {
+		o.Bool("late_extensions_accepted", *e.LateExtensionsAccepted)
+	}
+	if e.MaxOverlapNs != 0 {
+		o.Int("max_overlap_ns", e.MaxOverlapNs)
 	}
 	if e.Measure {
 		o.Bool("measure", true)

@@ -124,9 +124,10 @@ type gotCase struct {
 		LeasesLost       int      `json:"leases_lost"`
 		WrongToken       int      `json:"wrong_token_releases_accepted"`
 		TokenRegr        int      `json:"token_regressions"`
-		Exposures        *int     `json:"exposures"`
-		Decided          *bool    `json:"decided"`
-		Resource         struct {
+		sim.LateTruth
+		Exposures *int  `json:"exposures"`
+		Decided   *bool `json:"decided"`
+		Resource  struct {
 			Verdict            string `json:"verdict"`
 			LostUpdates        int    `json:"lost_updates"`
 			StaleRejected      int    `json:"stale_rejected"`
@@ -549,6 +550,7 @@ func compareCase(c *comparer, tc *sim.CaseTruth, gc *gotCase, i int, opt cmpOpts
 	cmp("check.leases_lost", tc.LeasesLost, k.LeasesLost)
 	cmp("check.wrong_token_releases_accepted", tc.WrongTokenReleasesAccepted, k.WrongToken)
 	cmp("check.token_regressions", tc.TokenRegressions, k.TokenRegr)
+	cmp("check.late", tc.Late, k.LateTruth)
 	cmp("check.resource.verdict", tc.Resource.Verdict, k.Resource.Verdict)
 	cmp("check.resource.lost_updates", tc.Resource.LostUpdates, k.Resource.LostUpdates)
 	cmp("check.resource.stale_rejected", tc.Resource.StaleRejected, k.Resource.StaleRejected)

@@ -50,6 +50,9 @@ type CaseTruth struct {
 	WrongTokenReleasesAccepted int    `json:"wrong_token_releases_accepted"`
 	Dropped                    int    `json:"acquires_dropped"` // open-loop drops (MODEL §19)
 	TokenRegressions           int    `json:"token_regressions"`
+	// Late: releases and extensions sent after their grant was certainly
+	// gone, and the service's answers (MODEL §6)
+	Late LateTruth `json:"late"`
 
 	Resource ResourceTruth `json:"resource"`
 
@@ -278,8 +281,9 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 		}
 		top[op.key] = max(top[op.key], op.token)
 	}
-	// §6 mutual exclusion, its durations and zombies
+	// §6 mutual exclusion, its durations and zombies, late calls
 	x.mutex(t)
+	x.late(t)
 	// §9 resource marks
 	for _, r := range cr.res {
 		if !x.in(r.idx) {
@@ -463,6 +467,10 @@ func (cr *caseRec) truth(events []*Event, cut int, index int) *CaseTruth {
 	if exp.minGap > 0 && t.LongestGapNs >= 0 && t.LongestGapNs < exp.minGap {
 		unmet = append(unmet, "no key stayed unavailable for min_gap")
 	}
+	clientSafety, clientUnmet, noValue := x.clientExpect(t, exp, t.Lin, unreadable)
+	safety = safety || clientSafety
+	unmet = append(unmet, clientUnmet...)
+	reasons = append(reasons, noValue...)
 	t.InvalidReasons = reasons
 	t.Unmet = unmet
 	t.Valid = len(reasons) == 0 && !t.CutShort
