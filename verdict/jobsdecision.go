@@ -64,7 +64,6 @@ type JobCell struct {
 	VacuousWhy string `json:"vacuous_why,omitempty"`
 
 	hitsT, hitsJ, damage, damageN, lostValid int
-	controlTrials, controlShowed             int
 }
 
 // JobRow is one job strategy (its variant, on its backend) across the
