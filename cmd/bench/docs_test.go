@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/internal/docmark"
 	"github.com/lockbench/lockbench/internal/exitcode"
 	"github.com/lockbench/lockbench/internal/layout"
+	"github.com/lockbench/lockbench/jobs"
 )
 
 var update = flag.Bool("update", false, "rewrite generated tables in the documentation")
@@ -282,4 +283,41 @@ func TestSecurityClaimsAreTested(t *testing.T) {
 			t.Errorf("docs/security.md names %s, which make security does not run (SECURITY_TESTS)", name)
 		}
 	}
+}
+
+// registeredList is the README's list of what is registered: backends,
+// job strategies, faults and server kinds, each by name.
+func registeredList() string {
+	var b strings.Builder
+	line := func(what string, names []string) {
+		for i := range names {
+			names[i] = "`" + names[i] + "`"
+		}
+		fmt.Fprintf(&b, "- %s (%d): %s\n", what, len(names), strings.Join(names, ", "))
+	}
+	var bk, st, fl, kd []string
+	for _, i := range backends.All() {
+		bk = append(bk, i.Name)
+	}
+	for _, i := range jobs.All() {
+		st = append(st, i.Name)
+	}
+	for _, i := range faults.All() {
+		fl = append(fl, i.Name)
+	}
+	for _, k := range cluster.Kinds() {
+		kd = append(kd, k.Name)
+	}
+	line("lock backends ([docs/backends.md](docs/backends.md))", bk)
+	line("job strategies ([docs/jobs.md](docs/jobs.md))", st)
+	line("faults ([docs/scenarios.md](docs/scenarios.md))", fl)
+	line("server kinds lockbench starts", kd)
+	return b.String()
+}
+
+// TestRegisteredListInREADME: the README's list of backends, job
+// strategies, faults and server kinds is the registries' (go test
+// ./cmd/bench -run TestRegisteredListInREADME -update).
+func TestRegisteredListInREADME(t *testing.T) {
+	docmark.Hold(t, "../../README.md", "registered", registeredList(), *update, "go test ./cmd/bench -run TestRegisteredListInREADME -update")
 }
