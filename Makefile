@@ -77,7 +77,7 @@ tools:
 ## lint: staticcheck (the kubernetes tag's files too) and goimports' grouping of imports
 lint: tools
 	@sc=$$(GO=$(GO) scripts/build-tools.sh -print staticcheck) && \
-	$$sc ./... && $$sc -tags kubernetes ./internal/kube ./internal/remote ./internal/cluster ./cmd/bench
+	$$sc ./... && $$sc -tags kubernetes ./internal/machinery/kube ./internal/machinery/remote ./internal/cluster ./cmd/bench
 	@out=$$($$(GO=$(GO) scripts/build-tools.sh -print goimports) -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "goimports would change:"; echo "$$out"; exit 1; fi
 
@@ -92,9 +92,9 @@ $(BIN): $(GOFILES) go.mod go.sum
 build-kube:
 	@$(GO) build -tags kubernetes -ldflags "-X github.com/lockbench/lockbench/internal/version.Version=$(VERSION)" -o bin/bench-kube ./cmd/bench
 
-## kube-manifests: write kube/lockbench.yaml and kube/targets.yaml again from internal/kube
+## kube-manifests: write kube/lockbench.yaml and kube/targets.yaml again from internal/machinery/kube
 kube-manifests:
-	$(GO) test -tags kubernetes -count=1 -run 'TestManifests' ./internal/kube -update
+	$(GO) test -tags kubernetes -count=1 -run 'TestManifests' ./internal/machinery/kube -update
 
 ## bench: install, build and run every backend (scenarios/backends.yaml, ~5 min; SCENARIO=... for another) into results/
 bench: setup build
@@ -123,7 +123,7 @@ test: setup fmt-check vet lint
 	$(GO) test -count=1 -timeout 30m -parallel $(PARALLEL) -skip '$(RACE_TESTS)|$(ALONE_TESTS)' ./backends ./cmd/bench ./internal/sim
 	$(GO) test -count=1 -timeout 10m -parallel 1 -run '$(ALONE_TESTS)' ./cmd/bench
 	$(GO) test -race -count=1 -timeout 20m -parallel 1 -run '$(RACE_TESTS)' ./cmd/bench
-	$(GO) test -tags kubernetes -count=1 ./internal/kube
+	$(GO) test -tags kubernetes -count=1 ./internal/machinery/kube
 	$(GO) test -tags kubernetes -count=1 -run 'Kubernetes' ./internal/cluster
 	cd examples/library && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^TestConsulPhonesNobody$$' ./internal/cluster
@@ -132,14 +132,14 @@ test: setup fmt-check vet lint
 # security: each hole of issue 41 replayed as an attack (docs/security.md),
 # one package at a time; the ones that need root or FUSE skip without them.
 SECURITY_TESTS := \
-	./internal/remote:'TestRepairRunsNothingFromNoteNames|TestNotesDirRefusesAPlantedLink|TestSSHKeyNeverEchoed' \
-	./internal/slot:'TestSlotsCannotBeHeldHostage|TestOlderBinariesSeeTheSlotTaken' \
+	./internal/machinery/remote:'TestRepairRunsNothingFromNoteNames|TestNotesDirRefusesAPlantedLink|TestSSHKeyNeverEchoed' \
+	./internal/machinery/slot:'TestSlotsCannotBeHeldHostage|TestOlderBinariesSeeTheSlotTaken' \
 	./internal/cluster:'TestToxiproxyRefusesForeignRequests|TestConsulUpdateCheckIsOff|TestConsulPhonesNobody|TestSIGKILLWithALayerLeavesNothingStuck|TestStaleLayerIsSweptByTheNextRun' \
 	./internal/childenv:'TestOnlyWhatIsNeededIsInherited' \
-	./internal/procgroup:'TestChildrenInheritNoSecrets' \
+	./internal/machinery/procgroup:'TestChildrenInheritNoSecrets' \
 	./backends/driver:'TestDriverGetsOnlyItsEnv|TestDriverSecretsNeverLogged|TestFloodAfterHelloNeverPanics|TestSetsidChildIsEnded|TestStderrIsCapped|TestBreaks' \
 	./internal/layout:'TestRunJSONHoldsNoSecret|TestRedactorTakesTheValuesOut|TestResultsAreTheUsersAlone' \
-	./internal/powerfs:'TestFailedRevertIsAnError|TestDevFuseIsCloseOnExec|TestMountingsHaveTheirConnection|TestAbortConnCutsTheLayer' \
+	./internal/machinery/powerfs:'TestFailedRevertIsAnError|TestDevFuseIsCloseOnExec|TestMountingsHaveTheirConnection|TestAbortConnCutsTheLayer' \
 	./internal/scenario:'TestAliasBombIsRefused|TestCaseCountsAreBounded|TestParseBad' \
 	./history:'TestReaderBadInput' \
 	./internal/runner:'TestHistoryIsBounded' \
@@ -205,7 +205,7 @@ fuzz: sim
 ## vet: go vet, also of what the kubernetes build tag adds
 vet:
 	@$(GO) vet ./...
-	@$(GO) vet -tags kubernetes ./internal/kube ./internal/remote ./internal/cluster ./cmd/bench
+	@$(GO) vet -tags kubernetes ./internal/machinery/kube ./internal/machinery/remote ./internal/cluster ./cmd/bench
 
 ## fmt-check: fail if gofmt would change a file
 fmt-check:

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/config"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 )
 
 // The lost-signal test runs the lock holder in a child process (this test

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"

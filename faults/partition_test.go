@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/slot"
 	"github.com/lockbench/lockbench/internal/premise"
-	"github.com/lockbench/lockbench/internal/slot"
 )
 
 func needFirewall(t *testing.T) {

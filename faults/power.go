@@ -11,7 +11,7 @@ import (
 // power-loss is what a kill is not: the server dies and so does every
 // write it made that no fsync had made durable (Jepsen's LazyFS fault,
 // lose-unfsynced-writes). Its data dir is on a layer that remembers those
-// writes (internal/powerfs); the fault kills the server, discards them and,
+// writes (internal/machinery/powerfs); the fault kills the server, discards them and,
 // when the window ends, starts it again on what was durable. Redis with
 // appendfsync everysec, etcd with --unsafe-no-fsync, ZooKeeper with
 // forceSync=no and PostgreSQL with synchronous_commit=off acknowledge
@@ -22,7 +22,7 @@ import (
 func init() {
 	Register(Info{Name: "power-loss",
 		Example:  Example{Backend: "redis", Fault: "{type: power-loss, target: redis-1}"},
-		Does:     "a power loss, not a process death: the server is SIGKILLed and every write it made and never fsynced is discarded, then it restarts on what was durable when the window ends. A case with a `power-loss` runs every server's data dir on a FUSE layer (`internal/powerfs`, on go-fuse) that keeps an undo record per write until the file's fsync (Jepsen's LazyFS `lose-unfsynced-writes`); metadata (create, rename, unlink) is durable at once, and what a server wrote until it first answered counts as durable (a machine's writeback would have flushed it). A target set (`target: [etcd-1, etcd-2, etcd-3]` or `etcd-*`) loses power member by member, one right after another, and its members restart together. The fsync switches: Redis `persistence: everysec`/`always`, etcd `unsafe_no_fsync: true`, ZooKeeper `force_sync: false`. Every server write of such a case goes through the layer (a FUSE round trip and an undo record), so compare its latencies only with cases that have the layer too",
+		Does:     "a power loss, not a process death: the server is SIGKILLed and every write it made and never fsynced is discarded, then it restarts on what was durable when the window ends. A case with a `power-loss` runs every server's data dir on a FUSE layer (`internal/machinery/powerfs`, on go-fuse) that keeps an undo record per write until the file's fsync (Jepsen's LazyFS `lose-unfsynced-writes`); metadata (create, rename, unlink) is durable at once, and what a server wrote until it first answered counts as durable (a machine's writeback would have flushed it). A target set (`target: [etcd-1, etcd-2, etcd-3]` or `etcd-*`) loses power member by member, one right after another, and its members restart together. The fsync switches: Redis `persistence: everysec`/`always`, etcd `unsafe_no_fsync: true`, ZooKeeper `force_sync: false`. Every server write of such a case goes through the layer (a FUSE round trip and an undo record), so compare its latencies only with cases that have the layer too",
 		Observed: "the server exited and the layer discarded what was pending (the bytes are recorded; 0 bytes means everything had been fsynced); at heal, it answers again",
 		Effect:   history.EffectPowerLoss,
 		Action:   ActPowerLoss, Claims: []string{ClaimProcess}, Classes: map[Kind]string{Server: history.ClassPower},

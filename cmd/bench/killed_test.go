@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/exitcode"
-	"github.com/lockbench/lockbench/internal/powerfs"
+	"github.com/lockbench/lockbench/internal/machinery/powerfs"
 )
 
 // killedScenarios: Redis writing on a FUSE layer under its data dir (each

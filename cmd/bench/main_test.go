@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/cgroup"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/netns"
-	"github.com/lockbench/lockbench/internal/powerfs"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/netns"
+	"github.com/lockbench/lockbench/internal/machinery/powerfs"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/exitcode"

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/cgroup"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/netns"
-	"github.com/lockbench/lockbench/internal/slot"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/netns"
+	"github.com/lockbench/lockbench/internal/machinery/slot"
 
 	"github.com/lockbench/lockbench/internal/cluster"
 )

@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/cgroup"
-	"github.com/lockbench/lockbench/internal/faketime"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/netns"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/faketime"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/netns"
 )
 
 // What the faults act on, through the placement of the cluster's mode:

@@ -14,14 +14,14 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/control"
-	"github.com/lockbench/lockbench/internal/firewall"
 	"github.com/lockbench/lockbench/internal/links"
-	"github.com/lockbench/lockbench/internal/netns"
-	"github.com/lockbench/lockbench/internal/powerfs"
-	"github.com/lockbench/lockbench/internal/procgroup"
-	"github.com/lockbench/lockbench/internal/slot"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/netns"
+	"github.com/lockbench/lockbench/internal/machinery/powerfs"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/slot"
 )
 
 // Server is one running lock server.

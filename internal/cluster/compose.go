@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/docker"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/netns"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/docker"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/netns"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
 )

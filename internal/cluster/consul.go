@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"

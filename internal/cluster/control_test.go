@@ -12,10 +12,10 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/internal/control"
-	"github.com/lockbench/lockbench/internal/faketime"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/remote"
-	"github.com/lockbench/lockbench/internal/remote/remotetest"
+	"github.com/lockbench/lockbench/internal/machinery/faketime"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/remote"
+	"github.com/lockbench/lockbench/internal/machinery/remote/remotetest"
 	"golang.org/x/sys/unix"
 )
 

@@ -21,12 +21,12 @@
 // data dirs (power.go); a server's clock is libfaketime's (faketime.go).
 //
 // The machinery is in leaf packages of its own, each with its tests:
-// address slots (internal/slot), iptables (internal/firewall), network
-// namespaces and netem (internal/netns), cgroups (internal/cgroup),
-// process groups, containers and remote processes (internal/procgroup),
-// the Docker CLI (internal/docker), the shell on a server's host over SSH
-// or in a pod (internal/remote), libfaketime (internal/faketime), the FUSE
-// layer (internal/powerfs) and Kubernetes objects (internal/kube).
+// address slots (internal/machinery/slot), iptables (internal/machinery/firewall), network
+// namespaces and netem (internal/machinery/netns), cgroups (internal/machinery/cgroup),
+// process groups, containers and remote processes (internal/machinery/procgroup),
+// the Docker CLI (internal/machinery/docker), the shell on a server's host over SSH
+// or in a pod (internal/machinery/remote), libfaketime (internal/machinery/faketime), the FUSE
+// layer (internal/machinery/powerfs) and Kubernetes objects (internal/machinery/kube).
 //
 // Every child runs in its own process group (so a server's own children die
 // with it) and with the parent-death signal set to SIGKILL (so that even a

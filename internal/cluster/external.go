@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
 )
 
 // The targets mode: a targets file's servers without a control section.

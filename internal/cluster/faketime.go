@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/childenv"
-	"github.com/lockbench/lockbench/internal/faketime"
+	"github.com/lockbench/lockbench/internal/machinery/faketime"
 )
 
 // faketimeFile is where a server's clock offset is read from.

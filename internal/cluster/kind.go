@@ -69,7 +69,7 @@ type Kind struct {
 	Setup Setup
 	// Compose is the profile of compose/docker-compose.yml whose
 	// services are the kind's servers, and Kube the group (StatefulSet)
-	// of internal/kube's topology; NotDeployed says why a kind has
+	// of internal/machinery/kube's topology; NotDeployed says why a kind has
 	// neither (it runs only where lockbench starts it, or in a topology
 	// file of its own). One of the two is required.
 	Compose, Kube, NotDeployed string

@@ -47,7 +47,7 @@ func TestEveryServerKindIsComplete(t *testing.T) {
 			t.Errorf("server kind %s: Setup.Build %q: scripts/build-servers.sh builds %s only; add a build_%s there", k.Name, b, strings.Join(builds, ", "), b)
 		}
 		if (k.Compose == "" || k.Kube == "") && k.NotDeployed == "" {
-			t.Errorf("server kind %s: Compose and Kube: name its profile of compose/docker-compose.yml and its group of internal/kube's topology (then `make kube-manifests`), or say in NotDeployed why it has none: %s", k.Name, at)
+			t.Errorf("server kind %s: Compose and Kube: name its profile of compose/docker-compose.yml and its group of internal/machinery/kube's topology (then `make kube-manifests`), or say in NotDeployed why it has none: %s", k.Name, at)
 		}
 	}
 	for _, info := range backends.All() {
@@ -145,7 +145,7 @@ func TestKindsMakefile(t *testing.T) {
 
 // TestKindsDeployed: every profile of compose/docker-compose.yml is a
 // kind's (Kind.Compose) and every kind's profile is there; every
-// StatefulSet of kube/lockbench.yaml (internal/kube's topology) is a
+// StatefulSet of kube/lockbench.yaml (internal/machinery/kube's topology) is a
 // kind's group (Kind.Kube) and every kind's group is there.
 func TestKindsDeployed(t *testing.T) {
 	hold := func(file, what string, re *regexp.Regexp, declared func(Kind) string) {

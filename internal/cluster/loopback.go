@@ -5,7 +5,7 @@ import (
 	"os/exec"
 
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
 )
 
 // The local mode: every action on lockbench's own servers and instances,

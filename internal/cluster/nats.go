@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 )
 
 // NATSBinary is the nats-server executable to run (Debian 12's package

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/netns"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/netns"
 )
 
 // The hosts mode: everything the local mode does, cuts between any two

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/internal/control"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/procgroup"
-	"github.com/lockbench/lockbench/internal/remote"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/remote"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/kube"
+	"github.com/lockbench/lockbench/internal/machinery/kube"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )

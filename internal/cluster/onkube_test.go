@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/control"
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/kube"
+	"github.com/lockbench/lockbench/internal/machinery/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -13,10 +13,10 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/control"
-	"github.com/lockbench/lockbench/internal/faketime"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/procgroup"
-	"github.com/lockbench/lockbench/internal/remote"
+	"github.com/lockbench/lockbench/internal/machinery/faketime"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/remote"
 
 	"github.com/lockbench/lockbench/backends"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/slot"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/slot"
 )
 
 // placement is where a cluster's servers and worker instances run, and so

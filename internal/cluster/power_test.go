@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/internal/powerfs"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/powerfs"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 	"github.com/lockbench/lockbench/internal/wait"
 	"github.com/redis/go-redis/v9"
 )

@@ -17,13 +17,13 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/cgroup"
-	"github.com/lockbench/lockbench/internal/firewall"
 	"github.com/lockbench/lockbench/internal/layout"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/powerfs"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 	"github.com/lockbench/lockbench/internal/monoclock"
-	"github.com/lockbench/lockbench/internal/powerfs"
-	"github.com/lockbench/lockbench/internal/procgroup"
 	"github.com/lockbench/lockbench/internal/scenario"
 )
 

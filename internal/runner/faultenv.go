@@ -15,12 +15,12 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/cluster"
-	"github.com/lockbench/lockbench/internal/firewall"
 	"github.com/lockbench/lockbench/internal/links"
-	"github.com/lockbench/lockbench/internal/powerfs"
-	"github.com/lockbench/lockbench/internal/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/powerfs"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 )
 
 // faultCluster is what applying faults needs of a case's cluster, by

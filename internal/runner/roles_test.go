@@ -12,8 +12,8 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/internal/config"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 	"github.com/lockbench/lockbench/internal/monoclock"
-	"github.com/lockbench/lockbench/internal/procgroup"
 	"github.com/lockbench/lockbench/internal/workload"
 )
 

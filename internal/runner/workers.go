@@ -20,8 +20,8 @@ import (
 	"github.com/lockbench/lockbench/internal/childenv"
 	"github.com/lockbench/lockbench/internal/cluster"
 	"github.com/lockbench/lockbench/internal/links"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
 	"github.com/lockbench/lockbench/internal/monoclock"
-	"github.com/lockbench/lockbench/internal/procgroup"
 	"github.com/lockbench/lockbench/internal/worker"
 	"github.com/lockbench/lockbench/internal/workload"
 )

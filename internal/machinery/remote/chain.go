@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
 )
 
 // Chain is this harness's chain on one host, jumped to from the

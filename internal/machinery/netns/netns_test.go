@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/firewall"
-	"github.com/lockbench/lockbench/internal/slot"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/slot"
 )
 
 // hostsChild is a helper process run inside a host's namespace:

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/docker"
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/docker"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
 )
 
 // Hosts puts every server and every worker instance of a run on a host of

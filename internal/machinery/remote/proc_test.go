@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/procgroup"
-	"github.com/lockbench/lockbench/internal/remote"
-	"github.com/lockbench/lockbench/internal/remote/remotetest"
+	"github.com/lockbench/lockbench/internal/machinery/procgroup"
+	"github.com/lockbench/lockbench/internal/machinery/remote"
+	"github.com/lockbench/lockbench/internal/machinery/remote/remotetest"
 )
 
 // TestRemoteProcess drives a process through a real sshd: found by its

@@ -20,9 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/childenv"
-	"github.com/lockbench/lockbench/internal/docker"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/docker"
 	"github.com/lockbench/lockbench/internal/monoclock"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/lockbench/lockbench/internal/cgroup"
-	"github.com/lockbench/lockbench/internal/firewall"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
+	"github.com/lockbench/lockbench/internal/machinery/firewall"
 )
 
 // HarnessAlive reports whether the harness of pid runs on this machine

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/kube"
+	"github.com/lockbench/lockbench/internal/machinery/kube"
 	"github.com/lockbench/lockbench/internal/wait"
 )
 

@@ -35,10 +35,10 @@ func goldenAt(t *testing.T, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (go test -tags kubernetes ./internal/kube -update writes it)", err)
+		t.Fatalf("%v (go test -tags kubernetes ./internal/machinery/kube -update writes it)", err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("%s differs from what is made now (go test -tags kubernetes ./internal/kube -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("%s differs from what is made now (go test -tags kubernetes ./internal/machinery/kube -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/internal/cgroup"
 	"github.com/lockbench/lockbench/internal/control"
+	"github.com/lockbench/lockbench/internal/machinery/cgroup"
 )
 
 // Proc is a server's process on a host, acted on through the host's

@@ -199,7 +199,7 @@ func coordinator() *batchv1.Job {
 // find the server's process in it.
 func Targets() string {
 	var b strings.Builder
-	b.WriteString("# The servers of kube/lockbench.yaml, for bench run -targets inside the\n# cluster (the coordinator Job mounts this file). Generated: go test\n# -tags kubernetes ./internal/kube -update.\nservers:\n")
+	b.WriteString("# The servers of kube/lockbench.yaml, for bench run -targets inside the\n# cluster (the coordinator Job mounts this file). Generated: go test\n# -tags kubernetes ./internal/machinery/kube -update.\nservers:\n")
 	type entry struct{ name, addr, pod, pattern string }
 	var es []entry
 	for _, g := range topology() {
